@@ -1,0 +1,3 @@
+module github.com/termgate/termgate
+
+go 1.26.8

@@ -1,0 +1,82 @@
+package sessions
+
+import (
+	"context"
+	"io"
+)
+
+// Instance is a running instance resolved by a Backend.
+type Instance struct {
+	// Name is the instance name the user asked for.
+	Name string
+	// ID identifies the instance to the backend (the container ID for Docker).
+	ID string
+}
+
+// StartSpec describes the shell a Backend starts for a session.
+type StartSpec struct {
+	// SessionID marks every process of the session (the backend puts it in
+	// the shell's environment as TERMGATE_SESSION) so that Kill and Sweep can
+	// find them.
+	SessionID string
+	// Shell is the command to run; empty means "bash if present, else sh".
+	Shell []string
+	// Term is the TERM value for the shell.
+	Term string
+	// Size is the initial window size (always valid).
+	Size Size
+}
+
+// Process is one running shell with its terminal. Read and Write may be
+// called concurrently with each other and with Resize; Write may be called
+// from several goroutines.
+type Process interface {
+	// Read returns terminal output, and io.EOF once the shell has exited.
+	io.Reader
+	// Write sends input to the shell's terminal.
+	io.Writer
+	// Resize changes the terminal's window size.
+	Resize(ctx context.Context, size Size) error
+	// Wait returns the shell's exit code; call it after Read returned io.EOF.
+	Wait(ctx context.Context) (int, error)
+	// Kill ends the shell and every process it started in the instance,
+	// background jobs included, then releases the terminal stream.
+	Kill(ctx context.Context) error
+}
+
+// Backend is what sessions needs from an instance provider (Docker, local
+// PTYs, a fake in unit tests).
+type Backend interface {
+	// Lookup resolves a running instance by name. It returns an error
+	// wrapping ErrNotFound when the instance does not exist, is not running,
+	// or may not be used (the gateway's own container, a missing label).
+	Lookup(ctx context.Context, name string) (Instance, error)
+	// Start starts a shell in the instance.
+	Start(ctx context.Context, inst Instance, spec StartSpec) (Process, error)
+	// Watch calls gone for every instance that stops or is removed, until ctx
+	// is done. It reconnects by itself when the backend's event source drops.
+	Watch(ctx context.Context, gone func(Instance)) error
+	// Sweep ends the shells an earlier run of the gateway left behind.
+	Sweep(ctx context.Context) error
+	// Ping reports whether the backend is reachable.
+	Ping(ctx context.Context) error
+}
+
+// Size is a terminal window size in character cells.
+type Size struct {
+	Cols, Rows int
+}
+
+// MaxDim is the largest accepted number of columns or rows.
+const MaxDim = 1000
+
+// IsZero reports whether the size is unknown (what ssh -tt sends).
+func (s Size) IsZero() bool { return s.Cols == 0 && s.Rows == 0 }
+
+// Valid reports whether both dimensions are within 1..MaxDim.
+func (s Size) Valid() bool {
+	return s.Cols >= 1 && s.Cols <= MaxDim && s.Rows >= 1 && s.Rows <= MaxDim
+}
+
+// DefaultSize is the size of a new session whose first client did not say.
+var DefaultSize = Size{Cols: 80, Rows: 24}

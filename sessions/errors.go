@@ -1,0 +1,72 @@
+package sessions
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+)
+
+// Sentinels that the listeners translate into the contract's messages.
+var (
+	// ErrNotFound: the instance does not exist, is not running or may not be
+	// used. Backends wrap it.
+	ErrNotFound = errors.New("not found or not running")
+	// ErrBadName: the instance name does not match NamePattern.
+	ErrBadName = errors.New("invalid instance name")
+	// ErrBadSize: a window size outside 1..MaxDim.
+	ErrBadSize = errors.New("window size out of range")
+	// ErrClosed: the registry is shutting down.
+	ErrClosed = errors.New("gateway is shutting down")
+
+	// Causes a client's Read returns when its session ends under it.
+	ErrIdle         = errors.New("session ended after its idle timeout")
+	ErrSlowClient   = errors.New("client fell too far behind the output and was disconnected; reattach to get the replay")
+	ErrInstanceGone = errors.New("instance stopped; session ended")
+	ErrShutdown     = errors.New("gateway is shutting down; session ended")
+	ErrBackendLost  = errors.New("lost the connection to the instance; session ended")
+	ErrDetached     = errors.New("detached")
+)
+
+// NamePattern is the contract's instance name syntax.
+var NamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// CheckName refuses names outside NamePattern before any backend call.
+func CheckName(name string) error {
+	if !NamePattern.MatchString(name) {
+		return fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (at most 128, starting with a letter or digit)", ErrBadName, truncate(name, 64))
+	}
+	return nil
+}
+
+// NotFoundMessage is the contract's user-facing text for ErrNotFound.
+func NotFoundMessage(name string) string {
+	return fmt.Sprintf("instance %q not found or not running", name)
+}
+
+// ResetError is the cause a client sees when its session was reset: the
+// client should reattach, which lands it in session NewSession.
+type ResetError struct {
+	OldSession, NewSession string
+	By                     string
+}
+
+func (e *ResetError) Error() string {
+	if e.By != "" {
+		return fmt.Sprintf("session reset by %s; a fresh shell was started", e.By)
+	}
+	return "session reset; a fresh shell was started"
+}
+
+// ExitError is the cause a client sees when the shell exited by itself.
+type ExitError struct {
+	Code int
+}
+
+func (e *ExitError) Error() string { return fmt.Sprintf("shell exited with status %d", e.Code) }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
