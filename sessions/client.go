@@ -1,0 +1,137 @@
+package sessions
+
+import (
+	"sync"
+	"time"
+)
+
+// AttachInfo describes where an attach landed (the WebSocket "attached"
+// event carries it).
+type AttachInfo struct {
+	Instance string
+	Session  string
+	// New reports whether this attach created the session.
+	New bool
+	// Offset is the number of the first output byte after the replay.
+	Offset int64
+	// Gap reports that a resume was asked for but its offset is no longer
+	// buffered, so the normal replay was sent instead.
+	Gap bool
+}
+
+// Client is one attached terminal. Read returns the replay, then live
+// output; once the session is gone under it, Read drains what was queued and
+// then returns the cause (*ResetError, *ExitError, ErrIdle, ErrInstanceGone,
+// ErrSlowClient, ErrShutdown, ErrBackendLost).
+type Client struct {
+	sess  *Session
+	info  AttachInfo
+	label string
+	since time.Time
+
+	mu     sync.Mutex // guards the fields below
+	queue  [][]byte   // chunks not yet read; shared, never modified
+	head   int        // bytes of queue[0] already read
+	queued int        // bytes waiting in queue
+	limit  int        // queued bytes allowed before the client is dropped
+	cause  error      // set once: why the client is closed
+	wake   chan struct{}
+}
+
+func newClient(s *Session, info AttachInfo, label string, limit int) *Client {
+	return &Client{sess: s, info: info, label: label, limit: limit, wake: make(chan struct{}, 1), since: s.clock.Now()}
+}
+
+// Info returns where the attach landed.
+func (c *Client) Info() AttachInfo { return c.info }
+
+// Read copies queued output into p, blocking until there is some or the
+// client is closed.
+func (c *Client) Read(p []byte) (int, error) {
+	for {
+		c.mu.Lock()
+		if c.queued > 0 {
+			n := 0
+			for n < len(p) && len(c.queue) > 0 {
+				k := copy(p[n:], c.queue[0][c.head:])
+				n += k
+				c.head += k
+				if c.head == len(c.queue[0]) {
+					c.queue[0] = nil
+					c.queue = c.queue[1:]
+					c.head = 0
+				}
+			}
+			c.queued -= n
+			c.mu.Unlock()
+			return n, nil
+		}
+		if c.cause != nil {
+			err := c.cause
+			c.mu.Unlock()
+			return 0, err
+		}
+		c.mu.Unlock()
+		<-c.wake
+	}
+}
+
+// Write sends input to the shell.
+func (c *Client) Write(p []byte) (int, error) { return c.sess.input(p) }
+
+// Resize asks for a new window size (the latest request wins, see README).
+// Sizes outside 1..MaxDim are refused with ErrBadSize.
+func (c *Client) Resize(size Size) error { return c.sess.resize(size) }
+
+// Detach leaves the session; the shell keeps running. A blocked Read returns
+// ErrDetached.
+func (c *Client) Detach() {
+	if c.close(ErrDetached, true) {
+		c.sess.detach(c)
+	}
+}
+
+// enqueue adds a chunk without blocking; it reports false when the client
+// is closed or has just been dropped for falling behind. Called with
+// Session.mu held.
+func (c *Client) enqueue(chunk []byte) bool {
+	c.mu.Lock()
+	if c.cause != nil {
+		c.mu.Unlock()
+		return false
+	}
+	if c.queued+len(chunk) > c.limit {
+		c.mu.Unlock()
+		c.close(ErrSlowClient, true)
+		return false
+	}
+	c.queue = append(c.queue, chunk)
+	c.queued += len(chunk)
+	c.mu.Unlock()
+	c.signal()
+	return true
+}
+
+// close records the cause (the first one wins) and wakes the reader. With
+// discard, queued output is dropped; otherwise the reader drains it first.
+func (c *Client) close(cause error, discard bool) bool {
+	c.mu.Lock()
+	if c.cause != nil {
+		c.mu.Unlock()
+		return false
+	}
+	c.cause = cause
+	if discard {
+		c.queue, c.head, c.queued = nil, 0, 0
+	}
+	c.mu.Unlock()
+	c.signal()
+	return true
+}
+
+func (c *Client) signal() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}

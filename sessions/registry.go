@@ -1,0 +1,312 @@
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// MinBufferSize is the smallest replay buffer the contract allows.
+const MinBufferSize = 10 << 10
+
+// Config configures a Registry; New fills in the defaults.
+type Config struct {
+	Backend Backend
+	// BufferSize is the replay buffer per session (default 64 KiB, at least
+	// MinBufferSize).
+	BufferSize int
+	// IdleTimeout reaps a session with no client for this long (default 30m).
+	IdleTimeout time.Duration
+	// Shell is the command started in an instance; empty means automatic.
+	Shell []string
+	// ClientQueue is how many bytes of output may wait for one client before
+	// it is dropped as too slow (default 4 MiB).
+	ClientQueue int
+	// StartTimeout bounds starting a shell; KillTimeout bounds killing one
+	// and other backend calls made while tearing down (defaults 15s, 10s).
+	StartTimeout, KillTimeout time.Duration
+	// NewReplayer picks the replay strategy (default NewRawReplayer).
+	NewReplayer func(*Ring) Replayer
+	Clock       clockwork.Clock
+	Logger      *slog.Logger
+}
+
+// Registry holds one session per instance, shared by every listener.
+type Registry struct {
+	cfg Config
+
+	mu     sync.Mutex       // guards slots and closed
+	slots  map[string]*slot // by Instance.ID
+	closed bool
+
+	watchCancel context.CancelFunc
+	watchDone   chan struct{}
+}
+
+// slot lets concurrent first attaches wait for one shell instead of
+// starting two: the first creates the slot, the others wait on ready.
+type slot struct {
+	ready chan struct{}
+	sess  *Session // set before ready is closed; nil with err
+	err   error
+}
+
+// New checks cfg, fills in defaults and starts watching the backend for
+// instances that stop.
+func New(cfg Config) (*Registry, error) {
+	if cfg.Backend == nil {
+		return nil, errors.New("sessions: no backend")
+	}
+	if cfg.BufferSize == 0 {
+		cfg.BufferSize = 64 << 10
+	}
+	if cfg.BufferSize < MinBufferSize {
+		return nil, fmt.Errorf("buffer size %d bytes is too small: at least 10KiB is needed to replay a screen", cfg.BufferSize)
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Minute
+	}
+	if cfg.ClientQueue <= 0 {
+		cfg.ClientQueue = 4 << 20
+	}
+	if cfg.ClientQueue < cfg.BufferSize {
+		cfg.ClientQueue = cfg.BufferSize // the replay must fit
+	}
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = 15 * time.Second
+	}
+	if cfg.KillTimeout <= 0 {
+		cfg.KillTimeout = 10 * time.Second
+	}
+	if cfg.NewReplayer == nil {
+		cfg.NewReplayer = NewRawReplayer
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	r := &Registry{cfg: cfg, slots: map[string]*slot{}, watchDone: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	r.watchCancel = cancel
+	go func() {
+		defer close(r.watchDone)
+		if err := cfg.Backend.Watch(ctx, r.instanceGone); err != nil && ctx.Err() == nil {
+			cfg.Logger.Error("watching instances stopped", "err", err)
+		}
+	}()
+	return r, nil
+}
+
+// Attach joins the instance's session, starting one when there is none.
+func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) (*Client, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	inst, err := r.cfg.Backend.Lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		sl, created, err := r.slotFor(inst)
+		if err != nil {
+			return nil, err
+		}
+		if created {
+			size := opts.Size
+			if size.IsZero() || !size.Valid() {
+				size = DefaultSize
+			}
+			r.fill(sl, inst, newID(), size, opts.Term)
+		}
+		select {
+		case <-sl.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if sl.err != nil {
+			return nil, sl.err
+		}
+		c, err := sl.sess.attach(opts, created)
+		if errors.Is(err, errSessionClosing) {
+			r.forget(inst.ID, sl)
+			continue // the session ended under us: start or join the next one
+		}
+		return c, err
+	}
+}
+
+// slotFor returns the instance's slot, creating an empty one when none.
+func (r *Registry) slotFor(inst Instance) (*slot, bool, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, false, ErrClosed
+	}
+	if sl := r.slots[inst.ID]; sl != nil {
+		return sl, false, nil
+	}
+	sl := &slot{ready: make(chan struct{})}
+	r.slots[inst.ID] = sl
+	return sl, true, nil
+}
+
+// fill starts the shell for a slot this goroutine created.
+func (r *Registry) fill(sl *slot, inst Instance, id string, size Size, term string) {
+	defer close(sl.ready)
+	if term == "" {
+		term = "xterm-256color"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.StartTimeout)
+	defer cancel()
+	proc, err := r.cfg.Backend.Start(ctx, inst, StartSpec{SessionID: id, Shell: r.cfg.Shell, Term: term, Size: size})
+	if err != nil {
+		sl.err = fmt.Errorf("start shell in %s: %w", inst.Name, err)
+		r.forget(inst.ID, sl)
+		return
+	}
+	sl.sess = newSession(id, inst, proc, size, &r.cfg, func(s *Session) { r.forget(inst.ID, sl) })
+	sl.sess.start()
+	r.cfg.Logger.Info("session started", "instance", inst.Name, "session", id)
+}
+
+func (r *Registry) forget(id string, sl *slot) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.slots[id] == sl {
+		delete(r.slots, id)
+	}
+}
+
+// Reset kills the instance's shell and everything it started, and starts a
+// fresh session; attached clients get a *ResetError and reattach to it.
+// With no session yet, it just starts one.
+func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error) {
+	if err := CheckName(name); err != nil {
+		return nil, err
+	}
+	inst, err := r.cfg.Backend.Lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, ErrClosed
+	}
+	old := r.slots[inst.ID]
+	sl := &slot{ready: make(chan struct{})}
+	r.slots[inst.ID] = sl
+	r.mu.Unlock()
+
+	id, size := newID(), DefaultSize
+	if old != nil {
+		<-old.ready
+		if old.sess != nil {
+			size = old.sess.currentSize()
+			old.sess.Close(&ResetError{OldSession: old.sess.id, NewSession: id, By: by})
+			old.sess.Wait()
+		}
+	}
+	r.fill(sl, inst, id, size, "")
+	if sl.err != nil {
+		return nil, sl.err
+	}
+	r.cfg.Logger.Info("session reset", "instance", inst.Name, "session", id, "by", by)
+	return sl.sess, nil
+}
+
+// instanceGone ends the session of an instance that stopped.
+func (r *Registry) instanceGone(inst Instance) {
+	r.mu.Lock()
+	sl := r.slots[inst.ID]
+	r.mu.Unlock()
+	if sl == nil {
+		return
+	}
+	select {
+	case <-sl.ready:
+		if sl.sess != nil {
+			sl.sess.Close(ErrInstanceGone)
+		}
+	default: // still starting: the start fails or its stream ends by itself
+	}
+}
+
+// Sessions lists the live sessions, oldest first.
+func (r *Registry) Sessions() []Info {
+	r.mu.Lock()
+	var live []*Session
+	for _, sl := range r.slots {
+		select {
+		case <-sl.ready:
+			if sl.sess != nil {
+				live = append(live, sl.sess)
+			}
+		default:
+		}
+	}
+	r.mu.Unlock()
+	out := make([]Info, 0, len(live))
+	for _, s := range live {
+		out = append(out, s.Info())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
+	return out
+}
+
+// Ready reports whether the backend answers.
+func (r *Registry) Ready(ctx context.Context) error { return r.cfg.Backend.Ping(ctx) }
+
+// Shutdown refuses new attaches, ends every session (killing its processes)
+// and stops watching the backend. It returns ctx.Err() if that takes longer
+// than ctx allows.
+func (r *Registry) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	slots := make([]*slot, 0, len(r.slots))
+	for _, sl := range r.slots {
+		slots = append(slots, sl)
+	}
+	r.mu.Unlock()
+	r.watchCancel()
+
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var wg sync.WaitGroup
+		for _, sl := range slots {
+			wg.Go(func() {
+				<-sl.ready
+				if sl.sess != nil {
+					sl.sess.Close(ErrShutdown)
+					sl.sess.Wait()
+				}
+			})
+		}
+		wg.Wait()
+		<-r.watchDone
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return hex.EncodeToString(b[:])
+}

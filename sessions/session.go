@@ -1,0 +1,383 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jonboulle/clockwork"
+)
+
+// state only moves forward: running → closing → closed.
+type state int
+
+const (
+	stateRunning state = iota
+	stateClosing
+	stateClosed
+)
+
+var errSessionClosing = errors.New("session is closing")
+
+// Session is one shell in one instance with its replay buffer and clients.
+// It owns three goroutines (run, pump, resizer); Close asks them to stop and
+// Wait returns once all are gone and the shell's processes are killed.
+type Session struct {
+	id      string
+	inst    Instance
+	proc    Process
+	created time.Time
+	clock   clockwork.Clock
+	log     *slog.Logger
+	cfg     *Config
+	onEnd   func(*Session) // registry bookkeeping, called once by run
+
+	mu        sync.Mutex // guards the fields below
+	state     state
+	cause     error
+	ring      *Ring
+	replay    Replayer
+	clients   map[*Client]struct{}
+	size      Size // latest requested window size
+	idleSince time.Time
+	idleTimer clockwork.Timer
+	bytesOut  int64
+
+	closeReq chan struct{} // closed by the first Close
+	pumpDone chan error    // the pump's cause, sent once when the shell's output ends
+	pumpGone chan struct{} // closed when the pump has returned
+	resizeCh chan struct{}
+	done     chan struct{} // closed when the session is fully closed
+}
+
+// Info is a session's state as shown by "list" and GET /api/sessions.
+type Info struct {
+	Instance  string     `json:"instance"`
+	Session   string     `json:"session"`
+	Created   time.Time  `json:"created"`
+	Clients   int        `json:"clients"`
+	IdleSince *time.Time `json:"idle_since"`
+	BytesOut  int64      `json:"bytes_out"`
+}
+
+func newSession(id string, inst Instance, proc Process, size Size, cfg *Config, onEnd func(*Session)) *Session {
+	ring := NewRing(cfg.BufferSize)
+	s := &Session{
+		id: id, inst: inst, proc: proc, cfg: cfg, onEnd: onEnd,
+		clock:    cfg.Clock,
+		created:  cfg.Clock.Now(),
+		log:      cfg.Logger.With("instance", inst.Name, "session", id),
+		ring:     ring,
+		replay:   cfg.NewReplayer(ring),
+		clients:  map[*Client]struct{}{},
+		size:     size,
+		closeReq: make(chan struct{}),
+		pumpDone: make(chan error, 1),
+		pumpGone: make(chan struct{}),
+		resizeCh: make(chan struct{}, 1),
+		done:     make(chan struct{}),
+	}
+	s.replay.Resize(size)
+	return s
+}
+
+// ID is the session's identifier (it changes on reset).
+func (s *Session) ID() string { return s.id }
+
+// Instance is the instance the shell runs in.
+func (s *Session) Instance() Instance { return s.inst }
+
+func (s *Session) start() {
+	// The resizer is started first and told nothing: the backend already
+	// applied the initial size.
+	resizerDone := make(chan struct{})
+	go func() { defer close(resizerDone); s.resizer() }()
+	go s.pump()
+	s.mu.Lock()
+	s.startIdleLocked() // a session started by a reset may never be attached
+	s.mu.Unlock()
+	go func() {
+		s.run()
+		<-resizerDone
+		s.mu.Lock()
+		s.state = stateClosed
+		s.mu.Unlock()
+		s.onEnd(s)
+		close(s.done)
+	}()
+}
+
+// Close asks the session to end with cause; it does not wait (see Wait).
+// Attached clients get cause from Read once their queue is drained.
+func (s *Session) Close(cause error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requestCloseLocked(cause)
+}
+
+func (s *Session) requestCloseLocked(cause error) {
+	if s.state != stateRunning {
+		return
+	}
+	s.state, s.cause = stateClosing, cause
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
+	close(s.closeReq)
+}
+
+// Wait blocks until the session is closed: its processes killed and its
+// goroutines gone.
+func (s *Session) Wait() { <-s.done }
+
+// Done is closed when the session is closed.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// run waits for the end (shell exit or a Close), then tears down in order:
+// clients are told first, then the shell's processes are killed, then the
+// pump is waited for.
+func (s *Session) run() {
+	var cause error
+	select {
+	case cause = <-s.pumpDone:
+		s.mu.Lock()
+		s.requestCloseLocked(cause)
+		cause = s.cause // a Close may have raced the exit and won
+		s.mu.Unlock()
+	case <-s.closeReq:
+		s.mu.Lock()
+		cause = s.cause
+		s.mu.Unlock()
+	}
+	s.mu.Lock()
+	clients := s.clients
+	s.clients = map[*Client]struct{}{}
+	s.mu.Unlock()
+	for c := range clients {
+		c.close(cause, false)
+	}
+	// Kill even after the shell exited by itself: background jobs it left
+	// must not outlive the session.
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
+	if err := s.proc.Kill(ctx); err != nil {
+		s.log.Warn("kill session processes", "err", err)
+	}
+	cancel()
+	<-s.pumpGone
+	s.log.Info("session ended", "cause", cause.Error())
+}
+
+// pump copies shell output into the ring and every client's queue. It never
+// blocks on a client: a client whose queue is full is dropped.
+func (s *Session) pump() {
+	defer close(s.pumpGone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := s.proc.Read(buf)
+		if n > 0 {
+			s.deliver(append([]byte(nil), buf[:n]...))
+		}
+		if err != nil {
+			s.pumpDone <- s.endCause(err)
+			return
+		}
+	}
+}
+
+// endCause turns the end of the output stream into what clients are told.
+func (s *Session) endCause(readErr error) error {
+	s.mu.Lock()
+	closing := s.state != stateRunning
+	s.mu.Unlock()
+	if closing {
+		return nil // the Close cause stands
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
+	defer cancel()
+	if _, err := s.cfg.Backend.Lookup(ctx, s.inst.Name); errors.Is(err, ErrNotFound) {
+		return ErrInstanceGone
+	}
+	if !errors.Is(readErr, io.EOF) {
+		s.log.Warn("terminal stream broke", "err", readErr)
+		return ErrBackendLost
+	}
+	code, err := s.proc.Wait(ctx)
+	if err != nil {
+		s.log.Warn("shell exit status unknown", "err", err)
+		return ErrBackendLost
+	}
+	return &ExitError{Code: code}
+}
+
+// deliver records a chunk and queues it for every client.
+func (s *Session) deliver(chunk []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ring.Write(chunk)
+	s.replay.Write(chunk)
+	s.bytesOut += int64(len(chunk))
+	for c := range s.clients {
+		if !c.enqueue(chunk) {
+			delete(s.clients, c)
+			s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
+			s.startIdleLocked()
+		}
+	}
+}
+
+// AttachOptions says who attaches and from where it resumes.
+type AttachOptions struct {
+	// Size is the client's window; zero means unknown (keep the current).
+	Size Size
+	// Term is the client's TERM, used when the attach starts the session.
+	Term string
+	// Session and Since ask to resume: when Session is still the current
+	// session and Since still buffered, only bytes from Since on are sent.
+	Session string
+	Since   int64
+	// Label names the client in logs ("ssh 10.0.0.5:41234").
+	Label string
+}
+
+// attach registers a client; the replay and the registration happen in one
+// critical section, so no output is lost or doubled between them.
+func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateRunning {
+		return nil, errSessionClosing
+	}
+	info := AttachInfo{Instance: s.inst.Name, Session: s.id, New: created, Offset: s.ring.End()}
+	var replay []byte
+	if opts.Session != "" && opts.Session == s.id {
+		b, ok := s.ring.Since(opts.Since)
+		if ok {
+			replay = StripQueries(b)
+		}
+		info.Gap = !ok
+	}
+	if replay == nil { // a fresh attach, a stale session or a gap
+		replay = s.replay.Replay()
+	}
+	c := newClient(s, info, opts.Label, s.cfg.ClientQueue)
+	if len(replay) > 0 {
+		c.enqueue(replay)
+	}
+	s.clients[c] = struct{}{}
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+		s.idleTimer = nil
+	}
+	s.idleSince = time.Time{}
+	if !opts.Size.IsZero() && opts.Size.Valid() {
+		s.setSizeLocked(opts.Size)
+	}
+	s.log.Info("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
+	return c, nil
+}
+
+func (s *Session) detach(c *Client) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.clients[c]; !ok {
+		return
+	}
+	delete(s.clients, c)
+	s.log.Info("client detached", "client", c.label, "clients", len(s.clients))
+	s.startIdleLocked()
+}
+
+// startIdleLocked arms the idle reaper once the last client has gone.
+func (s *Session) startIdleLocked() {
+	if len(s.clients) > 0 || s.state != stateRunning || s.idleTimer != nil {
+		return
+	}
+	s.idleSince = s.clock.Now()
+	var t clockwork.Timer
+	t = s.clock.AfterFunc(s.cfg.IdleTimeout, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.idleTimer == t && len(s.clients) == 0 {
+			s.log.Info("reaping idle session", "idle_timeout", s.cfg.IdleTimeout.String())
+			s.requestCloseLocked(ErrIdle)
+		}
+	})
+	s.idleTimer = t
+}
+
+func (s *Session) input(p []byte) (int, error) {
+	s.mu.Lock()
+	running := s.state == stateRunning
+	s.mu.Unlock()
+	if !running {
+		return 0, errSessionClosing
+	}
+	return s.proc.Write(p)
+}
+
+func (s *Session) resize(size Size) error {
+	if !size.Valid() {
+		return ErrBadSize
+	}
+	s.mu.Lock()
+	s.setSizeLocked(size)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Session) setSizeLocked(size Size) {
+	if size == s.size {
+		return
+	}
+	s.size = size
+	s.replay.Resize(size)
+	select {
+	case s.resizeCh <- struct{}{}:
+	default:
+	}
+}
+
+// resizer applies the latest requested size outside any lock, so a slow
+// backend resize never stalls output or other clients.
+func (s *Session) resizer() {
+	applied := s.currentSize()
+	for {
+		select {
+		case <-s.resizeCh:
+		case <-s.closeReq:
+			return
+		}
+		want := s.currentSize()
+		if want == applied {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
+		if err := s.proc.Resize(ctx, want); err != nil {
+			s.log.Warn("resize terminal", "err", err, "cols", want.Cols, "rows", want.Rows)
+		} else {
+			applied = want
+		}
+		cancel()
+	}
+}
+
+func (s *Session) currentSize() Size {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size
+}
+
+// Info returns a snapshot of the session's state.
+func (s *Session) Info() Info {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := Info{Instance: s.inst.Name, Session: s.id, Created: s.created, Clients: len(s.clients), BytesOut: s.bytesOut}
+	if !s.idleSince.IsZero() {
+		t := s.idleSince
+		in.IdleSince = &t
+	}
+	return in
+}
