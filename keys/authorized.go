@@ -1,0 +1,151 @@
+package keys
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"slices"
+
+	gossh "golang.org/x/crypto/ssh"
+)
+
+// Reasons Authorize refuses a key; the returned errors wrap them with the
+// key's fingerprint and, where it helps, the client address and line.
+var (
+	// ErrUnknownKey: the key is on no line of the file.
+	ErrUnknownKey = errors.New("public key is not authorized")
+	// ErrFromMismatch: every line with the key has a from= that refuses
+	// the client's address.
+	ErrFromMismatch = errors.New("client address is not allowed by the key's from= option")
+	// ErrKeyRefused: the first line that would have applied to the key
+	// carries an option termgate does not support (it fails closed).
+	ErrKeyRefused = errors.New("key refused: its authorized_keys line has an unsupported option")
+)
+
+// AuthorizedKeys is a parsed authorized_keys file. It is immutable; the zero
+// value and nil authorize nothing.
+type AuthorizedKeys struct {
+	byKey  map[string][]*keyLine // by key.Marshal(), lines in file order
+	usable int
+}
+
+// keyLine is one line of the file whose key parsed.
+type keyLine struct {
+	line int
+	id   Identity
+	from *fromList // nil: any address
+	// refused, when set, is why the line's options made it unusable: the
+	// key is refused when this line is the first to apply.
+	refused string
+}
+
+// LoadAuthorizedKeys reads an authorized_keys file. A missing file is an
+// empty set (reported in warnings); err is set only when the file exists
+// but cannot be read. Warnings are prefixed with the path.
+func LoadAuthorizedKeys(path string) (*AuthorizedKeys, []string, error) {
+	data, fi, err := readFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &AuthorizedKeys{}, []string{fmt.Sprintf("%s does not exist: no SSH key is authorized", path)}, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("read authorized keys: %w", err)
+	}
+	ak, warnings := ParseAuthorizedKeys(data)
+	if fi.Mode().Perm()&0o022 != 0 {
+		warnings = append([]string{fmt.Sprintf("is writable by group or others (mode %04o): anyone who can write it can add keys; run chmod 600", fi.Mode().Perm())}, warnings...)
+	}
+	for i, w := range warnings {
+		warnings[i] = path + ": " + w
+	}
+	return ak, warnings, nil
+}
+
+// ParseAuthorizedKeys parses the contents of an authorized_keys file line by
+// line. Blank lines and # comments are skipped; a line that does not parse
+// or carries an unsupported option is reported in warnings ("line N: ...")
+// and never rejects the rest of the file.
+func ParseAuthorizedKeys(data []byte) (*AuthorizedKeys, []string) {
+	ak := &AuthorizedKeys{byKey: map[string][]*keyLine{}}
+	var warnings []string
+	for i, raw := range bytes.Split(data, []byte("\n")) {
+		n := i + 1
+		text := bytes.TrimSpace(raw)
+		if len(text) == 0 || text[0] == '#' {
+			continue
+		}
+		key, comment, opts, _, err := gossh.ParseAuthorizedKey(text)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("line %d: skipped, not a public key: %v", n, err))
+			continue
+		}
+		fp := gossh.FingerprintSHA256(key)
+		if _, ok := key.(*gossh.Certificate); ok {
+			warnings = append(warnings, fmt.Sprintf("line %d: skipped %s: certificates are not supported", n, fp))
+			continue
+		}
+		name := displayName(comment, 64)
+		if name == "" {
+			name = fp
+		}
+		kl := &keyLine{line: n, id: Identity{Name: name, Fingerprint: fp}}
+		o, optWarnings, err := parseOptions(opts)
+		for _, w := range optWarnings {
+			warnings = append(warnings, fmt.Sprintf("line %d (%s): %s", n, name, w))
+		}
+		if err != nil {
+			kl.refused = err.Error()
+			warnings = append(warnings, fmt.Sprintf("line %d (%s): %v: key %s is refused where this line applies", n, name, err, fp))
+		} else {
+			kl.id.Instances, kl.id.NoPTY, kl.from = o.instances, o.noPTY, o.from
+			ak.usable++
+		}
+		k := string(key.Marshal())
+		ak.byKey[k] = append(ak.byKey[k], kl)
+	}
+	return ak, warnings
+}
+
+// Len is the number of usable lines.
+func (ak *AuthorizedKeys) Len() int {
+	if ak == nil {
+		return 0
+	}
+	return ak.usable
+}
+
+// Authorize returns the identity of the first line holding key whose from=
+// (if any) allows the remote address, as OpenSSH does. A remote address
+// without an IP (a pipe, a Unix socket) satisfies no from= option. The
+// error wraps ErrUnknownKey, ErrFromMismatch or ErrKeyRefused; it is meant
+// for the log, not for the client.
+func (ak *AuthorizedKeys) Authorize(key gossh.PublicKey, remote net.Addr) (Identity, error) {
+	if key == nil {
+		return Identity{}, ErrUnknownKey
+	}
+	fp := gossh.FingerprintSHA256(key)
+	if ak == nil {
+		return Identity{}, fmt.Errorf("key %s: %w", fp, ErrUnknownKey)
+	}
+	lines := ak.byKey[string(key.Marshal())]
+	if len(lines) == 0 {
+		return Identity{}, fmt.Errorf("key %s: %w", fp, ErrUnknownKey)
+	}
+	ip, hasIP := clientIP(remote)
+	for _, kl := range lines {
+		if kl.refused != "" {
+			return Identity{}, fmt.Errorf("key %s, line %d: %w (%s)", fp, kl.line, ErrKeyRefused, kl.refused)
+		}
+		if kl.from == nil || (hasIP && kl.from.match(ip)) {
+			id := kl.id
+			id.Instances = slices.Clone(id.Instances)
+			return id, nil
+		}
+	}
+	addr := "an address without an IP"
+	if hasIP {
+		addr = ip.String()
+	}
+	return Identity{}, fmt.Errorf("key %s from %s: %w", fp, addr, ErrFromMismatch)
+}

@@ -1,0 +1,58 @@
+// Package keys holds termgate's identities and credentials: the SSH host
+// key, the SSH authorized keys, the HTTP API tokens and the state directory
+// they live in.
+//
+// Both listeners authenticate through this package and get back an Identity:
+// sshd calls KeyStore.Authorize from its public-key callback, the HTTP server
+// calls TokenStore.Check with a bearer token. The Identity says which
+// instances the credential may attach to or reset (Identity.May) and, for SSH
+// keys, whether interactive terminals are allowed (Identity.NoPTY).
+//
+// # Files
+//
+//   - The host key (LoadOrCreateHostKey) is an ed25519 key in OpenSSH PEM
+//     format, created with mode 0600 on first start and reused byte for byte
+//     afterwards. An existing key file is never replaced: a key file that is
+//     unreadable, corrupt, passphrase-protected or accessible by group or
+//     others is an error that says what to do.
+//   - authorized_keys (ParseAuthorizedKeys, LoadAuthorizedKeys) is OpenSSH's
+//     format. Accepted options: instances="GLOB[,GLOB...]" (termgate's own),
+//     from="PATTERN-LIST", restrict, pty, no-pty, no-port-forwarding,
+//     no-agent-forwarding, no-X11-forwarding, no-user-rc and the
+//     port-forwarding, agent-forwarding, X11-forwarding and user-rc
+//     permissions (no-ops: the gateway never forwards nor runs rc files). Any
+//     other option (command=, environment=, cert-authority, expiry-time=, ...)
+//     fails closed: the line is reported and the key is refused wherever that
+//     line would have been the one OpenSSH used. SeedAuthorizedKeys creates a
+//     missing file from ~/.ssh/*.pub on first run.
+//   - The token file (ParseTokens, LoadTokens, LoadOrCreateTokens) holds one
+//     bearer token per line: "TOKEN [NAME] [instances=GLOB[,GLOB...]]". A
+//     missing file is created with one random token on first start.
+//
+// Bad lines never reject a whole file: they are skipped and reported as
+// warnings (strings that quote the offending input with %q, safe to log).
+//
+// # from=
+//
+// from= is honoured as OpenSSH does with UseDNS=no (its default): the
+// client's "host name" is its IP address in text form, so host name patterns
+// such as *.example.com never match (termgate does no DNS look-ups). IP
+// addresses, CIDR networks (10.0.0.0/8, 2001:db8::/32), * and ? wildcards
+// over the address text and !negation work as in OpenSSH: any matching
+// negated entry refuses, otherwise one matching entry accepts. A list with an
+// empty entry or an invalid network (host bits set, bad mask) never matches,
+// and is reported when the file is loaded. A key whose from= does not match
+// falls through to a later line with the same key, as in OpenSSH.
+//
+// # Reloading
+//
+// KeyStore and TokenStore hold the current set behind an atomic pointer and
+// reload it when the file's size, modification time, mode or inode changes
+// (polled every Config.Interval, so editors that replace the file are seen)
+// and on Reload, which cmd calls on SIGHUP. A reload that fails to read the
+// file keeps the previous set and logs why; a file that was removed means an
+// empty set (nothing is authorized). Close stops the polling goroutine and
+// waits for it.
+//
+// This package never logs except through the Logger given to a store.
+package keys

@@ -1,0 +1,115 @@
+package keys
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// instanceName is the contract's instance name syntax (the same as
+// sessions.NamePattern; keys does not depend on sessions).
+var instanceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+
+// Identity is who a credential belongs to and what it may do.
+type Identity struct {
+	// Name is what logs and listings show: the key's comment or, without
+	// one, its fingerprint; for a token its NAME or "token-N" (N counts the
+	// file's tokens from 1).
+	Name string
+	// Fingerprint is the SSH key's "SHA256:..." fingerprint; empty for
+	// tokens.
+	Fingerprint string
+	// Instances are path.Match patterns limiting the instances this
+	// identity may attach to or reset; empty means every instance.
+	Instances []string
+	// NoPTY is set by the no-pty or restrict options: the SSH layer must
+	// refuse interactive attach for this key.
+	NoPTY bool
+}
+
+// May reports whether the identity may use the instance. Names outside the
+// contract's syntax are always refused; a malformed pattern matches nothing.
+func (id Identity) May(instance string) bool {
+	if !instanceName.MatchString(instance) {
+		return false
+	}
+	if len(id.Instances) == 0 {
+		return true
+	}
+	for _, p := range id.Instances {
+		if ok, err := path.Match(p, instance); ok && err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// parseInstances parses the comma-separated value of instances=. Every
+// pattern must be non-empty, well-formed for path.Match and free of '/'
+// (instance names never contain one). Shell-style class negation "[!...]" is
+// rewritten to path.Match's "[^...]".
+func parseInstances(list string) ([]string, error) {
+	if list == "" {
+		return nil, fmt.Errorf("instances= is empty")
+	}
+	var pats []string
+	for _, p := range strings.Split(list, ",") {
+		if p == "" {
+			return nil, fmt.Errorf("instances= has an empty pattern in %q", list)
+		}
+		if strings.ContainsRune(p, '/') {
+			return nil, fmt.Errorf("instances= pattern %q contains '/', which no instance name has", p)
+		}
+		p = shellClassNegation(p)
+		if _, err := path.Match(p, ""); err != nil {
+			return nil, fmt.Errorf("instances= pattern %q: %w", p, err)
+		}
+		pats = append(pats, p)
+	}
+	return pats, nil
+}
+
+// shellClassNegation rewrites "[!" at the start of a character class to
+// "[^": shells negate with '!', path.Match with '^', and '!' never occurs in
+// an instance name.
+func shellClassNegation(p string) string {
+	b := []byte(p)
+	inClass := false
+	for i := 0; i < len(b); i++ {
+		switch {
+		case b[i] == '\\':
+			i++
+		case !inClass && b[i] == '[':
+			inClass = true
+			if i+1 < len(b) && b[i+1] == '!' {
+				b[i+1] = '^'
+				i++
+			}
+		case inClass && b[i] == ']':
+			inClass = false
+		}
+	}
+	return string(b)
+}
+
+// displayName makes untrusted text (a key comment, a token name) safe to
+// show: control and other non-printable characters become '?', and the
+// result is at most limit runes.
+func displayName(s string, limit int) string {
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if n == limit {
+			b.WriteString("…")
+			break
+		}
+		if !unicode.IsPrint(r) {
+			r = '?'
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}

@@ -1,0 +1,110 @@
+package keys
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// keyOptions is what termgate takes from an authorized_keys line's options.
+type keyOptions struct {
+	instances []string
+	from      *fromList // nil: any client address
+	noPTY     bool
+}
+
+// flagOptions are the value-less options termgate accepts. Their value says
+// what the option does to the PTY permission: -1 denies, +1 allows, 0 leaves
+// it alone (forwarding and rc files are never available through the gateway,
+// so their options change nothing).
+var flagOptions = map[string]int{
+	"restrict":            -1,
+	"no-pty":              -1,
+	"pty":                 +1,
+	"no-port-forwarding":  0,
+	"no-agent-forwarding": 0,
+	"no-x11-forwarding":   0,
+	"no-user-rc":          0,
+	"port-forwarding":     0,
+	"agent-forwarding":    0,
+	"x11-forwarding":      0,
+	"user-rc":             0,
+}
+
+// parseOptions interprets the raw options gossh.ParseAuthorizedKey returns
+// (e.g. `from="10.0.0.0/8"`, `no-pty`). Option names are case-insensitive
+// and apply in order, as in OpenSSH ("restrict,pty" allows a PTY). An error
+// names the option that makes the line unusable; warnings describe problems
+// that leave the line usable but restrictive (a from= that never matches).
+func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
+	seen := map[string]bool{}
+	for _, opt := range raw {
+		name, value, hasValue := strings.Cut(opt, "=")
+		name = strings.ToLower(name)
+		if effect, ok := flagOptions[name]; ok {
+			if hasValue {
+				return o, nil, fmt.Errorf("option %q takes no value", displayName(opt, 80))
+			}
+			switch effect {
+			case -1:
+				o.noPTY = true
+			case +1:
+				o.noPTY = false
+			}
+			continue
+		}
+		switch name {
+		case "instances", "from":
+		default:
+			return o, nil, fmt.Errorf("unsupported option %q", displayName(name, 40))
+		}
+		if seen[name] {
+			return o, nil, fmt.Errorf("option %s= given twice", name)
+		}
+		seen[name] = true
+		if !hasValue {
+			return o, nil, fmt.Errorf("option %s needs a quoted value", name)
+		}
+		v, err := dequote(value)
+		if err != nil {
+			return o, nil, fmt.Errorf("option %s=: %w", name, err)
+		}
+		if name == "instances" {
+			if o.instances, err = parseInstances(v); err != nil {
+				return o, nil, err
+			}
+			continue
+		}
+		var problem string
+		o.from, problem = parseFrom(v)
+		if problem != "" {
+			warnings = append(warnings, problem)
+		}
+	}
+	return o, warnings, nil
+}
+
+// dequote undoes OpenSSH's option quoting: the value must be enclosed in
+// double quotes, and \" inside stands for a quote (other backslashes are
+// kept).
+func dequote(v string) (string, error) {
+	if !strings.HasPrefix(v, `"`) {
+		return "", errors.New("value must be in double quotes")
+	}
+	var b strings.Builder
+	for i := 1; i < len(v); i++ {
+		switch {
+		case v[i] == '\\' && i+1 < len(v) && v[i+1] == '"':
+			b.WriteByte('"')
+			i++
+		case v[i] == '"':
+			if i != len(v)-1 {
+				return "", fmt.Errorf("unexpected text after the closing quote in %q", displayName(v, 80))
+			}
+			return b.String(), nil
+		default:
+			b.WriteByte(v[i])
+		}
+	}
+	return "", errors.New("missing closing quote")
+}
