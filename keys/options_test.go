@@ -1,0 +1,92 @@
+package keys
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+)
+
+func TestParseOptions(t *testing.T) {
+	tests := []struct {
+		name          string
+		raw           []string
+		wantNoPTY     bool
+		wantInstances []string
+		wantFrom      bool
+		wantErr       string // substring; "" = accepted
+		wantWarning   string
+	}{
+		{name: "none"},
+		{name: "no-pty", raw: []string{"no-pty"}, wantNoPTY: true},
+		{name: "restrict denies the pty", raw: []string{"restrict"}, wantNoPTY: true},
+		{name: "restrict,pty allows it", raw: []string{"restrict", "pty"}, wantNoPTY: false},
+		{name: "pty,no-pty: last wins", raw: []string{"pty", "no-pty"}, wantNoPTY: true},
+		{name: "case-insensitive names", raw: []string{"No-PTY", "NO-X11-FORWARDING"}, wantNoPTY: true},
+		{name: "forwarding options are no-ops", raw: []string{"no-port-forwarding", "no-agent-forwarding", "no-X11-forwarding", "no-user-rc", "port-forwarding", "agent-forwarding", "x11-forwarding", "user-rc"}},
+		{name: "instances", raw: []string{`instances="web-*,db"`}, wantInstances: []string{"web-*", "db"}},
+		{name: "instances with restrict", raw: []string{"restrict", `instances="web-*"`}, wantNoPTY: true, wantInstances: []string{"web-*"}},
+		{name: "from", raw: []string{`from="10.0.0.0/8"`}, wantFrom: true},
+		{name: "from with escaped quote", raw: []string{`from="a\"b"`}, wantFrom: true},
+		{name: "bad from network is a warning", raw: []string{`from="10.0.0.1/8"`}, wantFrom: true, wantWarning: "host bits"},
+		{name: "empty from entry is a warning", raw: []string{`from="10.0.0.1,"`}, wantFrom: true, wantWarning: "empty entry"},
+
+		{name: "command fails closed", raw: []string{`command="/bin/true"`}, wantErr: `unsupported option "command"`},
+		{name: "environment fails closed", raw: []string{`environment="A=b"`}, wantErr: `unsupported option "environment"`},
+		{name: "cert-authority fails closed", raw: []string{"cert-authority"}, wantErr: `unsupported option "cert-authority"`},
+		{name: "expiry-time fails closed", raw: []string{`expiry-time="20300101"`}, wantErr: `unsupported option "expiry-time"`},
+		{name: "principals fails closed", raw: []string{`principals="root"`}, wantErr: `unsupported option "principals"`},
+		{name: "permitopen fails closed", raw: []string{`permitopen="localhost:80"`}, wantErr: `unsupported option "permitopen"`},
+		{name: "no-touch-required fails closed", raw: []string{"no-touch-required"}, wantErr: `unsupported option "no-touch-required"`},
+		{name: "unknown after good ones", raw: []string{"no-pty", "bogus"}, wantErr: `unsupported option "bogus"`},
+		{name: "flag with a value", raw: []string{`no-pty="yes"`}, wantErr: "takes no value"},
+		{name: "instances without value", raw: []string{"instances"}, wantErr: "needs a quoted value"},
+		{name: "instances unquoted", raw: []string{"instances=web"}, wantErr: "double quotes"},
+		{name: "instances unterminated", raw: []string{`instances="web`}, wantErr: "missing closing quote"},
+		{name: "instances trailing text", raw: []string{`instances="web"x`}, wantErr: "after the closing quote"},
+		{name: "instances empty", raw: []string{`instances=""`}, wantErr: "empty"},
+		{name: "instances malformed", raw: []string{`instances="web["`}, wantErr: "syntax error"},
+		{name: "instances twice", raw: []string{`instances="a"`, `instances="b"`}, wantErr: "given twice"},
+		{name: "from twice", raw: []string{`from="*"`, `from="*"`}, wantErr: "given twice"},
+		{name: "from unquoted", raw: []string{"from=10.0.0.1"}, wantErr: "double quotes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, warnings, err := parseOptions(tt.raw)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("parseOptions(%q) error = %v, want one containing %q", tt.raw, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseOptions(%q): %v", tt.raw, err)
+			}
+			if o.noPTY != tt.wantNoPTY {
+				t.Errorf("noPTY = %v, want %v", o.noPTY, tt.wantNoPTY)
+			}
+			if strings.Join(o.instances, "|") != strings.Join(tt.wantInstances, "|") {
+				t.Errorf("instances = %q, want %q", o.instances, tt.wantInstances)
+			}
+			if (o.from != nil) != tt.wantFrom {
+				t.Errorf("from = %v, want set: %v", o.from, tt.wantFrom)
+			}
+			got := strings.Join(warnings, "\n")
+			if (tt.wantWarning == "") != (got == "") || !strings.Contains(got, tt.wantWarning) {
+				t.Errorf("warnings = %q, want one containing %q", warnings, tt.wantWarning)
+			}
+		})
+	}
+}
+
+func TestDequoteKeepsEscapedQuote(t *testing.T) {
+	o, _, err := parseOptions([]string{`from="\"*"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.from.entries) != 1 || o.from.entries[0].glob != `"*` {
+		t.Fatalf("entries = %+v, want one glob %q", o.from.entries, `"*`)
+	}
+	if o.from.match(netip.MustParseAddr("10.0.0.1")) {
+		t.Error(`from="\"*" matched an address`)
+	}
+}
