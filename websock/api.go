@@ -1,0 +1,123 @@
+package websock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// handleReset serves POST /api/instances/{name}/terminal/reset.
+func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
+	c, _ := callerFrom(r.Context())
+	name, ok := s.instanceFor(w, r, c)
+	if !ok {
+		return
+	}
+	sess, err := s.cfg.Registry.Reset(r.Context(), name, resetBy(c))
+	if err != nil {
+		status, msg := s.attachFailure(r.Context(), name, err)
+		writeError(w, status, msg)
+		return
+	}
+	s.log.Info("session reset over HTTP", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name, "session", sess.ID())
+	writeJSON(w, http.StatusOK, map[string]string{"instance": name, "session": sess.ID()})
+}
+
+// handleSessions serves GET /api/sessions: the sessions the caller may use.
+func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
+	c, _ := callerFrom(r.Context())
+	out := []sessions.Info{}
+	for _, in := range s.cfg.Registry.Sessions() {
+		if c.id.May(in.Instance) {
+			out = append(out, in)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// handleReadyz reports whether the backend answers within 5 seconds.
+func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.cfg.Registry.Ready(ctx); err != nil {
+		s.log.Warn("readiness check failed", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "backend unreachable")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.Metrics == nil {
+		writeError(w, http.StatusNotFound, "metrics are not enabled")
+		return
+	}
+	s.cfg.Metrics.ServeHTTP(w, r)
+}
+
+// instanceFor checks the {name} path value and the caller's permission on
+// it: 400 for a bad name, 404 (the unknown-instance answer, so names do not
+// leak) for a forbidden one.
+func (s *Server) instanceFor(w http.ResponseWriter, r *http.Request, c caller) (string, bool) {
+	name := r.PathValue("name")
+	if err := sessions.CheckName(name); err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return "", false
+	}
+	if !c.id.May(name) {
+		s.log.Info("instance refused by permission", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
+		writeError(w, http.StatusNotFound, sessions.NotFoundMessage(name))
+		return "", false
+	}
+	return name, true
+}
+
+// attachFailure turns a Registry.Attach or Reset error into a status and a
+// message for the user; the detail goes to the log.
+func (s *Server) attachFailure(ctx context.Context, name string, err error) (int, string) {
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		return http.StatusNotFound, sessions.NotFoundMessage(name)
+	case errors.Is(err, sessions.ErrBadName), errors.Is(err, sessions.ErrBadSize):
+		return http.StatusBadRequest, err.Error()
+	case errors.Is(err, sessions.ErrClosed):
+		return http.StatusServiceUnavailable, msgShuttingDown
+	case ctx.Err() != nil:
+		return http.StatusServiceUnavailable, "request cancelled"
+	default:
+		s.log.Warn("attach failed", "instance", name, "err", err)
+		return http.StatusServiceUnavailable, fmt.Sprintf("cannot start or join the session of instance %q right now; see the gateway log", name)
+	}
+}
+
+// resetBy names the caller in the notice attached clients get.
+func resetBy(c caller) string {
+	if c.id.Name == "" {
+		return "a web client"
+	}
+	return c.id.Name + " (web)"
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // only plain maps and structs are written here
+		status, b = http.StatusInternalServerError, []byte(`{"error":"internal error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}

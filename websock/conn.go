@@ -1,0 +1,358 @@
+package websock
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// closeGrace is how long a closing connection waits for the peer's close
+// reply (or, after an oversized message, for the peer to hang up) before the
+// TCP connection is closed.
+const closeGrace = 2 * time.Second
+
+// conn is one upgraded WebSocket connection. Goroutines: the handler's,
+// which runs the read loop and tears down; writeLoop, the only goroutine
+// that writes data frames; pump, which copies the session's output to the
+// writer and follows resets. The read loop and the pump hand frames to the
+// writer through out.
+type conn struct {
+	s      *Server
+	ws     *websocket.Conn
+	name   string // the instance
+	label  string // names the client in sessions' logs
+	by     string // names the caller in reset notices
+	log    *slog.Logger
+	ctx    context.Context // ends with the connection
+	cancel context.CancelFunc
+
+	out        chan frame
+	endOnce    sync.Once
+	ending     chan struct{} // closed by the first end
+	final      *frame        // written by end before ending is closed
+	closeCode  int           // likewise; 0 means leave without a close frame
+	writerDone chan struct{}
+	pumpDone   chan struct{}
+	readerDone chan struct{}
+
+	mu      sync.Mutex       // guards client, size and stopped
+	client  *sessions.Client // the current attach; replaced after a reset
+	size    sessions.Size    // the latest size the client asked for
+	stopped bool             // set once: no new attach may be published
+}
+
+func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by string, opts sessions.AttachOptions, log *slog.Logger) *conn {
+	ctx, cancel := context.WithCancel(parent)
+	return &conn{
+		s: s, ws: ws, name: name, label: opts.Label, by: by, log: log,
+		ctx: ctx, cancel: cancel,
+		out:        make(chan frame, 16),
+		ending:     make(chan struct{}),
+		writerDone: make(chan struct{}),
+		pumpDone:   make(chan struct{}),
+		readerDone: make(chan struct{}),
+		size:       opts.Size,
+	}
+}
+
+// run serves the connection until it ends and every goroutine it started
+// has returned. client is the attach made before the upgrade.
+func (c *conn) run(client *sessions.Client) {
+	defer c.cancel()
+	info := client.Info()
+	c.mu.Lock()
+	c.client = client
+	c.mu.Unlock()
+	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
+	// out is empty and nobody else sends yet: the attached event goes first.
+	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap})
+
+	go c.writeLoop()
+	go c.pump()
+	err := c.readLoop()
+	close(c.readerDone)
+
+	c.end(nil, 0) // no-op when the connection is already ending
+	c.cancel()
+	c.stopClient()
+	<-c.pumpDone
+	<-c.writerDone
+	_ = c.ws.Close()
+	c.log.Info("websocket closed", "reason", err.Error())
+}
+
+// end asks the writer to finish: write what is queued, then final (if
+// any), then a close frame with code, and wait for the peer's close reply.
+// With code 0 the writer just stops. The first call wins.
+func (c *conn) end(final *frame, code int) {
+	c.endOnce.Do(func() {
+		c.final, c.closeCode = final, code
+		close(c.ending)
+	})
+}
+
+// kill closes the network connection at once (Shutdown's last resort).
+func (c *conn) kill() { _ = c.ws.Close() }
+
+// refuse tells a client that was upgraded while the server shut down, and
+// closes. Nothing else writes to ws yet.
+func (c *conn) refuse(client *sessions.Client, msg string) {
+	defer c.cancel()
+	client.Detach()
+	if err := c.write(websocket.TextMessage, errorFrame(msg).data); err == nil {
+		_ = c.writeClose(websocket.CloseGoingAway)
+	}
+	_ = c.ws.Close()
+}
+
+// send hands a frame to the writer; false when the writer has stopped.
+func (c *conn) send(f frame) bool {
+	select {
+	case c.out <- f:
+		return true
+	case <-c.writerDone:
+		return false
+	}
+}
+
+func (c *conn) current() *sessions.Client {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.client
+}
+
+// stopClient detaches the current client (which ends a blocked Read in the
+// pump) and keeps the pump from publishing a new one.
+func (c *conn) stopClient() {
+	c.mu.Lock()
+	c.stopped = true
+	cl := c.client
+	c.client = nil
+	c.mu.Unlock()
+	if cl != nil {
+		cl.Detach()
+	}
+}
+
+// writeLoop is the connection's only writer of data frames.
+func (c *conn) writeLoop() {
+	defer close(c.writerDone)
+	ping := time.NewTicker(c.s.cfg.PingInterval)
+	defer ping.Stop()
+	for {
+		select {
+		case f := <-c.out:
+			if err := c.write(f.typ, f.data); err != nil {
+				c.writeFailed(err)
+				return
+			}
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
+				c.writeFailed(err)
+				return
+			}
+		case <-c.ending:
+			c.closeGracefully()
+			return
+		}
+	}
+}
+
+// closeGracefully writes what end asked for and waits for the read loop to
+// see the peer's close reply, at most closeGrace.
+func (c *conn) closeGracefully() {
+	if c.closeCode == 0 {
+		return
+	}
+	for n := len(c.out); n > 0; n-- { // what was queued before end, not more
+		f := <-c.out
+		if err := c.write(f.typ, f.data); err != nil {
+			c.writeFailed(err)
+			return
+		}
+	}
+	if c.final != nil {
+		if err := c.write(c.final.typ, c.final.data); err != nil {
+			c.writeFailed(err)
+			return
+		}
+	}
+	if err := c.writeClose(c.closeCode); err != nil {
+		c.writeFailed(err)
+		return
+	}
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-c.readerDone:
+	case <-t.C:
+		c.log.Debug("no close reply from the peer")
+		_ = c.ws.Close()
+	}
+}
+
+func (c *conn) write(typ int, data []byte) error {
+	if err := c.ws.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
+		return err
+	}
+	return c.ws.WriteMessage(typ, data)
+}
+
+func (c *conn) writeClose(code int) error {
+	return c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(c.s.cfg.WriteTimeout))
+}
+
+// writeFailed closes the network connection, which ends the read loop.
+func (c *conn) writeFailed(err error) {
+	c.log.Debug("websocket write failed", "err", err)
+	_ = c.ws.Close()
+}
+
+// readLoop reads client messages until the connection fails or closes.
+func (c *conn) readLoop() error {
+	c.ws.SetReadLimit(maxMessage)
+	extend := func() { _ = c.ws.SetReadDeadline(time.Now().Add(c.s.cfg.PongTimeout)) }
+	extend()
+	c.ws.SetPongHandler(func(string) error { extend(); return nil })
+	for {
+		typ, data, err := c.ws.ReadMessage()
+		if err != nil {
+			if errors.Is(err, websocket.ErrReadLimit) {
+				c.linger() // gorilla has sent the 1009 close frame
+			}
+			return err
+		}
+		extend()
+		switch typ {
+		case websocket.BinaryMessage:
+			c.input(data)
+		case websocket.TextMessage:
+			c.control(data)
+		}
+	}
+}
+
+// linger discards what the peer still sends, until it hangs up or for
+// closeGrace: closing with unread data would reset the TCP connection and
+// could destroy the close frame before the peer reads it.
+func (c *conn) linger() {
+	nc := c.ws.NetConn()
+	if err := nc.SetReadDeadline(time.Now().Add(closeGrace)); err == nil {
+		_, _ = io.Copy(io.Discard, nc)
+	}
+}
+
+func (c *conn) input(p []byte) {
+	cl := c.current()
+	if cl == nil {
+		return
+	}
+	if _, err := cl.Write(p); err != nil { // the session is ending under a reset or exit
+		c.log.Debug("input dropped", "bytes", len(p), "err", err)
+	}
+}
+
+// control applies a control message; a refused one gets an error event and
+// changes nothing.
+func (c *conn) control(data []byte) {
+	ctl, err := parseControl(data)
+	if err != nil {
+		c.send(*errorFrame(err.Error()))
+		return
+	}
+	switch ctl.Type {
+	case ctlResize:
+		c.mu.Lock()
+		c.size = ctl.Size
+		cl := c.client
+		c.mu.Unlock()
+		if cl != nil {
+			if err := cl.Resize(ctl.Size); err != nil {
+				c.send(*errorFrame(err.Error()))
+			}
+		}
+	case ctlReset:
+		// The pump sees the *ResetError, reattaches and sends the reset event.
+		if _, err := c.s.cfg.Registry.Reset(c.ctx, c.name, c.by); err != nil {
+			_, msg := c.s.attachFailure(c.ctx, c.name, err)
+			c.send(*errorFrame("reset failed: " + msg))
+		}
+	}
+}
+
+// pump copies the session's output to the writer and follows resets until
+// the session ends under the client or the connection stops.
+func (c *conn) pump() {
+	defer close(c.pumpDone)
+	buf := make([]byte, 32<<10)
+	for {
+		cl := c.current()
+		if cl == nil {
+			return
+		}
+		n, err := cl.Read(buf)
+		if n > 0 && !c.send(frame{typ: websocket.BinaryMessage, data: append([]byte(nil), buf[:n]...)}) {
+			return
+		}
+		if err == nil {
+			continue
+		}
+		var reset *sessions.ResetError
+		var exit *sessions.ExitError
+		switch {
+		case errors.Is(err, sessions.ErrDetached):
+			return
+		case errors.As(err, &reset):
+			if !c.reattach() {
+				return
+			}
+		case errors.As(err, &exit):
+			c.log.Info("shell exited", "code", exit.Code)
+			f := eventFrame(exitEvent{Type: "exit", Code: exit.Code})
+			c.end(&f, websocket.CloseNormalClosure)
+			return
+		case errors.Is(err, sessions.ErrShutdown):
+			c.end(errorFrame(err.Error()), websocket.CloseGoingAway)
+			return
+		default:
+			c.log.Info("session ended under the client", "cause", err.Error())
+			c.end(errorFrame(err.Error()), websocket.CloseNormalClosure)
+			return
+		}
+	}
+}
+
+// reattach moves the connection to the instance's new session after a
+// reset, with the size it last asked for, and sends the reset event.
+func (c *conn) reattach() bool {
+	c.mu.Lock()
+	size := c.size
+	c.mu.Unlock()
+	cl, err := c.s.cfg.Registry.Attach(c.ctx, c.name, sessions.AttachOptions{Size: size, Label: c.label})
+	if err != nil {
+		if c.ctx.Err() != nil {
+			return false
+		}
+		_, msg := c.s.attachFailure(c.ctx, c.name, err)
+		c.end(errorFrame(msg), websocket.CloseNormalClosure)
+		return false
+	}
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		cl.Detach()
+		return false
+	}
+	c.client = cl
+	c.mu.Unlock()
+	info := cl.Info()
+	c.log.Info("websocket moved to a new session", "session", info.Session)
+	return c.send(eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset}))
+}

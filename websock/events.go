@@ -1,0 +1,55 @@
+package websock
+
+import (
+	"encoding/json"
+
+	"github.com/gorilla/websocket"
+)
+
+// Server → client events, sent as text frames.
+
+type attachedEvent struct {
+	Type     string `json:"type"` // "attached"
+	Instance string `json:"instance"`
+	Session  string `json:"session"`
+	New      bool   `json:"new"`
+	Offset   int64  `json:"offset"`
+	Gap      bool   `json:"gap"`
+}
+
+type resetEvent struct {
+	Type    string `json:"type"` // "reset"
+	Session string `json:"session"`
+	// Offset is the number of the first byte after the new session's
+	// replay (an addition to the contract's fields, for resuming).
+	Offset int64 `json:"offset"`
+}
+
+type exitEvent struct {
+	Type string `json:"type"` // "exit"
+	Code int    `json:"code"`
+}
+
+type errorEvent struct {
+	Type    string `json:"type"` // "error"
+	Message string `json:"message"`
+}
+
+// frame is one message for the writer.
+type frame struct {
+	typ  int // websocket.TextMessage or websocket.BinaryMessage
+	data []byte
+}
+
+func eventFrame(v any) frame {
+	b, err := json.Marshal(v)
+	if err != nil { // unreachable: the event types above always marshal
+		b = []byte(`{"type":"error","message":"internal error"}`)
+	}
+	return frame{typ: websocket.TextMessage, data: b}
+}
+
+func errorFrame(msg string) *frame {
+	f := eventFrame(errorEvent{Type: "error", Message: msg})
+	return &f
+}
