@@ -19,9 +19,11 @@ var (
 	// ErrFromMismatch: every line with the key has a from= that refuses
 	// the client's address.
 	ErrFromMismatch = errors.New("client address is not allowed by the key's from= option")
-	// ErrKeyRefused: the first line that would have applied to the key
-	// carries an option termgate does not support (it fails closed).
-	ErrKeyRefused = errors.New("key refused: its authorized_keys line has an unsupported option")
+	// ErrKeyRefused: the first line reached for the key has an option
+	// termgate cannot honour (command=, a malformed instances=, ...). It
+	// fails closed: later lines with the same key are not tried, even when
+	// the refused line's from= would not have matched.
+	ErrKeyRefused = errors.New("key refused: its authorized_keys line has an option termgate cannot honour")
 )
 
 // AuthorizedKeys is a parsed authorized_keys file. It is immutable; the zero

@@ -22,15 +22,19 @@
 //     port-forwarding, agent-forwarding, X11-forwarding and user-rc
 //     permissions (no-ops: the gateway never forwards nor runs rc files). Any
 //     other option (command=, environment=, cert-authority, expiry-time=, ...)
-//     fails closed: the line is reported and the key is refused wherever that
-//     line would have been the one OpenSSH used. SeedAuthorizedKeys creates a
-//     missing file from ~/.ssh/*.pub on first run.
+//     and any malformed value fail closed: the line is reported, and
+//     Authorize refuses the key (ErrKeyRefused) when it reaches that line
+//     before a line that accepts the key, so a later plain line for the same
+//     key cannot lift a restriction termgate could not honour. Certificates
+//     are not supported. SeedAuthorizedKeys creates a missing file from
+//     ~/.ssh/*.pub on first run.
 //   - The token file (ParseTokens, LoadTokens, LoadOrCreateTokens) holds one
 //     bearer token per line: "TOKEN [NAME] [instances=GLOB[,GLOB...]]". A
 //     missing file is created with one random token on first start.
 //
 // Bad lines never reject a whole file: they are skipped and reported as
-// warnings (strings that quote the offending input with %q, safe to log).
+// warnings ("line N: ..."). Warnings quote or sanitise the untrusted text
+// they show, so they are safe to log, and never show a token.
 //
 // # from=
 //
