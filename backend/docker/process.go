@@ -1,0 +1,205 @@
+package docker
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"regexp"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// EnvSession is the environment variable that marks every process of a
+// session.
+const EnvSession = "TERMGATE_SESSION"
+
+// autoShell starts bash as a login shell when the container has it, else sh.
+// It contains no user data: the session id travels in the environment.
+const autoShell = `if command -v bash >/dev/null 2>&1; then exec bash -il; fi; exec sh -l`
+
+// detachKeys replaces the daemon's default detach sequence (Ctrl-P Ctrl-Q),
+// which would swallow a lone Ctrl-P until the next key and let a user orphan
+// the shell. Only the first key is ever held back, and only when it arrives
+// alone; Ctrl-@ (NUL, "set mark") has no visible effect of its own.
+const detachKeys = `ctrl-@,ctrl-],ctrl-@,ctrl-^,ctrl-@,ctrl-_,ctrl-@,ctrl-]`
+
+const defaultTerm = "xterm-256color"
+
+var (
+	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+	termPattern      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`)
+)
+
+// Start runs the shell in the container as a TTY exec marked with
+// TERMGATE_SESSION=spec.SessionID, attaches to it and sets its window size.
+func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec) (sessions.Process, error) {
+	if inst.ID == "" {
+		return nil, fmt.Errorf("start shell in %q: empty container id: %w", inst.Name, sessions.ErrNotFound)
+	}
+	if !sessionIDPattern.MatchString(spec.SessionID) {
+		return nil, fmt.Errorf("start shell in %q: invalid session id %q", inst.Name, spec.SessionID)
+	}
+	size := spec.Size
+	if size.IsZero() {
+		size = sessions.DefaultSize
+	}
+	if !size.Valid() {
+		return nil, fmt.Errorf("start shell in %q: %dx%d: %w", inst.Name, size.Cols, size.Rows, sessions.ErrBadSize)
+	}
+	term := spec.Term
+	if !termPattern.MatchString(term) {
+		term = defaultTerm
+	}
+	created, err := b.cli.ContainerExecCreate(ctx, inst.ID, container.ExecOptions{
+		Tty:          true,
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		DetachKeys:   detachKeys,
+		Env:          []string{"TERM=" + term, EnvSession + "=" + spec.SessionID},
+		Cmd:          b.command(spec.Shell),
+	})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
+			return nil, fmt.Errorf("start shell in %q: %w: %w", inst.Name, sessions.ErrNotFound, err)
+		}
+		return nil, b.engineErr(fmt.Sprintf("start shell in %q", inst.Name), err)
+	}
+	hr, err := b.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{Tty: true})
+	if err != nil {
+		// The exec may have started before the attach failed; make sure
+		// no shell is left behind.
+		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+		_, kerr := b.killMarked(kctx, inst.ID, spec.SessionID)
+		cancel()
+		if kerr != nil {
+			b.log.Warn("docker: cleaning up after a failed attach", "instance", inst.Name, "err", kerr)
+		}
+		return nil, b.engineErr(fmt.Sprintf("attach shell in %q", inst.Name), err)
+	}
+	p := &process{
+		b:         b,
+		name:      inst.Name,
+		container: inst.ID,
+		execID:    created.ID,
+		session:   spec.SessionID,
+		conn:      hr.Conn,
+		r:         hr.Reader,
+	}
+	// The attach started the exec, so this resize cannot hit the daemon's
+	// 10 s wait for an exec that has not started.
+	if err := p.Resize(ctx, size); err != nil {
+		if ctx.Err() != nil { // the caller gave up: leave nothing behind
+			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
+			defer cancel()
+			_ = p.Kill(kctx)
+			return nil, fmt.Errorf("start shell in %q: %w", inst.Name, ctx.Err())
+		}
+		b.log.Warn("docker: initial resize failed", "instance", inst.Name, "err", err)
+	}
+	return p, nil
+}
+
+func (b *Backend) command(shell []string) []string {
+	switch {
+	case len(shell) > 0:
+		return append([]string(nil), shell...)
+	case len(b.shell) > 0:
+		return append([]string(nil), b.shell...)
+	}
+	return []string{"/bin/sh", "-c", autoShell, "termgate-shell"}
+}
+
+// process is one TTY exec and its hijacked stream (raw: a TTY exec's output
+// is not multiplexed).
+type process struct {
+	b         *Backend
+	name      string
+	container string
+	execID    string
+	session   string
+	conn      net.Conn
+	r         *bufio.Reader
+
+	wmu    sync.Mutex // serializes writes to conn
+	closed atomic.Bool
+	once   sync.Once
+
+	kmu    sync.Mutex // serializes Kill
+	killed bool
+}
+
+func (p *process) Read(buf []byte) (int, error) {
+	n, err := p.r.Read(buf)
+	if err != nil && err != io.EOF {
+		if p.closed.Load() || errors.Is(err, net.ErrClosed) {
+			return n, io.EOF
+		}
+		return n, fmt.Errorf("read from shell in %q: %w", p.name, err)
+	}
+	return n, err
+}
+
+func (p *process) Write(buf []byte) (int, error) {
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	n, err := p.conn.Write(buf)
+	if err != nil {
+		return n, fmt.Errorf("write to shell in %q: %w", p.name, err)
+	}
+	return n, nil
+}
+
+func (p *process) Resize(ctx context.Context, size sessions.Size) error {
+	if !size.Valid() {
+		return fmt.Errorf("resize shell in %q to %dx%d: %w", p.name, size.Cols, size.Rows, sessions.ErrBadSize)
+	}
+	err := p.b.cli.ContainerExecResize(ctx, p.execID, container.ResizeOptions{
+		Height: uint(size.Rows),
+		Width:  uint(size.Cols),
+	})
+	if err != nil {
+		return p.b.engineErr(fmt.Sprintf("resize shell in %q", p.name), err)
+	}
+	return nil
+}
+
+// Wait polls the exec until the engine reports it ended (that lags the end
+// of the stream by a few milliseconds) and returns its exit code.
+func (p *process) Wait(ctx context.Context) (int, error) {
+	delay := 5 * time.Millisecond
+	for {
+		info, err := p.b.cli.ContainerExecInspect(ctx, p.execID)
+		if err != nil {
+			return -1, p.b.engineErr(fmt.Sprintf("wait for shell in %q", p.name), err)
+		}
+		if !info.Running {
+			return info.ExitCode, nil
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return -1, fmt.Errorf("wait for shell in %q: %w", p.name, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, 200*time.Millisecond)
+	}
+}
+
+// close releases the stream; a Read blocked on it returns io.EOF.
+func (p *process) close() {
+	p.once.Do(func() {
+		p.closed.Store(true)
+		_ = p.conn.Close()
+	})
+}
