@@ -1,0 +1,154 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+func TestLookup(t *testing.T) {
+	needEngine(t)
+	t.Parallel()
+	ctx := testContext(t)
+	labelled, labelledID := runContainer(t, "--label", runLabel)
+	plain, plainID := runContainer(t)
+	paused, _ := runContainer(t, "--label", runLabel)
+	dockerCLI(t, "pause", paused)
+	exited := "tgtest-" + randomHex(6)
+	dockerCLI(t, "run", "--network", "none", "--label", runLabel, "--name", exited, testImage, "true")
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", exited).Run() })
+
+	key, _, _ := strings.Cut(runLabel, "=")
+	any := newBackend(t, Config{})
+	byLabel := newBackend(t, Config{Label: runLabel})
+	byKey := newBackend(t, Config{Label: key})
+	wrongValue := newBackend(t, Config{Label: key + "=other"})
+	notSelf := newBackend(t, Config{SelfID: labelledID})
+	notSelfShort := newBackend(t, Config{SelfID: plainID[:12]})
+
+	ok := []struct {
+		b        *Backend
+		name, id string
+		desc     string
+	}{
+		{any, labelled, labelledID, "running"},
+		{any, plain, plainID, "running, no label configured"},
+		{byLabel, labelled, labelledID, "KEY=VALUE label present"},
+		{byKey, labelled, labelledID, "KEY label present"},
+		{notSelf, plain, plainID, "someone else's container"},
+	}
+	for _, c := range ok {
+		inst, err := c.b.Lookup(ctx, c.name)
+		if err != nil {
+			t.Errorf("%s: Lookup(%q): %v", c.desc, c.name, err)
+			continue
+		}
+		if inst != (sessions.Instance{Name: c.name, ID: c.id}) {
+			t.Errorf("%s: Lookup(%q) = %+v, want ID %s", c.desc, c.name, inst, c.id)
+		}
+	}
+
+	refused := []struct {
+		b    *Backend
+		name string
+		desc string
+	}{
+		{any, "tgtest-missing-" + randomHex(4), "missing"},
+		{any, exited, "exited"},
+		{any, paused, "paused"},
+		{byLabel, plain, "label missing"},
+		{wrongValue, labelled, "label value differs"},
+		{any, labelledID[:12], "ID prefix instead of a name"},
+		{notSelf, labelled, "own container (full ID)"},
+		{notSelfShort, plain, "own container (12-character ID)"},
+	}
+	for _, c := range refused {
+		_, err := c.b.Lookup(ctx, c.name)
+		if !errors.Is(err, sessions.ErrNotFound) {
+			t.Errorf("%s: Lookup(%q) = %v, want ErrNotFound", c.desc, c.name, err)
+		}
+	}
+
+	if _, err := any.Lookup(ctx, "../etc"); !errors.Is(err, sessions.ErrBadName) {
+		t.Errorf("Lookup(../etc) = %v, want ErrBadName", err)
+	}
+}
+
+func TestNewRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []Config{{Label: "=x"}, {SelfID: "abc"}} {
+		if b, err := New(cfg); err == nil {
+			_ = b.Close()
+			t.Errorf("New(%+v) succeeded", cfg)
+		}
+	}
+}
+
+func TestPingUnreachable(t *testing.T) {
+	cli, err := client.NewClientWithOpts(client.WithHost("unix:///nonexistent/docker.sock"), client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	b := newBackend(t, Config{Client: cli})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err = b.Ping(ctx)
+	if !errors.Is(err, ErrEngineUnreachable) {
+		t.Fatalf("Ping = %v, want ErrEngineUnreachable", err)
+	}
+	for _, want := range []string{"cannot reach the Docker engine at unix:///nonexistent/docker.sock", "start dockerd", "DOCKER_HOST", "--backend local"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Ping error %q does not say %q", err, want)
+		}
+	}
+	if _, err := b.Lookup(ctx, "web1"); !errors.Is(err, ErrEngineUnreachable) || errors.Is(err, sessions.ErrNotFound) {
+		t.Errorf("Lookup with no engine = %v, want ErrEngineUnreachable and not ErrNotFound", err)
+	}
+}
+
+func TestPing(t *testing.T) {
+	needEngine(t)
+	t.Parallel()
+	if err := newBackend(t, Config{}).Ping(testContext(t)); err != nil {
+		t.Fatalf("Ping: %v", err)
+	}
+}
+
+func TestDetectSelfID(t *testing.T) {
+	id := strings.Repeat("0123456789abcdef", 4)
+	files := func(m map[string]string) func(string) ([]byte, error) {
+		return func(name string) ([]byte, error) {
+			if s, ok := m[name]; ok {
+				return []byte(s), nil
+			}
+			return nil, fs.ErrNotExist
+		}
+	}
+	host := func(h string) func() (string, error) { return func() (string, error) { return h, nil } }
+	cases := []struct {
+		desc  string
+		files map[string]string
+		host  string
+		want  string
+	}{
+		{"mountinfo", map[string]string{"/proc/self/mountinfo": "1 2 0:3 /var/lib/docker/containers/" + id + "/hostname /etc/hostname rw - ext4 /dev/sda1 rw\n"}, "x", id},
+		{"cgroup v1", map[string]string{"/proc/self/cgroup": "12:pids:/docker/" + id + "\n"}, "x", id},
+		{"systemd cgroup", map[string]string{"/proc/self/cgroup": "0::/system.slice/docker-" + id + ".scope\n"}, "x", id},
+		{"hostname in a container", map[string]string{"/.dockerenv": "", "/proc/self/cgroup": "0::/\n"}, id[:12], id[:12]},
+		{"hostname outside a container", map[string]string{"/proc/self/cgroup": "0::/\n"}, id[:12], ""},
+		{"not a container", map[string]string{"/.dockerenv": ""}, "vm", ""},
+	}
+	for _, c := range cases {
+		if got := detectSelfID(files(c.files), host(c.host)); got != c.want {
+			t.Errorf("%s: detectSelfID = %q, want %q", c.desc, got, c.want)
+		}
+	}
+}
