@@ -1,0 +1,81 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// Config configures the local backend.
+type Config struct {
+	// Instances lists the allowed instance names; empty allows every valid
+	// name.
+	Instances []string
+	// Dir is the shells' working directory (default: the gateway's).
+	Dir    string
+	Logger *slog.Logger
+}
+
+// Backend starts local PTY shells.
+type Backend struct{ cfg Config }
+
+// New returns a local backend.
+func New(cfg Config) *Backend {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Backend{cfg: cfg}
+}
+
+var _ sessions.Backend = (*Backend)(nil)
+
+// Lookup accepts every valid name, or the listed ones.
+func (b *Backend) Lookup(_ context.Context, name string) (sessions.Instance, error) {
+	if err := sessions.CheckName(name); err != nil {
+		return sessions.Instance{}, err
+	}
+	if len(b.cfg.Instances) > 0 && !slices.Contains(b.cfg.Instances, name) {
+		return sessions.Instance{}, fmt.Errorf("local instance %q: %w", name, sessions.ErrNotFound)
+	}
+	return sessions.Instance{Name: name, ID: "local:" + name}, nil
+}
+
+// Start starts the shell on a new PTY in its own session.
+func (b *Backend) Start(_ context.Context, inst sessions.Instance, spec sessions.StartSpec) (sessions.Process, error) {
+	argv := spec.Shell
+	if len(argv) == 0 {
+		argv = autoShell()
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Dir = b.cfg.Dir
+	cmd.Env = append(os.Environ(),
+		"TERM="+spec.Term,
+		"TERMGATE_SESSION="+spec.SessionID,
+		"TERMGATE_INSTANCE="+inst.Name,
+	)
+	return startProcess(cmd, spec.Size)
+}
+
+func autoShell() []string {
+	if p, err := exec.LookPath("bash"); err == nil {
+		return []string{p, "--noprofile", "--norc", "-i"}
+	}
+	return []string{"/bin/sh", "-i"}
+}
+
+// Watch blocks until ctx is done: local instances never stop.
+func (b *Backend) Watch(ctx context.Context, _ func(sessions.Instance)) error {
+	<-ctx.Done()
+	return nil
+}
+
+// Sweep has nothing to do (see the package comment).
+func (b *Backend) Sweep(context.Context) error { return nil }
+
+// Ping always succeeds.
+func (b *Backend) Ping(context.Context) error { return nil }

@@ -1,0 +1,104 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/termgate/termgate/sessions"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// readUntil reads from p until re matches the accumulated output.
+func readUntil(t *testing.T, p sessions.Process, re *regexp.Regexp) []string {
+	t.Helper()
+	var out bytes.Buffer
+	deadline := time.Now().Add(10 * time.Second)
+	buf := make([]byte, 4096)
+	for time.Now().Before(deadline) {
+		n, err := p.Read(buf)
+		out.Write(buf[:n])
+		if m := re.FindStringSubmatch(out.String()); m != nil {
+			return m
+		}
+		if err != nil {
+			t.Fatalf("read: %v; output so far %q", err, out.String())
+		}
+	}
+	t.Fatalf("no match for %v in %q", re, out.String())
+	return nil
+}
+
+func start(t *testing.T) sessions.Process {
+	t.Helper()
+	b := New(Config{})
+	inst, err := b.Lookup(context.Background(), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := b.Start(context.Background(), inst, sessions.StartSpec{SessionID: "abc", Shell: []string{"/bin/sh"}, Term: "xterm", Size: sessions.Size{Cols: 100, Rows: 30}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Kill(context.Background()) })
+	return p
+}
+
+func TestKillEndsBackgroundJobs(t *testing.T) {
+	p := start(t)
+	io.WriteString(p, "sleep 1001 & echo BG=$! SHELL=$$\n")
+	m := readUntil(t, p, regexp.MustCompile(`BG=(\d+) SHELL=(\d+)`))
+	bg, _ := strconv.Atoi(m[1])
+	shell, _ := strconv.Atoi(m[2])
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Kill(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range []int{shell, bg} {
+		if _, alive := sessionOf(pid); alive {
+			t.Errorf("process %d still alive after Kill", pid)
+		}
+	}
+	if n := killSession(shell); n != 0 {
+		t.Errorf("%d processes of the session survived Kill", n)
+	}
+}
+
+func TestExitCodeAndEOF(t *testing.T) {
+	p := start(t)
+	io.WriteString(p, "stty size; exit 3\n")
+	readUntil(t, p, regexp.MustCompile(`30 100`))
+	buf := make([]byte, 1024)
+	for {
+		_, err := p.Read(buf)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, err := p.Wait(context.Background())
+	if err != nil || code != 3 {
+		t.Fatalf("Wait = %d, %v; want 3", code, err)
+	}
+}
+
+func TestLookupAllowList(t *testing.T) {
+	b := New(Config{Instances: []string{"web1"}})
+	if _, err := b.Lookup(context.Background(), "web2"); !errors.Is(err, sessions.ErrNotFound) {
+		t.Fatalf("Lookup(web2) = %v, want ErrNotFound", err)
+	}
+	if _, err := b.Lookup(context.Background(), "../etc"); !errors.Is(err, sessions.ErrBadName) {
+		t.Fatalf("Lookup(../etc) = %v, want ErrBadName", err)
+	}
+}
+

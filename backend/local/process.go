@@ -1,0 +1,156 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+	"github.com/termgate/termgate/sessions"
+)
+
+// drainGrace is how long output is still read after the shell exited; a
+// background job holding the terminal open would otherwise keep Read blocked.
+const drainGrace = 100 * time.Millisecond
+
+type process struct {
+	cmd    *exec.Cmd
+	ptmx   *os.File
+	exited chan struct{} // closed once cmd.Wait returned
+	code   int
+	kill   sync.Once
+}
+
+func startProcess(cmd *exec.Cmd, size sessions.Size) (*process, error) {
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(size.Cols), Rows: uint16(size.Rows)})
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
+	}
+	if ptmx, err = pollable(ptmx); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, err
+	}
+	p := &process{cmd: cmd, ptmx: ptmx, exited: make(chan struct{})}
+	go func() { // owned by the process: ends when the shell does
+		_ = cmd.Wait()
+		p.code = cmd.ProcessState.ExitCode()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			p.code = 128 + int(ws.Signal())
+		}
+		close(p.exited)
+		_ = ptmx.SetReadDeadline(time.Now().Add(drainGrace))
+	}()
+	return p, nil
+}
+
+func (p *process) Read(b []byte) (int, error) {
+	n, err := p.ptmx.Read(b)
+	if err != nil && (errors.Is(err, syscall.EIO) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed)) {
+		err = io.EOF
+	}
+	return n, err
+}
+
+func (p *process) Write(b []byte) (int, error) { return p.ptmx.Write(b) }
+
+func (p *process) Resize(_ context.Context, size sessions.Size) error {
+	return pty.Setsize(p.ptmx, &pty.Winsize{Cols: uint16(size.Cols), Rows: uint16(size.Rows)})
+}
+
+func (p *process) Wait(ctx context.Context) (int, error) {
+	select {
+	case <-p.exited:
+		return p.code, nil
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// Kill kills every process in the shell's session (job-control jobs have
+// process groups of their own, so a group kill would miss them), then
+// closes the terminal.
+func (p *process) Kill(ctx context.Context) error {
+	p.kill.Do(func() {
+		sid := p.cmd.Process.Pid
+		for range 3 {
+			if killSession(sid) == 0 {
+				break
+			}
+		}
+		_ = p.ptmx.Close()
+	})
+	select {
+	case <-p.exited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("shell %d did not exit: %w", p.cmd.Process.Pid, ctx.Err())
+	}
+}
+
+// killSession SIGKILLs every process whose session id is sid and returns
+// how many it signalled.
+func killSession(sid int) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		_ = syscall.Kill(-sid, syscall.SIGKILL)
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if s, ok := sessionOf(pid); ok && s == sid {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// sessionOf reads field 6 of /proc/PID/stat; the command name in field 2
+// may contain spaces and parentheses, so fields are counted after the last ')'.
+func sessionOf(pid int) (int, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 4 || f[0] == "Z" {
+		return 0, false
+	}
+	sid, err := strconv.Atoi(f[3])
+	return sid, err == nil
+}
+
+// pollable returns a non-blocking duplicate of f, so that read deadlines and
+// Close interrupt a blocked Read: pty.Start calls Fd(), which puts the
+// original into blocking mode for good.
+func pollable(f *os.File) (*os.File, error) {
+	defer f.Close()
+	fd, err := syscall.Dup(int(f.Fd()))
+	if err != nil {
+		return nil, fmt.Errorf("dup pty: %w", err)
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		_ = syscall.Close(fd)
+		return nil, fmt.Errorf("pty non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(fd), f.Name()), nil
+}
