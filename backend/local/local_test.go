@@ -101,4 +101,3 @@ func TestLookupAllowList(t *testing.T) {
 		t.Fatalf("Lookup(../etc) = %v, want ErrBadName", err)
 	}
 }
-
