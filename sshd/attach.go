@@ -1,0 +1,252 @@
+package sshd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/gliderlabs/ssh"
+
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/sessions"
+)
+
+// attach joins the instance's session and relays until the shell exits, the
+// session ends under the client or the client goes away. It returns the
+// exit status to send (exitDetached when the client went away).
+func (s *Server) attach(sess *session, id keys.Identity, name string) int {
+	if !allowed(sess, id, name) {
+		return 1
+	}
+	if id.NoPTY {
+		sess.log.Info("attach refused: the key has no-pty", "instance", name)
+		sess.errorf("this key may not open terminals (no-pty); it may run: reset, list, help")
+		return 1
+	}
+	pty, _, _ := sess.Pty()
+	r := &relay{srv: s, sess: sess, reg: s.cfg.Registry, name: name, out: io.Writer(sess)}
+	if sess.raw != nil {
+		r.out = sess.raw.Channel // byte for byte, see channel.go
+	}
+	size := sessions.Size{Cols: pty.Window.Width, Rows: pty.Window.Height}
+	if !size.IsZero() && !size.Valid() {
+		r.warnSize(size)
+		size = sessions.Size{}
+	}
+	r.size = size
+	r.opts = sessions.AttachOptions{Term: pty.Term, Label: "ssh " + sess.RemoteAddr().String()}
+	c, err := r.attach(sess.Context())
+	if err != nil {
+		if sess.Context().Err() != nil {
+			return exitDetached
+		}
+		sess.errorf(s.userError(sess, "attach to", name, err))
+		return 1
+	}
+	r.client = c
+	sess.log.Info("attached", "instance", name, "session", c.Info().Session, "new", c.Info().New)
+	return r.run()
+}
+
+// relay moves bytes between one SSH channel and a sessions.Client, and
+// moves to the new session after a reset.
+type relay struct {
+	srv  *Server
+	sess *session
+	reg  *sessions.Registry
+	name string
+	out  io.Writer // the channel's stdout
+	opts sessions.AttachOptions
+
+	mu     sync.Mutex // guards the fields below; see windowWatch for the lock order
+	client *sessions.Client
+	size   sessions.Size // the client's latest valid window size; zero if unknown
+	gone   bool          // the SSH channel closed
+	warned bool          // a bad window size was reported
+}
+
+func (r *relay) attach(ctx context.Context) (*sessions.Client, error) {
+	r.mu.Lock()
+	opts := r.opts
+	opts.Size = r.size
+	r.mu.Unlock()
+	return r.reg.Attach(ctx, r.name, opts)
+}
+
+func (r *relay) current() *sessions.Client {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.client
+}
+
+// run starts the input pump and the channel watcher, runs the output pump,
+// and stops and waits for both before it returns, panics included.
+func (r *relay) run() (code int) {
+	code = 1 // if the output pump panics
+	inputDone := make(chan struct{})
+	go func() {
+		defer close(inputDone)
+		r.input()
+	}()
+	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		closed := r.sess.Context().Done()
+		if r.sess.raw != nil {
+			closed = r.sess.raw.closed
+		}
+		select {
+		case <-closed:
+			r.channelClosed()
+		case <-stopWatch:
+		}
+	}()
+	if r.sess.win != nil {
+		r.sess.win.setTarget(r.resize)
+	}
+	defer func() {
+		if r.sess.win != nil {
+			r.sess.win.setTarget(nil)
+		}
+		close(stopWatch)
+		<-watchDone
+		r.current().Detach() // no-op unless the shell is still running
+		r.sess.end(code)     // after it, the channel reads io.EOF
+		<-inputDone
+	}()
+	code = r.output()
+	return code
+}
+
+// input copies the client's keystrokes to the current session. Input typed
+// while a reset moves the client is dropped.
+func (r *relay) input() {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.sess.Read(buf)
+		if n > 0 {
+			_, _ = r.current().Write(buf[:n])
+		}
+		if err != nil {
+			return // io.EOF: the client sent EOF or the channel closed
+		}
+	}
+}
+
+// output copies the session's output to the channel until the session ends
+// for this client, and returns the exit status to send.
+func (r *relay) output() int {
+	buf := make([]byte, 32<<10)
+	for {
+		c := r.current()
+		n, err := c.Read(buf)
+		if n > 0 {
+			if _, werr := r.out.Write(buf[:n]); werr != nil {
+				return exitDetached // the channel closed
+			}
+		}
+		if err == nil {
+			continue
+		}
+		var reset *sessions.ResetError
+		var exit *sessions.ExitError
+		switch {
+		case errors.As(err, &reset):
+			if code, ok := r.moveAfterReset(reset); !ok {
+				return code
+			}
+		case errors.As(err, &exit):
+			r.sess.log.Info("shell exited", "instance", r.name, "status", exit.Code)
+			return exit.Code
+		case errors.Is(err, sessions.ErrDetached):
+			return exitDetached
+		default: // instance stopped, too slow, shutting down, backend lost, idle
+			r.sess.log.Info("session ended under the client", "instance", r.name, "cause", err.Error())
+			_ = r.notice(r.sess.Stderr(), err.Error())
+			return 1
+		}
+	}
+}
+
+// moveAfterReset attaches to the fresh session, then tells the user: what
+// they type once the notice shows goes to the new shell (keys typed while
+// the reset was under way went to the old one and are lost). ok is false
+// when the relay must end with code.
+func (r *relay) moveAfterReset(reset *sessions.ResetError) (code int, ok bool) {
+	c, err := r.attach(r.sess.Context())
+	if err != nil {
+		if r.sess.Context().Err() != nil {
+			return exitDetached, false
+		}
+		_ = r.notice(r.sess.Stderr(), r.srv.userError(r.sess, "attach to", r.name, err))
+		return 1, false
+	}
+	r.mu.Lock()
+	gone := r.gone
+	if !gone {
+		r.client = c
+	}
+	r.mu.Unlock()
+	if gone {
+		c.Detach()
+		return exitDetached, false
+	}
+	r.sess.log.Info("moved to the new session after a reset", "instance", r.name, "session", c.Info().Session)
+	msg := "session reset: fresh shell"
+	if reset.By != "" {
+		msg = "session reset by " + reset.By + ": fresh shell"
+	}
+	if err := r.notice(r.out, msg); err != nil {
+		return exitDetached, false
+	}
+	return 0, true
+}
+
+// channelClosed detaches the client when the SSH channel closes, which
+// ends the output pump; the shell keeps running.
+func (r *relay) channelClosed() {
+	r.mu.Lock()
+	r.gone = true
+	c := r.client
+	r.mu.Unlock()
+	c.Detach()
+}
+
+// resize applies a window change from the client (called by windowWatch).
+func (r *relay) resize(w ssh.Window) {
+	size := sessions.Size{Cols: w.Width, Rows: w.Height}
+	if size.IsZero() {
+		return
+	}
+	if !size.Valid() {
+		r.warnSize(size)
+		return
+	}
+	r.mu.Lock()
+	r.size = size
+	c := r.client
+	r.mu.Unlock()
+	_ = c.Resize(size) // only fails for invalid sizes
+}
+
+// warnSize tells the user, once, that a window size was out of range.
+func (r *relay) warnSize(size sessions.Size) {
+	r.mu.Lock()
+	warned := r.warned
+	r.warned = true
+	r.mu.Unlock()
+	if warned {
+		return
+	}
+	r.sess.log.Info("window size out of range", "cols", size.Cols, "rows", size.Rows)
+	r.sess.errorf(fmt.Sprintf("termgate: window size %dx%d is outside 1..%d; keeping the session's size",
+		size.Cols, size.Rows, sessions.MaxDim))
+}
+
+// notice writes a one-line notice into the terminal stream.
+func (r *relay) notice(w io.Writer, msg string) error {
+	_, err := io.WriteString(w, "\r\n[termgate] "+msg+"\r\n")
+	return err
+}

@@ -1,0 +1,106 @@
+package sshd
+
+import (
+	"io"
+
+	"github.com/gliderlabs/ssh"
+	gossh "golang.org/x/crypto/ssh"
+)
+
+// Requests on a session channel that are refused before gliderlabs sees
+// them: gliderlabs acknowledges agent forwarding (without forwarding), and
+// would look subsystems up in an empty table; refusing here says so to the
+// client and keeps the whole policy in one place.
+var refusedRequests = map[string]string{
+	"auth-agent-req@openssh.com": "agent forwarding",
+	"x11-req":                    "X11 forwarding",
+	"subsystem":                  "subsystem",
+}
+
+// sessionChannel is the "session" channel handler: gliderlabs' own, given
+// a channel wrapper that filters the channel's requests, remembers the
+// channel for raw writes and signals when the channel has closed.
+func (s *Server) sessionChannel(srv *ssh.Server, conn *gossh.ServerConn, nc gossh.NewChannel, ctx ssh.Context) {
+	s.track.add()
+	defer s.track.done()
+	cs := connStateOf(ctx)
+	w := &newChannel{NewChannel: nc, s: s, cs: cs}
+	// DefaultSessionHandler returns once the channel's requests end, that is
+	// once the channel is closed on both sides or the connection is gone.
+	ssh.DefaultSessionHandler(srv, conn, w, ctx)
+	if w.ch != nil {
+		close(w.ch.closed)
+	}
+}
+
+type newChannel struct {
+	gossh.NewChannel
+	s  *Server
+	cs *connState
+	ch *acceptedChannel // set by Accept
+}
+
+func (n *newChannel) Accept() (gossh.Channel, <-chan *gossh.Request, error) {
+	ch, reqs, err := n.NewChannel.Accept()
+	if err != nil {
+		return nil, nil, err
+	}
+	n.ch = &acceptedChannel{Channel: ch, closed: make(chan struct{})}
+	out := make(chan *gossh.Request)
+	n.s.track.Go(func() { n.filter(reqs, out) })
+	return n.ch, out, nil
+}
+
+// filter forwards the channel's requests in order, refusing the ones in
+// refusedRequests; it ends when the channel's requests end.
+func (n *newChannel) filter(in <-chan *gossh.Request, out chan<- *gossh.Request) {
+	defer close(out)
+	for req := range in {
+		if what, refused := refusedRequests[req.Type]; refused {
+			if n.cs != nil {
+				n.cs.log.Debug("refused a session request", "request", req.Type, "what", what)
+			}
+			_ = req.Reply(false, nil)
+			continue
+		}
+		out <- req
+	}
+}
+
+// acceptedChannel is an accepted session channel. closed is closed once the
+// channel has closed.
+type acceptedChannel struct {
+	gossh.Channel
+	closed chan struct{}
+}
+
+// Stderr returns the channel's stderr with a way back to the channel:
+// ssh.Session embeds its gossh.Channel in an unexported struct and shadows
+// Write (it turns "\n" into "\r\n" once a PTY was requested), so Stderr,
+// which it does not shadow, is the one route from a Session to its raw
+// channel (see rawOf).
+func (c *acceptedChannel) Stderr() io.ReadWriter {
+	return rawStderr{ReadWriter: c.Channel.Stderr(), ch: c}
+}
+
+type rawStderr struct {
+	io.ReadWriter
+	ch *acceptedChannel
+}
+
+// rawOf returns the accepted channel under a session, or nil.
+func rawOf(s ssh.Session) *acceptedChannel {
+	if r, ok := s.Stderr().(rawStderr); ok {
+		return r.ch
+	}
+	return nil
+}
+
+// rejectChannel refuses every channel type but "session": port forwarding
+// (direct-tcpip), agent and X11 channels, anything else.
+func rejectChannel(_ *ssh.Server, _ *gossh.ServerConn, nc gossh.NewChannel, ctx ssh.Context) {
+	if cs := connStateOf(ctx); cs != nil {
+		cs.log.Debug("refused a channel", "type", nc.ChannelType())
+	}
+	_ = nc.Reject(gossh.Prohibited, "termgate allows terminal sessions only (no port forwarding)")
+}

@@ -1,0 +1,99 @@
+package sshd
+
+import (
+	"fmt"
+	"strings"
+)
+
+// verb is what an SSH command line asks for.
+type verb int
+
+const (
+	verbAttach verb = iota // no command: attach to the user name's instance
+	verbReset
+	verbList
+	verbHelp
+)
+
+func (v verb) String() string {
+	switch v {
+	case verbAttach:
+		return "attach"
+	case verbReset:
+		return "reset"
+	case verbList:
+		return "list"
+	case verbHelp:
+		return "help"
+	}
+	return fmt.Sprintf("verb(%d)", int(v))
+}
+
+// command is a parsed SSH command line.
+type command struct {
+	verb verb
+	// instance is reset's argument; empty means the SSH user name.
+	instance string
+}
+
+// usageError is a command line parseCommand does not understand; the user
+// gets its message and the usage, with exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// parseCommand parses the raw SSH command line. It splits on white space
+// and never unquotes: instance names contain no quotes or spaces, and a
+// shell-style split (gliderlabs' Session.Command) returns nothing for an
+// unbalanced quote, which would turn a command into an attach.
+func parseCommand(raw string) (command, error) {
+	f := strings.Fields(raw)
+	if len(f) == 0 {
+		return command{verb: verbAttach}, nil
+	}
+	switch f[0] {
+	case "reset":
+		switch len(f) {
+		case 1:
+			return command{verb: verbReset}, nil
+		case 2:
+			return command{verb: verbReset, instance: f[1]}, nil
+		}
+		return command{}, &usageError{"reset takes at most one instance name"}
+	case "list":
+		if len(f) > 1 {
+			return command{}, &usageError{"list takes no arguments"}
+		}
+		return command{verb: verbList}, nil
+	case "help", "-h", "--help":
+		return command{verb: verbHelp}, nil
+	}
+	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
+}
+
+// String is the command line that parses back to c.
+func (c command) String() string {
+	switch c.verb {
+	case verbAttach:
+		return ""
+	case verbReset:
+		return strings.TrimSpace("reset " + c.instance)
+	}
+	return c.verb.String()
+}
+
+// usage is the text of help, also shown after a usage error.
+const usage = `termgate: persistent shells in instances, over SSH
+
+usage:
+  ssh -t INSTANCE@HOST        attach to INSTANCE's shell (created if none);
+                              ~. or closing the client detaches, the shell
+                              keeps running
+  ssh HOST reset INSTANCE     kill INSTANCE's shell and everything it started,
+                              start a fresh one
+  ssh INSTANCE@HOST reset     the same
+  ssh HOST list               the sessions this key may see
+  ssh HOST help               this text
+
+Add -p PORT when the gateway does not listen on port 22.
+`

@@ -1,0 +1,129 @@
+package sshd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gliderlabs/ssh"
+
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/sessions"
+)
+
+// route is the innermost handler: it parses the command line and runs it.
+// It runs after authenticate, so the identity is in the context.
+func (s *Server) route(gs ssh.Session) {
+	sess := sessOf(gs)
+	id, ok := identityFrom(gs.Context())
+	if !ok { // a chain without authenticate: fail closed
+		sess.log.Error("no identity in the session context")
+		sess.errorf("permission denied")
+		sess.end(1)
+		return
+	}
+	cmd, err := parseCommand(gs.RawCommand())
+	if err != nil {
+		sess.log.Debug("usage error", "err", err)
+		sess.errorf("termgate: " + err.Error() + "\n\n" + usage)
+		sess.end(2)
+		return
+	}
+	switch cmd.verb {
+	case verbAttach:
+		sess.end(s.attach(sess, id, gs.User()))
+	case verbReset:
+		name := cmd.instance
+		if name == "" {
+			name = gs.User()
+		}
+		sess.end(s.reset(sess, id, name))
+	case verbList:
+		sess.end(s.list(sess, id))
+	case verbHelp:
+		_, _ = io.WriteString(sess, usage)
+		sess.end(0)
+	}
+}
+
+// allowed applies the name check and the key's instances= patterns, before
+// any registry call; a key that may not use the instance gets the
+// not-found message, so it learns nothing about which instances exist.
+func allowed(sess *session, id keys.Identity, name string) bool {
+	if err := sessions.CheckName(name); err != nil {
+		sess.errorf(err.Error())
+		return false
+	}
+	if !id.May(name) {
+		sess.log.Info("instance not allowed for this key", "instance", name)
+		sess.errorf(sessions.NotFoundMessage(name))
+		return false
+	}
+	return true
+}
+
+// reset kills the instance's shell and starts a fresh one.
+func (s *Server) reset(sess *session, id keys.Identity, name string) int {
+	if !allowed(sess, id, name) {
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(sess.Context(), s.cfg.CommandTimeout)
+	defer cancel()
+	ns, err := s.cfg.Registry.Reset(ctx, name, resetBy(id))
+	if err != nil {
+		sess.errorf(s.userError(sess, "reset", name, err))
+		return 1
+	}
+	sess.log.Info("session reset", "instance", name, "session", ns.ID())
+	_, _ = fmt.Fprintf(sess, "reset %s: new session %s\n", name, ns.ID())
+	return 0
+}
+
+// resetBy is how a reset is credited in the notice other clients see.
+func resetBy(id keys.Identity) string { return id.Name + " (ssh)" }
+
+// list prints the sessions of the instances this key may use.
+func (s *Server) list(sess *session, id keys.Identity) int {
+	var rows []sessions.Info
+	for _, in := range s.cfg.Registry.Sessions() {
+		if id.May(in.Instance) {
+			rows = append(rows, in)
+		}
+	}
+	if len(rows) == 0 {
+		_, _ = io.WriteString(sess, "no sessions\n")
+		return 0
+	}
+	tw := tabwriter.NewWriter(sess, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "INSTANCE\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES")
+	for _, in := range rows {
+		idle := "-"
+		if in.IdleSince != nil {
+			idle = in.IdleSince.UTC().Format(time.RFC3339)
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", in.Instance, in.Session, in.Clients, idle, in.BytesOut)
+	}
+	_ = tw.Flush()
+	return 0
+}
+
+// userError turns a registry error into the message the user reads; the
+// detail of unexpected errors goes to the log only.
+func (s *Server) userError(sess *session, what, name string, err error) string {
+	switch {
+	case errors.Is(err, sessions.ErrNotFound):
+		return sessions.NotFoundMessage(name)
+	case errors.Is(err, sessions.ErrBadName):
+		return err.Error()
+	case errors.Is(err, sessions.ErrClosed):
+		return "the gateway is shutting down"
+	case errors.Is(err, context.DeadlineExceeded):
+		sess.log.Warn(what+" timed out", "instance", name, "err", err)
+		return fmt.Sprintf("%s %s timed out; try again", what, name)
+	}
+	sess.log.Error(what+" failed", "instance", name, "err", err)
+	return fmt.Sprintf("%s %s failed; the gateway log has the details", what, name)
+}
