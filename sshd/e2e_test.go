@@ -1,0 +1,116 @@
+package sshd
+
+import (
+	"bytes"
+	"context"
+	"encoding/pem"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	gossh "golang.org/x/crypto/ssh"
+)
+
+// TestOpenSSH drives the gateway with the real OpenSSH client. It is
+// skipped when ssh is not installed, unless TERMGATE_REQUIRE_OPENSSH=1.
+func TestOpenSSH(t *testing.T) {
+	sshBin, err := exec.LookPath("ssh")
+	if err != nil {
+		if os.Getenv("TERMGATE_REQUIRE_OPENSSH") == "1" {
+			t.Fatalf("TERMGATE_REQUIRE_OPENSSH=1 but no ssh client: %v", err)
+		}
+		t.Skip("no OpenSSH client (ssh) installed")
+	}
+	f := newFixture(t, nil)
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "id_ed25519")
+	block, err := gossh.MarshalPrivateKey(f.privs["admin"], "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, port, _ := net.SplitHostPort(f.addr)
+
+	ssh := func(t *testing.T, stdin string, args ...string) result {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		argv := append([]string{"-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+			"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", keyFile, "-p", port}, args...)
+		cmd := exec.CommandContext(ctx, sshBin, argv...)
+		cmd.Env = append(os.Environ(), "HOME="+dir)
+		cmd.Stdin = strings.NewReader(stdin)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		var ee *exec.ExitError
+		code := 0
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("ssh %v: %v", args, err)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("ssh %v did not finish; stdout %q, stderr %q", args, stdout.String(), stderr.String())
+		}
+		return result{stdout.String(), stderr.String(), code}
+	}
+
+	t.Run("help", func(t *testing.T) {
+		if r := ssh(t, "", "me@127.0.0.1", "help"); r.code != 0 || r.stdout != usage {
+			t.Fatalf("status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("unknown command", func(t *testing.T) {
+		if r := ssh(t, "", "me@127.0.0.1", "frobnicate"); r.code != 2 || !strings.Contains(r.stderr, "usage:") {
+			t.Fatalf("status %d, stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("not found", func(t *testing.T) {
+		r := ssh(t, "", "-tt", "nope@127.0.0.1")
+		if r.code != 1 || !strings.Contains(r.stdout+r.stderr, `instance "nope" not found or not running`) {
+			t.Fatalf("status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
+	// ssh -tt with a pipe as input sends a 0x0 PTY request: the new
+	// session gets 80x24. The shell's exit status becomes ssh's.
+	t.Run("attach", func(t *testing.T) {
+		r := ssh(t, "echo \"size=$(stty size).\"\necho \"pid=$$.\"\nexit 5\n", "-tt", "web1@127.0.0.1")
+		if r.code != 5 {
+			t.Fatalf("status %d, want 5; stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		if !strings.Contains(r.stdout, "size=24 80.") || !regexp.MustCompile(`pid=\d+\.`).MatchString(r.stdout) {
+			t.Fatalf("stdout %q", r.stdout)
+		}
+	})
+	t.Run("reset and list", func(t *testing.T) {
+		r := ssh(t, "", "me@127.0.0.1", "reset", "web2")
+		if r.code != 0 || !regexp.MustCompile(`^reset web2: new session [0-9a-f]{16}\n$`).MatchString(r.stdout) {
+			t.Fatalf("reset: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		r = ssh(t, "", "web2@127.0.0.1", "reset")
+		if r.code != 0 || !strings.HasPrefix(r.stdout, "reset web2: new session ") {
+			t.Fatalf("bare reset: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		r = ssh(t, "", "me@127.0.0.1", "list")
+		if r.code != 0 || !regexp.MustCompile(`(?m)^web2 +[0-9a-f]{16} +0 `).MatchString(r.stdout) {
+			t.Fatalf("list: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
+	t.Run("remote forwarding refused, agent harmless", func(t *testing.T) {
+		r := ssh(t, "", "-o", "ExitOnForwardFailure=yes", "-R", "127.0.0.1:0:127.0.0.1:22", "me@127.0.0.1", "help")
+		if r.code != 255 || !strings.Contains(r.stderr, "remote port forwarding failed") {
+			t.Fatalf("-R: status %d, stderr %q", r.code, r.stderr)
+		}
+		if r := ssh(t, "", "-A", "me@127.0.0.1", "help"); r.code != 0 || r.stdout != usage {
+			t.Fatalf("-A: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
+}

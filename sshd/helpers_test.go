@@ -1,0 +1,379 @@
+package sshd
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gliderlabs/ssh"
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/backend/local"
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/sessions"
+)
+
+// waitFor bounds every wait in these tests.
+const waitFor = 20 * time.Second
+
+// testInstances are the local backend's instances; any other name is
+// "not found or not running".
+var testInstances = []string{"web1", "web2", "db1"}
+
+// fixture is a real Server on a loopback listener over a real Registry
+// with the local PTY backend.
+type fixture struct {
+	srv     *Server
+	reg     *sessions.Registry
+	addr    string
+	hostKey gossh.PublicKey
+	keys    map[string]gossh.Signer
+	privs   map[string]ed25519.PrivateKey
+	auth    *swapAuthorizer
+	logs    *syncBuffer
+	served  chan error
+}
+
+// Client keys: admin may use every instance, web only web*, nopty has
+// no-pty, stranger is not in authorized_keys.
+var keyOptions = map[string]string{
+	"admin": "",
+	"web":   `instances="web*" `,
+	"nopty": "no-pty ",
+}
+
+func newSigner(t testing.TB) (gossh.Signer, ed25519.PrivateKey) {
+	t.Helper()
+	_, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := gossh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, priv
+}
+
+func newFixture(t *testing.T, mutate func(*Config)) *fixture {
+	t.Helper()
+	f := &fixture{keys: map[string]gossh.Signer{}, privs: map[string]ed25519.PrivateKey{}, logs: &syncBuffer{}, served: make(chan error, 1)}
+	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var ak strings.Builder
+	for _, name := range []string{"admin", "web", "nopty", "stranger"} {
+		s, priv := newSigner(t)
+		f.keys[name], f.privs[name] = s, priv
+		if opts, ok := keyOptions[name]; ok {
+			fmt.Fprintf(&ak, "%s%s %s\n", opts, strings.TrimSpace(string(gossh.MarshalAuthorizedKey(s.PublicKey()))), name)
+		}
+	}
+	parsed, warnings := keys.ParseAuthorizedKeys([]byte(ak.String()))
+	if len(warnings) > 0 {
+		t.Fatalf("authorized_keys warnings: %v", warnings)
+	}
+	f.auth = &swapAuthorizer{}
+	f.auth.set(parsed)
+
+	reg, err := sessions.New(sessions.Config{
+		Backend: local.New(local.Config{Instances: testInstances, Dir: t.TempDir(), Logger: log}),
+		Logger:  log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.reg = reg
+	host, _ := newSigner(t)
+	f.hostKey = host.PublicKey()
+	cfg := Config{HostSigner: host, Keys: f.auth, Registry: reg, Logger: log, CloseGrace: 2 * time.Second}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.srv = srv
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.addr = l.Addr().String()
+	go func() { f.served <- srv.Serve(l) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		if err := reg.Shutdown(ctx); err != nil {
+			t.Errorf("registry shutdown: %v", err)
+		}
+		if err := srv.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		select {
+		case err := <-f.served:
+			if !errors.Is(err, ssh.ErrServerClosed) {
+				t.Errorf("Serve returned %v, want ErrServerClosed", err)
+			}
+		case <-ctx.Done():
+			t.Error("Serve did not return after Close")
+		}
+		if t.Failed() {
+			t.Logf("server log:\n%s", f.logs.String())
+		}
+	})
+	return f
+}
+
+// swapAuthorizer lets a test change the authorized keys under a running
+// server, as a reload of the file would.
+type swapAuthorizer struct {
+	cur atomic.Pointer[keys.AuthorizedKeys]
+}
+
+func (a *swapAuthorizer) set(ak *keys.AuthorizedKeys) { a.cur.Store(ak) }
+func (a *swapAuthorizer) Authorize(key gossh.PublicKey, remote net.Addr) (keys.Identity, error) {
+	return a.cur.Load().Authorize(key, remote)
+}
+
+func (f *fixture) clientConfig(key, user string) *gossh.ClientConfig {
+	return &gossh.ClientConfig{
+		User:            user,
+		Auth:            []gossh.AuthMethod{gossh.PublicKeys(f.keys[key])},
+		HostKeyCallback: gossh.FixedHostKey(f.hostKey),
+		Timeout:         waitFor,
+	}
+}
+
+func (f *fixture) dial(t *testing.T, key, user string) *gossh.Client {
+	t.Helper()
+	c, err := gossh.Dial("tcp", f.addr, f.clientConfig(key, user))
+	if err != nil {
+		t.Fatalf("dial as %s@ with key %s: %v", user, key, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// result is what a finished command or session left.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs cmd over a new connection and waits for its exit status.
+func (f *fixture) run(t *testing.T, key, user, cmd string) result {
+	t.Helper()
+	c := f.dial(t, key, user)
+	defer c.Close()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	s.Stdout, s.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	go func() { done <- s.Run(cmd) }()
+	select {
+	case err = <-done:
+	case <-time.After(waitFor):
+		_ = c.Close()
+		<-done
+		t.Fatalf("%q did not finish", cmd)
+	}
+	return result{stdout.String(), stderr.String(), exitCode(t, err)}
+}
+
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	var ee *gossh.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitStatus()
+	}
+	t.Fatalf("no exit status: %v", err)
+	return -1
+}
+
+// term is an attached interactive session.
+type term struct {
+	t      *testing.T
+	client *gossh.Client
+	sess   *gossh.Session
+	stdin  io.WriteCloser
+	out    *stream
+	errOut *stream
+	done   chan error // the session's Wait result
+	seen   int        // out offset already matched by expect
+}
+
+// attach opens a shell session with a PTY of cols x rows (0x0: unknown).
+func (f *fixture) attach(t *testing.T, key, user string, cols, rows int) *term {
+	t.Helper()
+	return f.attachOn(t, f.dial(t, key, user), cols, rows)
+}
+
+func (f *fixture) attachOn(t *testing.T, c *gossh.Client, cols, rows int) *term {
+	t.Helper()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm := &term{t: t, client: c, sess: s, out: newStream(), errOut: newStream(), done: make(chan error, 1)}
+	s.Stdout, s.Stderr = tm.out, tm.errOut
+	if tm.stdin, err = s.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RequestPty("xterm", rows, cols, gossh.TerminalModes{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shell(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { tm.done <- s.Wait() }()
+	t.Cleanup(func() { _ = s.Close() })
+	return tm
+}
+
+func (tm *term) send(line string) {
+	tm.t.Helper()
+	if _, err := io.WriteString(tm.stdin, line+"\r"); err != nil {
+		tm.t.Fatalf("send %q: %v", line, err)
+	}
+}
+
+// expect waits for re in the output after what earlier expects matched
+// and returns its submatches.
+func (tm *term) expect(re string) []string {
+	tm.t.Helper()
+	m, at := tm.out.waitFor(regexp.MustCompile(re), tm.seen)
+	if m == nil {
+		tm.t.Fatalf("no %q in the output:\n%q\nstderr: %q", re, tm.out.String(), tm.errOut.String())
+	}
+	tm.seen = at
+	return m
+}
+
+// pid asks the shell for its PID.
+func (tm *term) pid() string {
+	tm.t.Helper()
+	tm.send(`echo "pid=$$."`)
+	return tm.expect(`pid=(\d+)\.`)[1]
+}
+
+// wait waits for the exit status.
+func (tm *term) wait() int {
+	tm.t.Helper()
+	select {
+	case err := <-tm.done:
+		return exitCode(tm.t, err)
+	case <-time.After(waitFor):
+		tm.t.Fatalf("session did not end; output %q, stderr %q", tm.out.String(), tm.errOut.String())
+	}
+	return -1
+}
+
+// stream is an output sink that can be waited on.
+type stream struct {
+	mu      sync.Mutex
+	buf     []byte
+	changed chan struct{} // closed and replaced on every write
+}
+
+func newStream() *stream { return &stream{changed: make(chan struct{})} }
+
+func (s *stream) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf = append(s.buf, p...)
+	close(s.changed)
+	s.changed = make(chan struct{})
+	return len(p), nil
+}
+
+func (s *stream) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return string(s.buf)
+}
+
+// waitFor waits until re matches the stream from offset from on and returns
+// the submatches and the offset after the match (nil after waitFor).
+func (s *stream) waitFor(re *regexp.Regexp, from int) ([]string, int) {
+	deadline := time.After(waitFor)
+	for {
+		s.mu.Lock()
+		loc := re.FindSubmatchIndex(s.buf[from:])
+		var m []string
+		if loc != nil {
+			for i := 0; i < len(loc); i += 2 {
+				if loc[i] < 0 {
+					m = append(m, "")
+					continue
+				}
+				m = append(m, string(s.buf[from+loc[i]:from+loc[i+1]]))
+			}
+		}
+		changed := s.changed
+		s.mu.Unlock()
+		if m != nil {
+			return m, from + loc[1]
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			return nil, from
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// eventually waits, bounded, for cond; for state that has no event to wait
+// on (the registry's client count).
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func clientsOf(reg *sessions.Registry, instance string) int {
+	for _, in := range reg.Sessions() {
+		if in.Instance == instance {
+			return in.Clients
+		}
+	}
+	return -1
+}
