@@ -9,10 +9,11 @@ import "bytes"
 // attributes, mode and colour reports, …), whose answers would otherwise
 // arrive in the shell as typed input.
 func SanitizeReplay(b []byte, truncated bool) []byte {
+	out := StripQueries(b)
 	if truncated {
-		b = b[safeStart(b):]
+		out = out[safeStart(out):]
 	}
-	return StripQueries(b)
+	return out
 }
 
 // safeStart finds where a replay cut at an arbitrary byte may begin: after
@@ -20,14 +21,13 @@ func SanitizeReplay(b []byte, truncated bool) []byte {
 // any printable run), or, in output without line feeds, at the next escape
 // sequence or character start.
 func safeStart(b []byte) int {
-	if i := bytes.IndexByte(b, '\n'); i >= 0 {
-		return i + 1
-	}
-	if i := bytes.IndexByte(b, 0x1b); i >= 0 {
-		return i
-	}
 	i := 0
-	for i < len(b) && i < 4 && b[i]&0xC0 == 0x80 {
+	if nl := bytes.IndexByte(b, '\n'); nl >= 0 {
+		i = nl + 1
+	} else if esc := bytes.IndexByte(b, 0x1b); esc >= 0 {
+		i = esc
+	}
+	for i < len(b) && b[i]&0xC0 == 0x80 { // stray continuation bytes
 		i++
 	}
 	return i

@@ -91,10 +91,10 @@ func (s *Session) ID() string { return s.id }
 func (s *Session) Instance() Instance { return s.inst }
 
 func (s *Session) start() {
-	// The resizer is started first and told nothing: the backend already
-	// applied the initial size.
+	// The backend applied the initial size; the resizer starts from it.
 	resizerDone := make(chan struct{})
-	go func() { defer close(resizerDone); s.resizer() }()
+	applied := s.size
+	go func() { defer close(resizerDone); s.resizer(applied) }()
 	go s.pump()
 	s.mu.Lock()
 	s.startIdleLocked() // a session started by a reset may never be attached
@@ -342,8 +342,7 @@ func (s *Session) setSizeLocked(size Size) {
 
 // resizer applies the latest requested size outside any lock, so a slow
 // backend resize never stalls output or other clients.
-func (s *Session) resizer() {
-	applied := s.currentSize()
+func (s *Session) resizer(applied Size) {
 	for {
 		select {
 		case <-s.resizeCh:

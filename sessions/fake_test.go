@@ -1,0 +1,122 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"sync/atomic"
+)
+
+// fakeBackend is a Backend whose shells are pipes the test drives.
+type fakeBackend struct {
+	mu      sync.Mutex
+	missing map[string]bool
+	procs   []*fakeProc
+	starts  atomic.Int32
+	gone    func(Instance)
+	watchOn chan struct{}
+}
+
+func newFakeBackend() *fakeBackend {
+	return &fakeBackend{missing: map[string]bool{}, watchOn: make(chan struct{})}
+}
+
+func (b *fakeBackend) Lookup(_ context.Context, name string) (Instance, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.missing[name] {
+		return Instance{}, ErrNotFound
+	}
+	return Instance{Name: name, ID: "id-" + name}, nil
+}
+
+func (b *fakeBackend) Start(_ context.Context, inst Instance, spec StartSpec) (Process, error) {
+	b.starts.Add(1)
+	p := &fakeProc{spec: spec, inst: inst, killed: make(chan struct{})}
+	p.outR, p.outW = io.Pipe()
+	b.mu.Lock()
+	b.procs = append(b.procs, p)
+	b.mu.Unlock()
+	return p, nil
+}
+
+func (b *fakeBackend) Watch(ctx context.Context, gone func(Instance)) error {
+	b.mu.Lock()
+	b.gone = gone
+	b.mu.Unlock()
+	close(b.watchOn)
+	<-ctx.Done()
+	return nil
+}
+
+func (b *fakeBackend) Sweep(context.Context) error { return nil }
+func (b *fakeBackend) Ping(context.Context) error  { return nil }
+
+func (b *fakeBackend) last() *fakeProc {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.procs[len(b.procs)-1]
+}
+
+// fakeProc's output is whatever the test writes with emit; input is recorded.
+type fakeProc struct {
+	spec       StartSpec
+	inst       Instance
+	outR       *io.PipeReader
+	outW       *io.PipeWriter
+	mu         sync.Mutex
+	input      []byte
+	sizes      []Size
+	exitCode   int
+	killed     chan struct{}
+	killOnce   sync.Once
+	killCalled atomic.Bool
+}
+
+func (p *fakeProc) emit(s string) { _, _ = p.outW.Write([]byte(s)) }
+
+// exit ends the output as a shell exiting with code does.
+func (p *fakeProc) exit(code int) {
+	p.mu.Lock()
+	p.exitCode = code
+	p.mu.Unlock()
+	_ = p.outW.Close()
+}
+
+func (p *fakeProc) Read(b []byte) (int, error) { return p.outR.Read(b) }
+
+func (p *fakeProc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.input = append(p.input, b...)
+	return len(b), nil
+}
+
+func (p *fakeProc) Resize(_ context.Context, s Size) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sizes = append(p.sizes, s)
+	return nil
+}
+
+func (p *fakeProc) Wait(context.Context) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exitCode, nil
+}
+
+func (p *fakeProc) Kill(context.Context) error {
+	p.killOnce.Do(func() {
+		p.killCalled.Store(true)
+		_ = p.outW.CloseWithError(errors.New("killed"))
+		close(p.killed)
+	})
+	return nil
+}
+
+func (p *fakeProc) inputString() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return string(p.input)
+}
