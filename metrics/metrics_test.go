@@ -1,0 +1,31 @@
+package metrics
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+type fixed []sessions.Info
+
+func (f fixed) Sessions() []sessions.Info { return f }
+
+func TestHandlerReportsSessions(t *testing.T) {
+	h := Handler(fixed{{Instance: "web1", Clients: 2, BytesOut: 1234}, {Instance: "db", Clients: 0}})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		"termgate_sessions 2",
+		"termgate_sessions_idle 1",
+		`termgate_clients{instance="web1"} 2`,
+		`termgate_session_output_bytes{instance="web1"} 1234`,
+	} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
