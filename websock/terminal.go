@@ -30,6 +30,10 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	if s.isClosed() {
+		writeError(w, http.StatusServiceUnavailable, msgShuttingDown)
+		return
+	}
 	id := s.connID()
 	opts.Label = fmt.Sprintf("websocket#%d %s (%s)", id, r.RemoteAddr, c.id.Name)
 	client, err := s.cfg.Registry.Attach(r.Context(), name, opts)
