@@ -30,7 +30,11 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	if sess.raw != nil {
 		r.out = sess.raw.Channel // byte for byte, see channel.go
 	}
-	size := sessions.Size{Cols: pty.Window.Width, Rows: pty.Window.Height}
+	win := pty.Window
+	if sess.win != nil {
+		win = sess.win.size() // a change may have come before the handler ran
+	}
+	size := sessions.Size{Cols: win.Width, Rows: win.Height}
 	if !size.IsZero() && !size.Valid() {
 		r.warnSize(size)
 		size = sessions.Size{}

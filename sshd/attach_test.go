@@ -110,11 +110,11 @@ func TestAttachPTYSizes(t *testing.T) {
 	c.expect(`size=40 120\.`)
 }
 
-func TestAttachNewSessionDefaultSize(t *testing.T) {
+func TestAttachNewSessionDefaultSizeAndTerm(t *testing.T) {
 	f := newFixture(t, nil)
-	a := f.attach(t, "admin", "web2", 0, 0)
-	a.send(`echo "size=$(stty size)."`)
-	a.expect(`size=24 80\.`)
+	a := f.attach(t, "admin", "web2", 0, 0) // requests TERM=xterm
+	a.send(`echo "size=$(stty size) term=$TERM."`)
+	a.expect(`size=24 80 term=xterm\.`)
 }
 
 func TestAttachWithoutPTY(t *testing.T) {

@@ -2,6 +2,7 @@ package sshd
 
 import (
 	"io"
+	"sync"
 
 	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
@@ -18,8 +19,9 @@ var refusedRequests = map[string]string{
 }
 
 // sessionChannel is the "session" channel handler: gliderlabs' own, given
-// a channel wrapper that filters the channel's requests, remembers the
-// channel for raw writes and signals when the channel has closed.
+// a channel wrapper that filters the channel's requests, takes the window
+// changes, remembers the channel for raw writes and signals when the
+// channel has closed.
 func (s *Server) sessionChannel(srv *ssh.Server, conn *gossh.ServerConn, nc gossh.NewChannel, ctx ssh.Context) {
 	s.track.add()
 	defer s.track.done()
@@ -45,17 +47,27 @@ func (n *newChannel) Accept() (gossh.Channel, <-chan *gossh.Request, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	n.ch = &acceptedChannel{Channel: ch, closed: make(chan struct{})}
+	n.ch = &acceptedChannel{Channel: ch, closed: make(chan struct{}), winSig: make(chan struct{}, 1)}
 	out := make(chan *gossh.Request)
 	n.s.track.Go(func() { n.filter(reqs, out) })
 	return n.ch, out, nil
 }
 
 // filter forwards the channel's requests in order, refusing the ones in
-// refusedRequests; it ends when the channel's requests end.
+// refusedRequests and keeping window changes for itself; it ends when the
+// channel's requests end.
+//
+// gliderlabs queues window changes in a channel of one and blocks the
+// channel's request loop while it is full; before the handler runs nobody
+// can drain it, so two changes sent before the shell request would wedge
+// the channel. Here a change only replaces the latest size.
 func (n *newChannel) filter(in <-chan *gossh.Request, out chan<- *gossh.Request) {
 	defer close(out)
 	for req := range in {
+		if req.Type == "window-change" {
+			_ = req.Reply(n.ch.windowChanged(req.Payload), nil)
+			continue
+		}
 		if what, refused := refusedRequests[req.Type]; refused {
 			if n.cs != nil {
 				n.cs.log.Debug("refused a session request", "request", req.Type, "what", what)
@@ -72,6 +84,37 @@ func (n *newChannel) filter(in <-chan *gossh.Request, out chan<- *gossh.Request)
 type acceptedChannel struct {
 	gossh.Channel
 	closed chan struct{}
+	winSig chan struct{} // signalled (buffer of one) after every window change
+
+	mu  sync.Mutex  // guards win
+	win *ssh.Window // the latest window change; nil before the first
+}
+
+// windowChanged records a window-change request (RFC 4254 6.7) and reports
+// whether it parsed.
+func (c *acceptedChannel) windowChanged(payload []byte) bool {
+	var m struct{ Cols, Rows, WidthPx, HeightPx uint32 }
+	if err := gossh.Unmarshal(payload, &m); err != nil || m.Cols > 1<<24 || m.Rows > 1<<24 {
+		return false
+	}
+	c.mu.Lock()
+	c.win = &ssh.Window{Width: int(m.Cols), Height: int(m.Rows)}
+	c.mu.Unlock()
+	select {
+	case c.winSig <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// window returns the latest window change, if any.
+func (c *acceptedChannel) window() (ssh.Window, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.win == nil {
+		return ssh.Window{}, false
+	}
+	return *c.win, true
 }
 
 // Stderr returns the channel's stderr with a way back to the channel:

@@ -54,7 +54,8 @@
 // its input is not a terminal) means unknown and keeps the session's size,
 // and sizes outside 1..1000 are reported with a one-line warning on stderr
 // and treated as unknown. Window changes resize the session (the latest
-// request wins). A client without a PTY is attached all the same (its
+// request wins); they are taken off the channel before gliderlabs sees them,
+// since gliderlabs blocks the channel's request loop once two are pending. A client without a PTY is attached all the same (its
 // output is the remote terminal's); keys with no-pty or restrict are refused
 // an attach.
 //

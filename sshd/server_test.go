@@ -92,18 +92,28 @@ func TestAuthFromOption(t *testing.T) {
 }
 
 func TestMaxAuthTries(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.MaxAuthTries = 2 })
-	var signers []gossh.Signer
+	var strangers []gossh.Signer
 	for range 4 {
 		s, _ := newSigner(t)
-		signers = append(signers, s)
+		strangers = append(strangers, s)
 	}
-	cfg := f.clientConfig("admin", "me")
-	cfg.Auth = []gossh.AuthMethod{gossh.PublicKeys(append(signers, f.keys["admin"])...)}
 	// x/crypto's client offers each key as a query; refused queries count
-	// after a budget of MaxAuthTries, so 4 strangers exhaust 2 tries.
-	if _, err := gossh.Dial("tcp", f.addr, cfg); err == nil {
-		t.Fatal("logged in after 4 refused keys with MaxAuthTries 2")
+	// only after a budget of MaxAuthTries, so 4 strangers before the right
+	// key exhaust 2 tries but not the default 6.
+	for _, tc := range []struct {
+		tries int
+		ok    bool
+	}{{2, false}, {0, true}} {
+		f := newFixture(t, func(c *Config) { c.MaxAuthTries = tc.tries })
+		cfg := f.clientConfig("admin", "me")
+		cfg.Auth = []gossh.AuthMethod{gossh.PublicKeys(append(strangers, f.keys["admin"])...)}
+		c, err := gossh.Dial("tcp", f.addr, cfg)
+		if (err == nil) != tc.ok {
+			t.Fatalf("MaxAuthTries %d: login after 4 refused keys: %v, want ok=%v", tc.tries, err, tc.ok)
+		}
+		if c != nil {
+			_ = c.Close()
+		}
 	}
 }
 

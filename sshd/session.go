@@ -36,10 +36,10 @@ type session struct {
 
 func newSession(gs ssh.Session, grace time.Duration) *session {
 	sess := &session{Session: gs, raw: rawOf(gs), grace: grace, log: discardLogger}
-	_, winCh, isPty := gs.Pty()
+	pty, _, isPty := gs.Pty()
 	sess.pty = isPty
-	if winCh != nil {
-		sess.win = watchWindow(winCh)
+	if isPty && sess.raw != nil {
+		sess.win = watchWindow(sess.raw, pty.Window)
 	}
 	return sess
 }
@@ -131,9 +131,8 @@ func (s *session) errorf(msg string) {
 	_, _ = io.WriteString(s.Stderr(), strings.ReplaceAll(strings.TrimRight(msg, "\n"), "\n", s.nl())+s.nl())
 }
 
-// windowWatch drains a session's window-change channel for the whole
-// session (gliderlabs blocks the channel's request loop when it is full)
-// and hands the latest size to the current target.
+// windowWatch hands the client's window changes (kept by the channel
+// filter, see channel.go) to the current target.
 //
 // Lock order: windowWatch.mu, then relay.mu, then the sessions locks.
 type windowWatch struct {
@@ -146,33 +145,45 @@ type windowWatch struct {
 	stopOnce sync.Once
 }
 
-func watchWindow(ch <-chan ssh.Window) *windowWatch {
-	w := &windowWatch{quit: make(chan struct{}), done: make(chan struct{})}
+// watchWindow starts watching ch; initial is the PTY request's size, unless
+// a change came before the handler started.
+func watchWindow(ch *acceptedChannel, initial ssh.Window) *windowWatch {
+	w := &windowWatch{last: initial, quit: make(chan struct{}), done: make(chan struct{})}
+	if win, ok := ch.window(); ok {
+		w.last = win
+	}
 	go w.run(ch)
 	return w
 }
 
-func (w *windowWatch) run(ch <-chan ssh.Window) {
+func (w *windowWatch) run(ch *acceptedChannel) {
 	defer close(w.done)
 	for {
 		select {
-		case win, ok := <-ch:
-			if !ok {
-				return // the channel closed
-			}
+		case <-ch.winSig:
+			win, _ := ch.window()
 			w.mu.Lock()
 			w.last = win
 			if w.target != nil {
 				w.target(win)
 			}
 			w.mu.Unlock()
+		case <-ch.closed:
+			return
 		case <-w.quit:
 			return
 		}
 	}
 }
 
-// setTarget makes f receive every later window change, and the latest one
+// size is the latest known window size.
+func (w *windowWatch) size() ssh.Window {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.last
+}
+
+// setTarget makes f receive every later window change, and the latest size
 // right away; nil stops the calls.
 func (w *windowWatch) setTarget(f func(ssh.Window)) {
 	w.mu.Lock()
