@@ -1,0 +1,143 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/sessions"
+)
+
+// flagHelp reports that --help was shown.
+var flagHelp = flag.ErrHelp
+
+// options are the parsed flags; every flag also reads TERMGATE_<NAME>.
+type options struct {
+	sshAddr, httpAddr   string
+	stateDir            string
+	hostKey             string
+	authorizedKeys      string
+	tokenFile           string
+	backend             string
+	shell               string
+	idleTimeout         time.Duration
+	bufferSize          int
+	instanceLabel       string
+	allowedOrigins      []string
+	logLevel, logFormat string
+	shutdownTimeout     time.Duration
+	localInstances      []string
+	publicHost          string
+}
+
+func parseFlags(args []string, getenv func(string) string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("termgate", flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	var buffer, origins, locals string
+	fs.StringVar(&o.sshAddr, "ssh-addr", ":2222", "SSH listener address")
+	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "HTTP + WebSocket listener address")
+	fs.StringVar(&o.stateDir, "state-dir", keys.DefaultStateDir(), "directory for generated state (host key, API token, authorized_keys)")
+	fs.StringVar(&o.hostKey, "host-key", "", "SSH host key (default <state-dir>/ssh_host_ed25519_key; created on first start)")
+	fs.StringVar(&o.authorizedKeys, "authorized-keys", "", "OpenSSH authorized_keys file (default <state-dir>/authorized_keys; reloaded on change or SIGHUP)")
+	fs.StringVar(&o.tokenFile, "token-file", "", "HTTP/WebSocket bearer tokens, one per line (default <state-dir>/api_token; generated on first start)")
+	fs.StringVar(&o.backend, "backend", "docker", "instance backend: docker or local")
+	fs.StringVar(&o.shell, "shell", "auto", "command started in the instance; auto picks bash when present, else sh")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "reap a session after this long with no client attached")
+	fs.StringVar(&buffer, "buffer-size", "64KiB", "replay buffer per session (bytes, or with a KiB/MiB suffix; at least 10KiB)")
+	fs.StringVar(&o.instanceLabel, "instance-label", "", "only containers with this label (KEY or KEY=VALUE) are instances")
+	fs.StringVar(&origins, "allowed-origins", "", "extra browser origins allowed to open WebSockets (comma-separated, e.g. https://ops.example.com)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 9*time.Second, "how long SIGTERM waits for sessions to end")
+	fs.StringVar(&locals, "local-instances", "", "with --backend local: comma-separated instance names allowed (default: any valid name)")
+	fs.StringVar(&o.publicHost, "public-host", "", "host name printed in the SSH command and browser URL (default: localhost)")
+
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, flagHelp
+		}
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (all settings are flags; see --help)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		env := "TERMGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v := getenv(env); v != "" && !set[f.Name] && envErr == nil {
+			if err := fs.Set(f.Name, v); err != nil {
+				envErr = fmt.Errorf("%s=%q: %w", env, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+
+	var err error
+	if o.bufferSize, err = parseSize(buffer); err != nil {
+		return nil, fmt.Errorf("--buffer-size: %w", err)
+	}
+	if o.bufferSize < sessions.MinBufferSize {
+		return nil, fmt.Errorf("--buffer-size %s is too small: the replay buffer needs at least 10KiB", buffer)
+	}
+	if o.idleTimeout <= 0 {
+		return nil, fmt.Errorf("--idle-timeout must be positive, got %s", o.idleTimeout)
+	}
+	switch o.backend {
+	case "docker", "local":
+	default:
+		return nil, fmt.Errorf("--backend %q: use docker or local", o.backend)
+	}
+	o.allowedOrigins = splitList(origins)
+	o.localInstances = splitList(locals)
+	if o.hostKey == "" {
+		o.hostKey = filepath.Join(o.stateDir, "ssh_host_ed25519_key")
+	}
+	if o.authorizedKeys == "" {
+		o.authorizedKeys = filepath.Join(o.stateDir, "authorized_keys")
+	}
+	if o.tokenFile == "" {
+		o.tokenFile = filepath.Join(o.stateDir, "api_token")
+	}
+	return o, nil
+}
+
+// parseSize reads "65536", "64KiB", "1MiB" (KB/MB/K/M are read as binary too).
+func parseSize(s string) (int, error) {
+	t := strings.TrimSpace(s)
+	mult := 1
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"K", 1 << 10}, {"M", 1 << 20}, {"B", 1}} {
+		if strings.HasSuffix(strings.ToUpper(t), strings.ToUpper(u.suffix)) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.Atoi(t)
+	if err != nil || n <= 0 || n > (1<<30)/mult {
+		return 0, fmt.Errorf("%q is not a size: use bytes or a KiB/MiB suffix, e.g. 64KiB", s)
+	}
+	return n * mult, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,250 @@
+// Command termgate is the SSH + WebSocket gateway to persistent terminal
+// sessions in Docker containers (or local PTY shells with --backend local).
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/termgate/termgate/backend/docker"
+	"github.com/termgate/termgate/backend/local"
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/metrics"
+	"github.com/termgate/termgate/sessions"
+	"github.com/termgate/termgate/sshd"
+	"github.com/termgate/termgate/websock"
+)
+
+func main() {
+	opts, err := parseFlags(os.Args[1:], os.Getenv)
+	if err != nil {
+		if errors.Is(err, flagHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "termgate:", err)
+		os.Exit(2)
+	}
+	log, err := newLogger(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "termgate:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, opts, log); err != nil {
+		log.Error("termgate stopped", "err", err)
+		fmt.Fprintln(os.Stderr, "termgate:", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(o *options) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", o.logLevel)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch o.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, hopts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", o.logFormat)
+}
+
+// run starts everything, serves until ctx is cancelled, then shuts down.
+func run(ctx context.Context, o *options, log *slog.Logger) error {
+	if err := os.MkdirAll(o.stateDir, 0o700); err != nil {
+		return fmt.Errorf("create state directory: %w (set --state-dir to a writable directory)", err)
+	}
+	hostKey, created, err := keys.LoadOrCreateHostKey(o.hostKey)
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("generated SSH host key", "path", o.hostKey)
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		seeded, err := keys.SeedAuthorizedKeys(o.authorizedKeys, home)
+		if err != nil {
+			log.Warn("could not seed authorized_keys", "err", err)
+		}
+		if len(seeded) > 0 {
+			log.Info("created authorized_keys from your ~/.ssh/*.pub", "path", o.authorizedKeys, "keys", seeded)
+		}
+	}
+	if _, err := os.Stat(o.authorizedKeys); err != nil {
+		log.Warn("no authorized_keys: nobody can log in over SSH until you add a public key", "path", o.authorizedKeys)
+	}
+	keyStore, err := keys.NewKeyStore(keys.Config{Path: o.authorizedKeys, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer keyStore.Close()
+	_, newToken, err := keys.LoadOrCreateTokens(o.tokenFile)
+	if err != nil {
+		return err
+	}
+	tokens, err := keys.NewTokenStore(keys.Config{Path: o.tokenFile, Logger: log})
+	if err != nil {
+		return err
+	}
+	defer tokens.Close()
+
+	backend, closeBackend, err := newBackend(ctx, o, log)
+	if err != nil {
+		return err
+	}
+	defer closeBackend()
+	reg, err := sessions.New(sessions.Config{
+		Backend:     backend,
+		BufferSize:  o.bufferSize,
+		IdleTimeout: o.idleTimeout,
+		Shell:       shellArgv(o.shell),
+		Logger:      log,
+	})
+	if err != nil {
+		return err
+	}
+
+	sshSrv, err := sshd.New(sshd.Config{HostSigner: hostKey, Keys: keyStore, Registry: reg, Logger: log})
+	if err != nil {
+		return err
+	}
+	webSrv, err := websock.New(websock.Config{
+		Registry:       reg,
+		Tokens:         tokens,
+		AllowedOrigins: o.allowedOrigins,
+		Logger:         log,
+		Metrics:        metrics.Handler(reg),
+	})
+	if err != nil {
+		return err
+	}
+	sshLn, err := net.Listen("tcp", o.sshAddr)
+	if err != nil {
+		return fmt.Errorf("SSH listener: %w (choose another --ssh-addr)", err)
+	}
+	httpLn, err := net.Listen("tcp", o.httpAddr)
+	if err != nil {
+		sshLn.Close()
+		return fmt.Errorf("HTTP listener: %w (choose another --http-addr)", err)
+	}
+	announce(o, log, sshLn.Addr(), httpLn.Addr(), newToken)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 2)
+	wg.Go(func() { errs <- serveErr("ssh", sshSrv.Serve(sshLn)) })
+	wg.Go(func() { errs <- serveErr("http", webSrv.Serve(httpLn)) })
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+
+	var runErr error
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			log.Info("shutting down: ending every session")
+			break loop
+		case err := <-errs:
+			runErr = err
+			break loop
+		case <-hup:
+			for _, r := range []interface{ Reload() error }{keyStore, tokens} {
+				if err := r.Reload(); err != nil {
+					log.Warn("reload on SIGHUP", "err", err)
+				}
+			}
+			log.Info("reloaded authorized_keys and tokens")
+		}
+	}
+	shutdown(o.shutdownTimeout, log, reg, sshSrv, webSrv)
+	wg.Wait()
+	return runErr
+}
+
+func serveErr(name string, err error) error {
+	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "server closed") {
+		return nil
+	}
+	return fmt.Errorf("%s listener: %w", name, err)
+}
+
+// shutdown stops accepting, tells attached clients (the registry ends every
+// session with ErrShutdown, which both listeners pass on) and kills every
+// shell, within timeout.
+func shutdown(timeout time.Duration, log *slog.Logger, reg *sessions.Registry, servers ...interface{ Shutdown(context.Context) error }) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Go(func() {
+			if err := s.Shutdown(ctx); err != nil {
+				log.Warn("listener shutdown", "err", err)
+			}
+		})
+	}
+	if err := reg.Shutdown(ctx); err != nil {
+		log.Error("sessions did not all end in time", "err", err)
+	}
+	wg.Wait()
+}
+
+func newBackend(ctx context.Context, o *options, log *slog.Logger) (sessions.Backend, func(), error) {
+	if o.backend == "local" {
+		log.Warn("local backend: instances are shells on this host, as the gateway's user")
+		return local.New(local.Config{Instances: o.localInstances, Logger: log}), func() {}, nil
+	}
+	b, err := docker.New(docker.Config{Label: o.instanceLabel, Shell: shellArgv(o.shell), Logger: log})
+	if err != nil {
+		return nil, nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.Ping(pctx); err != nil {
+		b.Close()
+		return nil, nil, err
+	}
+	sctx, cancel2 := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel2()
+	if err := b.Sweep(sctx); err != nil {
+		log.Warn("could not end shells left by an earlier run", "err", err)
+	}
+	return b, func() { b.Close() }, nil
+}
+
+func shellArgv(s string) []string {
+	if s == "" || s == "auto" {
+		return nil
+	}
+	return strings.Fields(s)
+}
+
+func announce(o *options, log *slog.Logger, sshAddr, httpAddr net.Addr, newToken string) {
+	host := o.publicHost
+	if host == "" {
+		host = "localhost"
+	}
+	sshPort := sshAddr.(*net.TCPAddr).Port
+	httpPort := httpAddr.(*net.TCPAddr).Port
+	log.Info("termgate is listening", "ssh", sshAddr.String(), "http", httpAddr.String(), "backend", o.backend)
+	fmt.Fprintf(os.Stderr, "\n  SSH:      ssh -t -p %d INSTANCE@%s\n", sshPort, host)
+	if newToken != "" {
+		fmt.Fprintf(os.Stderr, "  Browser:  http://%s:%d/?token=%s\n", host, httpPort, newToken)
+		fmt.Fprintf(os.Stderr, "            (token generated in %s; it is shown only once)\n\n", o.tokenFile)
+	} else {
+		fmt.Fprintf(os.Stderr, "  Browser:  http://%s:%d/  (sign in with a token from %s)\n\n", host, httpPort, o.tokenFile)
+	}
+}
