@@ -64,4 +64,7 @@
 // deadline, pings go out every 25 s, and a peer that answers nothing for 60 s
 // is dropped. Server.Shutdown ends every connection with an error event and
 // waits for all of its goroutines.
+//
+// Locks: Server.mu (the connection set) and conn.mu (the current attach)
+// are never held together, nor across network or backend I/O.
 package websock
