@@ -1,0 +1,59 @@
+# termgate — see README.md. Every target works from a fresh clone.
+GO        ?= go
+BIN       := bin/termgate
+PKGS      := ./...
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+FUZZTIME  ?= 30s
+IMAGE     ?= termgate:dev
+
+.PHONY: build run test test-short lint fuzz bench image test-image compose-check clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/termgate
+
+# Runs the gateway with the state in ./.termgate (host key, tokens,
+# authorized_keys seeded from ~/.ssh/*.pub on first start).
+run: build
+	$(BIN) --state-dir .termgate $(ARGS)
+
+# The README's test command. Docker- and OpenSSH-backed tests skip when
+# their dependency is missing unless TERMGATE_REQUIRE_DOCKER=1 /
+# TERMGATE_REQUIRE_OPENSSH=1 (CI sets both). Fuzz seed corpora run as tests.
+test: test-image
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# Unit tests only: no Docker, no OpenSSH needed.
+test-short:
+	$(GO) test -race -count=1 -short ./sessions/... ./keys/... ./metrics/... ./cmd/...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
+
+# Runs every fuzz target for FUZZTIME each; crashers land in testdata/fuzz
+# and then run as regression tests in `make test`.
+fuzz:
+	@for pkg in $$($(GO) list ./...); do \
+	  for f in $$($(GO) test -list 'Fuzz.*' $$pkg 2>/dev/null | grep '^Fuzz'); do \
+	    echo "== $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+# Compares termgate (SSH and WebSocket) against direct `docker exec` in one
+# run and prints the ratios. Never part of `make test`.
+bench: build test-image
+	$(GO) run ./bench/cmd/tgbench -termgate $(BIN)
+
+test-image:
+	@if docker info >/dev/null 2>&1; then bash scripts/test-image.sh; \
+	 else echo "make: Docker engine not reachable; Docker-backed tests will skip (or fail with TERMGATE_REQUIRE_DOCKER=1)"; fi
+
+image:
+	docker build --network none -t $(IMAGE) .
+
+compose-check:
+	docker-compose config -q
+
+clean:
+	rm -rf bin
