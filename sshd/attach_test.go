@@ -61,6 +61,17 @@ func TestAttachShellExitStatus(t *testing.T) {
 	}
 }
 
+func TestAttachShellExitWithBackgroundJob(t *testing.T) {
+	// The job keeps the terminal open; the client still gets the status.
+	f := newFixture(t, nil)
+	a := f.attach(t, "admin", "web1", 80, 24)
+	a.pid()
+	a.send("sleep 30 & exit 3")
+	if code := a.wait(); code != 3 {
+		t.Fatalf("exit status %d, want 3", code)
+	}
+}
+
 func TestAttachRawOutput(t *testing.T) {
 	// With onlcr off the shell's "\n" reaches the client as is: gliderlabs'
 	// Session.Write would have made it "\r\n".
