@@ -14,6 +14,9 @@ type AttachInfo struct {
 	New bool
 	// Offset is the number of the first output byte after the replay.
 	Offset int64
+	// Replay is how many bytes of replay Read returns before live output, so
+	// a client can resume from Offset + (bytes received - Replay).
+	Replay int
 	// Gap reports that a resume was asked for but its offset is no longer
 	// buffered, so the normal replay was sent instead.
 	Gap bool

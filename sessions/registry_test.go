@@ -122,7 +122,7 @@ func TestReplayThenLiveForEveryClient(t *testing.T) {
 		t.Fatalf("c1 got %q", b)
 	}
 	c2 := attach(t, r, "web1", AttachOptions{})
-	if c2.Info().New || c2.Info().Offset != 8 {
+	if c2.Info().New || c2.Info().Offset != 8 || c2.Info().Replay != 8 {
 		t.Fatalf("second attach info %+v, want joined at offset 8", c2.Info())
 	}
 	p.emit("after\r\n")

@@ -46,11 +46,12 @@ type Session struct {
 	idleTimer clockwork.Timer
 	bytesOut  int64
 
-	closeReq chan struct{} // closed by the first Close
-	pumpDone chan error    // the pump's cause, sent once when the shell's output ends
-	pumpGone chan struct{} // closed when the pump has returned
-	resizeCh chan struct{}
-	done     chan struct{} // closed when the session is fully closed
+	closeReq    chan struct{} // closed by the first Close
+	pumpDone    chan error    // the pump's cause, sent once when the shell's output ends
+	pumpGone    chan struct{} // closed when the pump has returned
+	resizerGone chan struct{} // closed when the resizer has returned
+	resizeCh    chan struct{}
+	done        chan struct{} // closed when the session is fully closed
 }
 
 // Info is a session's state as shown by "list" and GET /api/sessions.
@@ -67,18 +68,19 @@ func newSession(id string, inst Instance, proc Process, size Size, cfg *Config, 
 	ring := NewRing(cfg.BufferSize)
 	s := &Session{
 		id: id, inst: inst, proc: proc, cfg: cfg, onEnd: onEnd,
-		clock:    cfg.Clock,
-		created:  cfg.Clock.Now(),
-		log:      cfg.Logger.With("instance", inst.Name, "session", id),
-		ring:     ring,
-		replay:   cfg.NewReplayer(ring),
-		clients:  map[*Client]struct{}{},
-		size:     size,
-		closeReq: make(chan struct{}),
-		pumpDone: make(chan error, 1),
-		pumpGone: make(chan struct{}),
-		resizeCh: make(chan struct{}, 1),
-		done:     make(chan struct{}),
+		clock:       cfg.Clock,
+		created:     cfg.Clock.Now(),
+		log:         cfg.Logger.With("instance", inst.Name, "session", id),
+		ring:        ring,
+		replay:      cfg.NewReplayer(ring),
+		clients:     map[*Client]struct{}{},
+		size:        size,
+		closeReq:    make(chan struct{}),
+		pumpDone:    make(chan error, 1),
+		pumpGone:    make(chan struct{}),
+		resizerGone: make(chan struct{}),
+		resizeCh:    make(chan struct{}, 1),
+		done:        make(chan struct{}),
 	}
 	s.replay.Resize(size)
 	return s
@@ -92,16 +94,14 @@ func (s *Session) Instance() Instance { return s.inst }
 
 func (s *Session) start() {
 	// The backend applied the initial size; the resizer starts from it.
-	resizerDone := make(chan struct{})
 	applied := s.size
-	go func() { defer close(resizerDone); s.resizer(applied) }()
+	go func() { defer close(s.resizerGone); s.resizer(applied) }()
 	go s.pump()
 	s.mu.Lock()
 	s.startIdleLocked() // a session started by a reset may never be attached
 	s.mu.Unlock()
 	go func() {
 		s.run()
-		<-resizerDone
 		s.mu.Lock()
 		s.state = stateClosed
 		s.mu.Unlock()
@@ -159,6 +159,7 @@ func (s *Session) run() {
 	for c := range clients {
 		c.close(cause, false)
 	}
+	<-s.resizerGone // it stops on closeReq; no Resize may race the Kill
 	// Kill even after the shell exited by itself: background jobs it left
 	// must not outlive the session.
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
@@ -262,6 +263,7 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 	if replay == nil { // a fresh attach, a stale session or a gap
 		replay = s.replay.Replay()
 	}
+	info.Replay = len(replay)
 	c := newClient(s, info, opts.Label, s.cfg.ClientQueue)
 	if len(replay) > 0 {
 		c.enqueue(replay)

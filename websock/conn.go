@@ -72,7 +72,7 @@ func (c *conn) run(client *sessions.Client) {
 	c.mu.Unlock()
 	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
 	// out is empty and nobody else sends yet: the attached event goes first.
-	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap})
+	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay})
 
 	go c.writeLoop()
 	go c.pump()
@@ -354,5 +354,5 @@ func (c *conn) reattach() bool {
 	c.mu.Unlock()
 	info := cl.Info()
 	c.log.Info("websocket moved to a new session", "session", info.Session)
-	return c.send(eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset}))
+	return c.send(eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset, Replay: info.Replay}))
 }

@@ -15,6 +15,9 @@ type attachedEvent struct {
 	New      bool   `json:"new"`
 	Offset   int64  `json:"offset"`
 	Gap      bool   `json:"gap"`
+	// Replay is how many bytes of replay precede live output (an addition
+	// to the contract's fields): resume with since = offset + received - replay.
+	Replay int `json:"replay"`
 }
 
 type resetEvent struct {
@@ -23,6 +26,7 @@ type resetEvent struct {
 	// Offset is the number of the first byte after the new session's
 	// replay (an addition to the contract's fields, for resuming).
 	Offset int64 `json:"offset"`
+	Replay int   `json:"replay"`
 }
 
 type exitEvent struct {
