@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 30s
 IMAGE     ?= termgate:dev
 
-.PHONY: build run test test-short lint fuzz bench image test-image compose-check clean
+.PHONY: demo build run test test-short lint fuzz bench image test-image compose-check clean
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/termgate
@@ -57,3 +57,8 @@ compose-check:
 
 clean:
 	rm -rf bin
+
+# From a fresh machine: Docker engine, test image, example instance web1,
+# then the gateway in the foreground.
+demo:
+	bash scripts/demo.sh $(ARGS)

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# One command from a fresh machine to a working gateway: starts a Docker
+# engine if needed, builds the test image and the binary, starts an example
+# instance `web1` and runs termgate in the foreground with its state in
+# ./.termgate (your ~/.ssh/*.pub keys are authorized on first start).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PATH:/usr/local/go/bin"
+
+bash scripts/ensure-docker.sh
+bash scripts/test-image.sh
+make build
+if ! docker inspect -f '{{.State.Running}}' web1 2>/dev/null | grep -q true; then
+	docker rm -f web1 >/dev/null 2>&1 || true
+	docker run -d --init --network none --name web1 termgate-test:busybox >/dev/null
+	echo "started example instance web1"
+fi
+if ! ls "$HOME"/.ssh/*.pub >/dev/null 2>&1 && [ ! -f .termgate/authorized_keys ]; then
+	mkdir -p "$HOME/.ssh"
+	ssh-keygen -q -t ed25519 -N '' -f "$HOME/.ssh/id_ed25519"
+	echo "generated $HOME/.ssh/id_ed25519 for you"
+fi
+exec bin/termgate --state-dir .termgate "$@"
