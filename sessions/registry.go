@@ -175,7 +175,7 @@ func (r *Registry) fill(sl *slot, inst Instance, id string, size Size, term stri
 		r.forget(inst.ID, sl)
 		return
 	}
-	sl.sess = newSession(id, inst, proc, size, &r.cfg, func(s *Session) { r.forget(inst.ID, sl) })
+	sl.sess = newSession(id, inst, proc, size, term, &r.cfg, func(s *Session) { r.forget(inst.ID, sl) })
 	sl.sess.start()
 	r.cfg.Logger.Info("session started", "instance", inst.Name, "session", id)
 }
@@ -209,16 +209,16 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 	r.slots[inst.ID] = sl
 	r.mu.Unlock()
 
-	id, size := newID(), DefaultSize
+	id, size, term := newID(), DefaultSize, ""
 	if old != nil {
 		<-old.ready
 		if old.sess != nil {
-			size = old.sess.currentSize()
+			size, term = old.sess.currentSize(), old.sess.term
 			old.sess.Close(&ResetError{OldSession: old.sess.id, NewSession: id, By: by})
 			old.sess.Wait()
 		}
 	}
-	r.fill(sl, inst, id, size, "")
+	r.fill(sl, inst, id, size, term)
 	if sl.err != nil {
 		return nil, sl.err
 	}

@@ -233,7 +233,7 @@ func TestIdleSessionIsReapedAttachedOneIsNot(t *testing.T) {
 
 func TestResetMovesClientsToFreshSession(t *testing.T) {
 	r, fb := newTestRegistry(t, Config{})
-	c := attach(t, r, "web1", AttachOptions{Size: Size{Cols: 120, Rows: 40}})
+	c := attach(t, r, "web1", AttachOptions{Size: Size{Cols: 120, Rows: 40}, Term: "screen"})
 	old := fb.last()
 	old.emit("old output\r\n")
 	readAtLeast(t, c, 12)
@@ -250,8 +250,8 @@ func TestResetMovesClientsToFreshSession(t *testing.T) {
 		t.Fatalf("client cause %v, want a ResetError naming %s", err, s.ID())
 	}
 	fresh := fb.last()
-	if fresh == old || fresh.spec.Size != (Size{Cols: 120, Rows: 40}) {
-		t.Fatalf("fresh shell size %+v, want the old session's", fresh.spec.Size)
+	if fresh == old || fresh.spec.Size != (Size{Cols: 120, Rows: 40}) || fresh.spec.Term != "screen" {
+		t.Fatalf("fresh shell size %+v TERM %q, want the old session's", fresh.spec.Size, fresh.spec.Term)
 	}
 	c2 := attach(t, r, "web1", AttachOptions{})
 	if c2.Info().Session != s.ID() || c2.Info().New {

@@ -34,6 +34,7 @@ type Session struct {
 	log     *slog.Logger
 	cfg     *Config
 	onEnd   func(*Session) // registry bookkeeping, called once by run
+	term    string         // TERM the shell was started with; a reset keeps it
 
 	mu        sync.Mutex // guards the fields below
 	state     state
@@ -64,10 +65,10 @@ type Info struct {
 	BytesOut  int64      `json:"bytes_out"`
 }
 
-func newSession(id string, inst Instance, proc Process, size Size, cfg *Config, onEnd func(*Session)) *Session {
+func newSession(id string, inst Instance, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
 	ring := NewRing(cfg.BufferSize)
 	s := &Session{
-		id: id, inst: inst, proc: proc, cfg: cfg, onEnd: onEnd,
+		id: id, inst: inst, proc: proc, cfg: cfg, onEnd: onEnd, term: term,
 		clock:       cfg.Clock,
 		created:     cfg.Clock.Now(),
 		log:         cfg.Logger.With("instance", inst.Name, "session", id),

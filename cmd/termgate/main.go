@@ -192,7 +192,10 @@ func shutdown(timeout time.Duration, log *slog.Logger, reg *sessions.Registry, s
 	for _, s := range servers {
 		wg.Go(func() {
 			if err := s.Shutdown(ctx); err != nil {
-				log.Warn("listener shutdown", "err", err)
+				log.Warn("listener shutdown cut short", "err", err)
+				if c, ok := s.(interface{ Close() error }); ok {
+					_ = c.Close() // drop what is left, e.g. idle SSH connections
+				}
 			}
 		})
 	}
