@@ -36,8 +36,11 @@ type Config struct {
 	StartTimeout, KillTimeout time.Duration
 	// NewReplayer picks the replay strategy (default NewRawReplayer).
 	NewReplayer func(*Ring) Replayer
-	Clock       clockwork.Clock
-	Logger      *slog.Logger
+	// OnEnd, when set, is called once for every session that ends, with
+	// the cause its clients were given (the audit trail uses it).
+	OnEnd  func(info Info, cause error)
+	Clock  clockwork.Clock
+	Logger *slog.Logger
 }
 
 // Registry holds one session per instance, shared by every listener.

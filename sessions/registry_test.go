@@ -196,7 +196,12 @@ func TestSlowClientIsDroppedWithoutStallingOthers(t *testing.T) {
 
 func TestIdleSessionIsReapedAttachedOneIsNot(t *testing.T) {
 	clock := clockwork.NewFakeClock()
-	r, fb := newTestRegistry(t, Config{IdleTimeout: time.Minute, Clock: clock})
+	ended := make(chan error, 1)
+	r, fb := newTestRegistry(t, Config{IdleTimeout: time.Minute, Clock: clock, OnEnd: func(in Info, cause error) {
+		if in.Instance == "idle" {
+			ended <- cause
+		}
+	}})
 	idle := attach(t, r, "idle", AttachOptions{})
 	pIdle := fb.last()
 	busy := attach(t, r, "busy", AttachOptions{})
@@ -225,6 +230,9 @@ func TestIdleSessionIsReapedAttachedOneIsNot(t *testing.T) {
 		t.Fatal("a session with a client attached was reaped")
 	}
 	waitFor(t, func() bool { return find(r, "idle") == nil })
+	if cause := <-ended; !errors.Is(cause, ErrIdle) {
+		t.Fatalf("OnEnd cause %v, want ErrIdle", cause)
+	}
 	if find(r, "busy") == nil {
 		t.Fatal("busy session missing")
 	}

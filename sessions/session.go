@@ -170,6 +170,9 @@ func (s *Session) run() {
 	cancel()
 	<-s.pumpGone
 	s.log.Info("session ended", "cause", cause.Error())
+	if s.cfg.OnEnd != nil {
+		s.cfg.OnEnd(s.Info(), cause)
+	}
 }
 
 // pump copies shell output into the ring and every client's queue. It never

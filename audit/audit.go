@@ -1,0 +1,91 @@
+// Package audit writes termgate's audit trail: one structured event per
+// authentication success or failure, attach, detach, reset, reap and session
+// end, saying who (key fingerprint or token name), from where, which
+// instance and session, and when. Events are JSON lines when written to
+// their own file (--audit-log), or records with audit=true in the main log.
+//
+// A nil *Log discards everything, so packages can take one optionally.
+package audit
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+)
+
+// Actions, the "event" field of every record.
+const (
+	AuthSuccess = "auth_success"
+	AuthFailure = "auth_failure"
+	Attach      = "attach"
+	Detach      = "detach"
+	Reset       = "reset"
+	Reap        = "reap"
+	SessionEnd  = "session_end"
+)
+
+// Log is the audit trail.
+type Log struct{ l *slog.Logger }
+
+// New writes audit events as JSON lines to w.
+func New(w io.Writer) *Log {
+	return &Log{l: slog.New(slog.NewJSONHandler(w, nil))}
+}
+
+// Into writes audit events into an existing logger, marked audit=true.
+func Into(l *slog.Logger) *Log { return &Log{l: l.With("audit", true)} }
+
+// Open appends JSON lines to path (created 0600), or, with an empty path,
+// writes into fallback. The returned closer closes the file.
+func Open(path string, fallback *slog.Logger) (*Log, io.Closer, error) {
+	if path == "" {
+		return Into(fallback), io.NopCloser(nil), nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, fmt.Errorf("open audit log: %w", err)
+	}
+	return New(f), f, nil
+}
+
+// Who identifies the principal behind an event.
+type Who struct {
+	Via    string // "ssh", "http" or "websocket"
+	Name   string // key comment or token name
+	Key    string // key fingerprint (SSH)
+	Remote string // client address
+}
+
+func (w Who) attrs() []any {
+	a := []any{"via", w.Via, "remote", w.Remote}
+	if w.Name != "" {
+		a = append(a, "who", w.Name)
+	}
+	if w.Key != "" {
+		a = append(a, "key", w.Key)
+	}
+	return a
+}
+
+// Event records action by who on instance/session with extra key-value
+// detail (for example "reason", "cause", "new_session").
+func (a *Log) Event(action string, who Who, instance, session string, detail ...any) {
+	if a == nil {
+		return
+	}
+	args := append([]any{"event", action}, who.attrs()...)
+	if instance != "" {
+		args = append(args, "instance", instance)
+	}
+	if session != "" {
+		args = append(args, "session", session)
+	}
+	args = append(args, detail...)
+	level := slog.LevelInfo
+	if action == AuthFailure {
+		level = slog.LevelWarn
+	}
+	a.l.Log(context.Background(), level, "audit", args...)
+}
