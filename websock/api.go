@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -25,6 +26,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("session reset over HTTP", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name, "session", sess.ID())
+	s.cfg.Audit.Event(audit.Reset, s.who(r, c), name, sess.ID())
 	writeJSON(w, http.StatusOK, map[string]string{"instance": name, "session": sess.ID()})
 }
 
@@ -75,6 +77,7 @@ func (s *Server) instanceFor(w http.ResponseWriter, r *http.Request, c caller) (
 	}
 	if !c.id.May(name) {
 		s.log.Info("instance refused by permission", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
+		s.auditFailure(r, c, name, "instance not permitted for this token")
 		writeError(w, http.StatusNotFound, sessions.NotFoundMessage(name))
 		return "", false
 	}

@@ -6,6 +6,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/gorilla/websocket"
+
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
 )
 
@@ -14,7 +17,7 @@ type TokenChecker interface {
 	Check(token string) (keys.Identity, bool)
 }
 
-var errTokenInQuery = errors.New("tokens are not accepted in the URL (they end up in logs and browser history): send an Authorization: Bearer header, or log in at POST /api/login")
+var errTokenInQuery = errors.New("tokens are not accepted in the URL query (it ends up in logs and browser history): send an Authorization: Bearer header, or log in at POST /api/login (the browser page takes a token after # in its address, which is never sent to the server)")
 
 // authMethod says how a request proved who it is.
 type authMethod int
@@ -38,60 +41,139 @@ func callerFrom(ctx context.Context) (caller, bool) {
 	return c, ok
 }
 
-// authed wraps h with authentication and the Origin rules: 401 without a
-// valid credential, 403 for a refused Origin. strictOrigin marks routes
-// where a cookie alone is not enough (WebSocket upgrades and POSTs): there
-// a cookie-authenticated request must carry an allowed Origin.
-func (s *Server) authed(strictOrigin bool, h http.HandlerFunc) http.Handler {
+// routeKind says what a route does, for the Origin rule and the audit.
+type routeKind int
+
+const (
+	// readRoute changes nothing: a cookie without an Origin header will
+	// do (a foreign Origin is still refused).
+	readRoute routeKind = iota
+	// actRoute attaches or resets (WebSocket upgrades and POSTs): a cookie
+	// needs an allowed Origin, and the authentication is audited.
+	actRoute
+)
+
+// authed wraps h with the Origin rules and authentication: 403 for a
+// refused Origin, 401 without a valid credential, 429 from an address
+// locked out after failed authentications.
+//
+// A foreign Origin is refused before any credential is looked at, so a page
+// on another site can neither probe credentials through a user's browser
+// nor spend that address's failure allowance and lock the user out.
+func (s *Server) authed(kind routeKind, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.origins.check(r, false); err != nil {
+			s.refuseOrigin(w, r, caller{}, err)
+			return
+		}
 		c, ok := s.authenticate(w, r)
 		if !ok {
 			return
 		}
-		if err := s.origins.check(r, strictOrigin && c.method == byCookie); err != nil {
-			s.refuseOrigin(w, r, err)
-			return
+		if kind == actRoute {
+			if err := s.origins.check(r, c.method == byCookie); err != nil {
+				s.refuseOrigin(w, r, c, err)
+				return
+			}
+			s.cfg.Audit.Event(audit.AuthSuccess, s.who(r, c), r.PathValue("name"), "", "method", c.method.String())
 		}
 		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)))
 	})
 }
 
-// authenticate finds the request's credential, or answers 401. A bearer
-// header wins over the cookie; a bad one is refused even with a good cookie.
+// authenticate finds the request's credential, or answers. A bearer header
+// wins over the cookie; a bad one is refused even with a good cookie. A
+// request without any credential gets 401 and counts for nothing; one with
+// a credential from a locked-out address gets 429 before the credential is
+// checked; a wrong credential gets 401, is audited and counts towards the
+// address's lock-out.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (caller, bool) {
-	if queryHasToken(r) {
-		s.unauthorized(w, r, errTokenInQuery.Error())
+	token, hasBearer, err := bearer(r)
+	ck, cookieErr := r.Cookie(cookieName)
+	if !hasBearer && err == nil && cookieErr != nil {
+		s.unauthorized(w, r, "authentication required: send an Authorization: Bearer header, or log in at POST /api/login")
 		return caller{}, false
 	}
-	token, ok, err := bearer(r)
+	if s.lockedOut(w, r) {
+		return caller{}, false
+	}
 	if err != nil {
-		s.unauthorized(w, r, err.Error())
+		s.authFailed(w, r, err.Error())
 		return caller{}, false
 	}
-	if ok {
+	if hasBearer {
 		id, ok := s.cfg.Tokens.Check(token)
 		if !ok {
-			s.unauthorized(w, r, "invalid token")
+			s.authFailed(w, r, "invalid token")
 			return caller{}, false
 		}
 		return caller{id: id, method: byBearer}, true
 	}
-	if ck, err := r.Cookie(cookieName); err == nil {
-		token, ok := s.logins.token(ck.Value)
-		if !ok {
-			s.unauthorized(w, r, "login expired or unknown: log in again")
-			return caller{}, false
-		}
-		id, ok := s.cfg.Tokens.Check(token)
-		if !ok {
-			s.logins.remove(ck.Value)
-			s.unauthorized(w, r, "the token of this login is no longer valid: log in again")
-			return caller{}, false
-		}
-		return caller{id: id, method: byCookie}, true
+	token, ok := s.logins.token(ck.Value)
+	if !ok {
+		s.authFailed(w, r, "login expired or unknown: log in again")
+		return caller{}, false
 	}
-	s.unauthorized(w, r, "authentication required: send an Authorization: Bearer header, or log in at POST /api/login")
-	return caller{}, false
+	id, ok := s.cfg.Tokens.Check(token)
+	if !ok {
+		s.logins.remove(ck.Value)
+		s.authFailed(w, r, "the token of this login is no longer valid: log in again")
+		return caller{}, false
+	}
+	return caller{id: id, method: byCookie}, true
+}
+
+// lockedOut answers 429 when r's address has used up its failed
+// authentications.
+func (s *Server) lockedOut(w http.ResponseWriter, r *http.Request) bool {
+	if s.failures == nil {
+		return false
+	}
+	blocked, retry := s.failures.blocked(clientKey(r.RemoteAddr))
+	if !blocked {
+		return false
+	}
+	s.log.Debug("authentication refused: address locked out", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path)
+	tooMany(w, retry, "too many failed authentications from your address: try again later")
+	return true
+}
+
+// authFailed records a failed authentication (audit, lock-out allowance)
+// and answers 401 with reason, which never quotes the credential.
+func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, reason string) {
+	detail := []any{"reason", reason}
+	if s.failures != nil && s.failures.take(clientKey(r.RemoteAddr)) {
+		detail = append(detail, "locked_out", true)
+		s.log.Warn("too many failed authentications: refusing credentials from this address for a while", "remote", r.RemoteAddr)
+	}
+	s.cfg.Audit.Event(audit.AuthFailure, s.who(r, caller{}), r.PathValue("name"), "", detail...)
+	s.unauthorized(w, r, reason)
+}
+
+// auditFailure records a refusal that is not a wrong credential (a token
+// in the URL, a refused Origin, a forbidden instance): audited, but it does
+// not count towards the lock-out.
+func (s *Server) auditFailure(r *http.Request, c caller, instance, reason string) {
+	s.cfg.Audit.Event(audit.AuthFailure, s.who(r, c), instance, "", "reason", reason)
+}
+
+// who names the principal behind r for the audit trail.
+func (s *Server) who(r *http.Request, c caller) audit.Who {
+	via := "http"
+	if websocket.IsWebSocketUpgrade(r) {
+		via = "websocket"
+	}
+	return audit.Who{Via: via, Name: c.id.Name, Remote: r.RemoteAddr}
+}
+
+func (m authMethod) String() string {
+	switch m {
+	case byBearer:
+		return "bearer"
+	case byCookie:
+		return "cookie"
+	}
+	return "none"
 }
 
 // bearer returns the token of an "Authorization: Bearer TOKEN" header; ok
@@ -112,11 +194,12 @@ func bearer(r *http.Request) (token string, ok bool, err error) {
 	return token, true, nil
 }
 
-// queryHasToken reports a credential in the URL query, which is refused.
+// queryHasToken reports a credential in the URL query, which is refused:
+// a parameter named like one, in any case.
 func queryHasToken(r *http.Request) bool {
-	q := r.URL.Query()
-	for _, k := range []string{"token", "access_token", "auth", "authorization", "api_token"} {
-		if q.Has(k) {
+	for k := range r.URL.Query() {
+		switch strings.ToLower(k) {
+		case "token", "access_token", "auth", "authorization", "api_token", "api_key", "apikey", "bearer":
 			return true
 		}
 	}
@@ -129,7 +212,8 @@ func (s *Server) unauthorized(w http.ResponseWriter, r *http.Request, msg string
 	writeError(w, http.StatusUnauthorized, msg)
 }
 
-func (s *Server) refuseOrigin(w http.ResponseWriter, r *http.Request, err error) {
+func (s *Server) refuseOrigin(w http.ResponseWriter, r *http.Request, c caller, err error) {
 	s.log.Warn("origin refused", "remote", r.RemoteAddr, "method", r.Method, "path", r.URL.Path, "reason", err.Error())
+	s.auditFailure(r, c, r.PathValue("name"), err.Error())
 	writeError(w, http.StatusForbidden, err.Error())
 }

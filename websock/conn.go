@@ -10,6 +10,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -29,6 +30,7 @@ type conn struct {
 	name   string // the instance
 	label  string // names the client in sessions' logs
 	by     string // names the caller in reset notices
+	who    audit.Who
 	log    *slog.Logger
 	ctx    context.Context // ends with the connection
 	cancel context.CancelFunc
@@ -71,6 +73,7 @@ func (c *conn) run(client *sessions.Client) {
 	c.client = client
 	c.mu.Unlock()
 	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
+	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label)
 	// out is empty and nobody else sends yet: the attached event goes first.
 	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay})
 
@@ -81,7 +84,12 @@ func (c *conn) run(client *sessions.Client) {
 
 	c.end(nil, 0) // no-op when the connection is already ending
 	c.cancel()
+	session := info.Session
+	if cl := c.current(); cl != nil { // the session a reset moved it to
+		session = cl.Info().Session
+	}
 	c.stopClient()
+	c.s.cfg.Audit.Event(audit.Detach, c.who, c.name, session, "client", c.label, "reason", err.Error())
 	<-c.pumpDone
 	<-c.writerDone
 	_ = c.ws.Close()
@@ -280,10 +288,13 @@ func (c *conn) control(data []byte) {
 		}
 	case ctlReset:
 		// The pump sees the *ResetError, reattaches and sends the reset event.
-		if _, err := c.s.cfg.Registry.Reset(c.ctx, c.name, c.by); err != nil {
+		sess, err := c.s.cfg.Registry.Reset(c.ctx, c.name, c.by)
+		if err != nil {
 			_, msg := c.s.attachFailure(c.ctx, c.name, err)
 			c.send(*errorFrame("reset failed: " + msg))
+			return
 		}
+		c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
 	}
 }
 

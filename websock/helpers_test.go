@@ -80,7 +80,10 @@ func newEnv(t *testing.T, be sessions.Backend, regCfg func(*sessions.Config), cf
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Config{Registry: reg, Tokens: testTokens, Logger: quietLog()}
+	// The tests of other things make many requests, and many failing ones,
+	// from 127.0.0.1: the rate limits are off unless a test turns them on
+	// (limits_test.go).
+	c := Config{Registry: reg, Tokens: testTokens, Logger: quietLog(), RequestRate: -1, AuthFailures: -1}
 	if cfg != nil {
 		cfg(&c)
 	}

@@ -4,9 +4,12 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/termgate/termgate/audit"
 )
 
 // cookieName is the browser login cookie.
@@ -93,32 +96,40 @@ func (l *logins) remove(value string) {
 }
 
 // handleLogin exchanges a valid token (Authorization header or form field
-// "token") for a login cookie.
+// "token") for a login cookie. Like every credential check it is refused
+// from a foreign Origin before the token is looked at, answered 429 from a
+// locked-out address, and audited.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
-	if queryHasToken(r) {
-		writeError(w, http.StatusUnauthorized, errTokenInQuery.Error())
-		return
-	}
 	if err := s.origins.check(r, false); err != nil {
-		s.refuseOrigin(w, r, err)
+		s.refuseOrigin(w, r, caller{}, err)
 		return
 	}
 	token, ok, err := bearer(r)
-	if err != nil {
-		s.unauthorized(w, r, err.Error())
+	if err == nil && !ok {
+		if perr := r.ParseForm(); perr != nil {
+			if tooBig := (*http.MaxBytesError)(nil); errors.As(perr, &tooBig) {
+				writeError(w, http.StatusRequestEntityTooLarge, bodyTooLarge(tooBig.Limit))
+				return
+			}
+			writeError(w, http.StatusBadRequest, "malformed form body")
+			return
+		}
+		token = r.PostForm.Get("token")
+		if token == "" {
+			s.unauthorized(w, r, "no token: send it as the form field \"token\" or in an Authorization: Bearer header")
+			return
+		}
+	}
+	if s.lockedOut(w, r) {
 		return
 	}
-	if !ok {
-		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
-		token = r.PostFormValue("token")
-	}
-	if token == "" {
-		s.unauthorized(w, r, "no token: send it as the form field \"token\" or in an Authorization: Bearer header")
+	if err != nil {
+		s.authFailed(w, r, err.Error())
 		return
 	}
 	id, ok := s.cfg.Tokens.Check(token)
 	if !ok {
-		s.unauthorized(w, r, "invalid token")
+		s.authFailed(w, r, "invalid token")
 		return
 	}
 	value, expires := s.logins.add(token)
@@ -133,6 +144,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode,
 	})
 	s.log.Info("browser login", "remote", r.RemoteAddr, "identity", id.Name)
+	s.cfg.Audit.Event(audit.AuthSuccess, s.who(r, caller{id: id}), "", "", "method", "login")
 	writeJSON(w, http.StatusOK, map[string]string{"name": id.Name})
 }
 
@@ -142,7 +154,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	c, cookieErr := r.Cookie(cookieName)
 	hasCookie := cookieErr == nil
 	if err := s.origins.check(r, hasCookie); err != nil {
-		s.refuseOrigin(w, r, err)
+		s.refuseOrigin(w, r, caller{}, err)
 		return
 	}
 	if hasCookie {

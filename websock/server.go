@@ -2,6 +2,7 @@ package websock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"golang.org/x/time/rate"
 
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -35,7 +38,46 @@ type Config struct {
 	Metrics http.Handler
 	// Page is served at GET / and below (without authentication: it is the
 	// page that logs in); nil serves a minimal placeholder page at / only.
+	// Every response, the page's included, first gets the security headers
+	// (ContentSecurityPolicy, nosniff, no-referrer, frame denial,
+	// Cache-Control no-store); Page may replace Cache-Control for static
+	// files and may tighten the policy, never loosen it.
 	Page http.Handler
+	// Audit receives the audit trail: authentication failures (and
+	// successes on logins, WebSocket attaches and resets), attaches,
+	// detaches and resets, naming the token, never its value. Nil: none.
+	Audit *audit.Log
+	// TLS, when set, makes Serve speak HTTPS only, TLS 1.2 at least (a
+	// lower MinVersion is raised) and HTTP/1.1 (WebSocket upgrades need
+	// it); its certificate comes from Certificates or GetCertificate
+	// (CertFiles.GetCertificate reloads). Login cookies over TLS are
+	// Secure. Nil serves plain HTTP.
+	TLS *tls.Config
+
+	// RequestRate is how many requests per second one client address (an
+	// IPv4 address or an IPv6 /64) may make, sustained, and RequestBurst
+	// how many in a burst (defaults 20 and 100); more get 429 with
+	// Retry-After. A negative RequestRate turns the limit off.
+	RequestRate  float64
+	RequestBurst int
+	// AuthFailures is how many failed authentications (bad token, unknown
+	// or expired login cookie, malformed Authorization header) one client
+	// address may make before every request of it that carries a
+	// credential gets 429, checked or not (default 10); one more failure
+	// is allowed every AuthFailureEvery (default 30s). A negative
+	// AuthFailures turns the lock-out off.
+	AuthFailures     int
+	AuthFailureEvery time.Duration
+	// MaxBodyBytes bounds request bodies (default 64 KiB; a larger one gets
+	// 413); MaxHeaderBytes bounds the request line and headers (default 32
+	// KiB; larger: 431). HeaderTimeout is how long a connection may take to
+	// send a request's headers (default 10s; then it is closed). Served
+	// connections also get a ReadTimeout of 30s for a whole request (the
+	// WebSocket read loop sets its own deadlines after the upgrade) and an
+	// IdleTimeout of 2m between requests.
+	MaxBodyBytes   int64
+	MaxHeaderBytes int
+	HeaderTimeout  time.Duration
 
 	// LoginTTL is how long a browser login cookie stays valid (default 12h);
 	// MaxLogins bounds the live logins kept (default 10000; the oldest is
@@ -60,6 +102,8 @@ type Server struct {
 	upgrader websocket.Upgrader
 	handler  http.Handler
 	http     *http.Server
+	requests *addrLimiter // nil: no request rate limit
+	failures *addrLimiter // nil: no lock-out after failed authentications
 
 	mu     sync.Mutex // guards conns, closed and nextID
 	conns  map[*conn]struct{}
@@ -101,12 +145,43 @@ func New(cfg Config) (*Server, error) {
 	if cfg.PingInterval >= cfg.PongTimeout {
 		return nil, errors.New("websock: PingInterval must be shorter than PongTimeout")
 	}
+	if cfg.RequestRate == 0 {
+		cfg.RequestRate = 20
+	}
+	if cfg.RequestBurst <= 0 {
+		cfg.RequestBurst = 100
+	}
+	if cfg.AuthFailures == 0 {
+		cfg.AuthFailures = 10
+	}
+	if cfg.AuthFailureEvery <= 0 {
+		cfg.AuthFailureEvery = 30 * time.Second
+	}
+	if cfg.MaxBodyBytes <= 0 {
+		cfg.MaxBodyBytes = 64 << 10
+	}
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = 32 << 10
+	}
+	if cfg.HeaderTimeout <= 0 {
+		cfg.HeaderTimeout = 10 * time.Second
+	}
+	tlsCfg, err := serverTLS(cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		cfg:     cfg,
 		log:     cfg.Logger,
 		origins: o,
 		logins:  newLogins(cfg.LoginTTL, cfg.MaxLogins, time.Now),
 		conns:   map[*conn]struct{}{},
+	}
+	if cfg.RequestRate > 0 {
+		s.requests = newAddrLimiter(rate.Limit(cfg.RequestRate), cfg.RequestBurst, time.Now)
+	}
+	if cfg.AuthFailures > 0 {
+		s.failures = newAddrLimiter(rate.Every(cfg.AuthFailureEvery), cfg.AuthFailures, time.Now)
 	}
 	s.upgrader = websocket.Upgrader{
 		HandshakeTimeout: cfg.WriteTimeout,
@@ -118,49 +193,57 @@ func New(cfg Config) (*Server, error) {
 	s.handler = s.routes()
 	s.http = &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		ReadTimeout:       max(30*time.Second, cfg.HeaderTimeout),
 		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
+	}
+	if tlsCfg != nil {
+		s.http.TLSConfig = tlsCfg
+		// An empty, non-nil map keeps net/http from offering HTTP/2.
+		s.http.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
 	return s, nil
 }
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("GET /api/instances/{name}/terminal", s.authed(true, s.handleTerminal))
-	mux.Handle("POST /api/instances/{name}/terminal/reset", s.authed(true, s.handleReset))
-	mux.Handle("GET /api/sessions", s.authed(false, s.handleSessions))
+	mux.Handle("GET /api/instances/{name}/terminal", s.authed(actRoute, s.handleTerminal))
+	mux.Handle("POST /api/instances/{name}/terminal/reset", s.authed(actRoute, s.handleReset))
+	mux.Handle("GET /api/sessions", s.authed(readRoute, s.handleSessions))
 	mux.HandleFunc("POST /api/login", s.handleLogin)
 	mux.HandleFunc("POST /api/logout", s.handleLogout)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API endpoint")
 	})
 	mux.HandleFunc("GET /healthz", s.handleHealthz)
-	mux.Handle("GET /readyz", s.authed(false, s.handleReadyz))
-	mux.Handle("GET /metrics", s.authed(false, s.handleMetrics))
+	mux.Handle("GET /readyz", s.authed(readRoute, s.handleReadyz))
+	mux.Handle("GET /metrics", s.authed(readRoute, s.handleMetrics))
 	page := s.cfg.Page
 	if page == nil {
 		page = placeholderPage()
 	}
 	mux.Handle("GET /", page)
-	return commonHeaders(mux)
-}
-
-// commonHeaders sets the headers every response gets.
-func commonHeaders(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Referrer-Policy", "no-referrer")
-		h.ServeHTTP(w, r)
-	})
+	// Outermost first: headers on every answer, the 429s included; the
+	// rate limit before anything costs more than a map lookup.
+	return securityHeaders(s.limitRequests(s.limitBody(s.refuseTokensInURL(mux))))
 }
 
 // Handler returns the server's routes.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Serve accepts connections on l until Shutdown; like http.Server.Serve it
-// then returns http.ErrServerClosed.
-func (s *Server) Serve(l net.Listener) error { return s.http.Serve(l) }
+// Serve accepts connections on l until Shutdown (over TLS when Config.TLS
+// is set); like http.Server.Serve it then returns http.ErrServerClosed.
+func (s *Server) Serve(l net.Listener) error {
+	if s.http.TLSConfig != nil {
+		return s.http.ServeTLS(l, "", "")
+	}
+	return s.http.Serve(l)
+}
+
+// TLS reports whether Serve speaks HTTPS.
+func (s *Server) TLS() bool { return s.http.TLSConfig != nil }
 
 // Shutdown stops accepting, tells every attached WebSocket client that the
 // gateway is shutting down (an error event, then a 1001 close), waits for
