@@ -34,6 +34,9 @@ type options struct {
 	shutdownTimeout     time.Duration
 	localInstances      []string
 	publicHost          string
+	auditLog            string
+	tlsCert, tlsKey     string
+	httpRateLimit       float64
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
@@ -58,6 +61,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 9*time.Second, "how long SIGTERM waits for sessions to end")
 	fs.StringVar(&locals, "local-instances", "", "with --backend local: comma-separated instance names allowed (default: any valid name)")
 	fs.StringVar(&o.publicHost, "public-host", "", "host name printed in the SSH command and browser URL (default: localhost)")
+	fs.StringVar(&o.auditLog, "audit-log", "", "append the audit trail as JSON lines to this file (default: into the main log, marked audit=true)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
+	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
 
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -89,6 +96,12 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.bufferSize < sessions.MinBufferSize {
 		return nil, fmt.Errorf("--buffer-size %s is too small: the replay buffer needs at least 10KiB", buffer)
+	}
+	if (o.tlsCert == "") != (o.tlsKey == "") {
+		return nil, errors.New("--tls-cert and --tls-key go together: give both (PEM certificate and key files) or neither (plain HTTP)")
+	}
+	if o.httpRateLimit < 0 {
+		return nil, fmt.Errorf("--http-rate-limit must be 0 (off) or positive, got %v", o.httpRateLimit)
 	}
 	if o.idleTimeout <= 0 {
 		return nil, fmt.Errorf("--idle-timeout must be positive, got %s", o.idleTimeout)

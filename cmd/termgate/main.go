@@ -4,8 +4,10 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/backend/docker"
 	"github.com/termgate/termgate/backend/local"
 	"github.com/termgate/termgate/keys"
@@ -68,6 +71,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err := os.MkdirAll(o.stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w (set --state-dir to a writable directory)", err)
 	}
+	auditLog, auditFile, err := audit.Open(o.auditLog, log)
+	if err != nil {
+		return err
+	}
+	defer auditFile.Close()
 	hostKey, created, err := keys.LoadOrCreateHostKey(o.hostKey)
 	if err != nil {
 		return err
@@ -101,6 +109,16 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	defer tokens.Close()
+	reloaders := []interface{ Reload() error }{keyStore, tokens}
+	var tlsConfig *tls.Config
+	if o.tlsCert != "" {
+		cert, err := websock.LoadCertFiles(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return err
+		}
+		tlsConfig = cert.Config()
+		reloaders = append(reloaders, cert)
+	}
 
 	backend, closeBackend, err := newBackend(ctx, o, log)
 	if err != nil {
@@ -112,6 +130,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		BufferSize:  o.bufferSize,
 		IdleTimeout: o.idleTimeout,
 		Shell:       shellArgv(o.shell),
+		OnEnd:       auditSessionEnd(auditLog),
 		Logger:      log,
 	})
 	if err != nil {
@@ -127,6 +146,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		Tokens:         tokens,
 		AllowedOrigins: o.allowedOrigins,
 		Logger:         log,
+		Audit:          auditLog,
+		TLS:            tlsConfig,
+		RequestRate:    requestRate(o.httpRateLimit),
+		RequestBurst:   requestBurst(o.httpRateLimit),
 		Metrics:        metrics.Handler(reg),
 	})
 	if err != nil {
@@ -141,7 +164,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		sshLn.Close()
 		return fmt.Errorf("HTTP listener: %w (choose another --http-addr)", err)
 	}
-	announce(o, log, sshLn.Addr(), httpLn.Addr(), newToken)
+	announce(os.Stderr, o, log, sshLn.Addr(), httpLn.Addr(), newToken, webSrv.TLS())
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -162,12 +185,12 @@ loop:
 			runErr = err
 			break loop
 		case <-hup:
-			for _, r := range []interface{ Reload() error }{keyStore, tokens} {
+			for _, r := range reloaders {
 				if err := r.Reload(); err != nil {
 					log.Warn("reload on SIGHUP", "err", err)
 				}
 			}
-			log.Info("reloaded authorized_keys and tokens")
+			log.Info("reloaded authorized_keys, tokens and the TLS certificate (if any)")
 		}
 	}
 	shutdown(o.shutdownTimeout, log, reg, sshSrv, webSrv)
@@ -235,19 +258,57 @@ func shellArgv(s string) []string {
 	return strings.Fields(s)
 }
 
-func announce(o *options, log *slog.Logger, sshAddr, httpAddr net.Addr, newToken string) {
+// announce prints how to connect. A new token is shown once, in the
+// browser URL's fragment (after #): browsers never send a fragment to the
+// server, so the token reaches no request line, proxy log or Referer; the
+// page takes it from there, exchanges it for its login cookie and removes it
+// from the address bar.
+func announce(w io.Writer, o *options, log *slog.Logger, sshAddr, httpAddr net.Addr, newToken string, https bool) {
 	host := o.publicHost
 	if host == "" {
 		host = "localhost"
 	}
+	scheme := "http"
+	if https {
+		scheme = "https"
+	}
 	sshPort := sshAddr.(*net.TCPAddr).Port
 	httpPort := httpAddr.(*net.TCPAddr).Port
-	log.Info("termgate is listening", "ssh", sshAddr.String(), "http", httpAddr.String(), "backend", o.backend)
-	fmt.Fprintf(os.Stderr, "\n  SSH:      ssh -t -p %d INSTANCE@%s\n", sshPort, host)
+	log.Info("termgate is listening", "ssh", sshAddr.String(), scheme, httpAddr.String(), "backend", o.backend)
+	fmt.Fprintf(w, "\n  SSH:      ssh -t -p %d INSTANCE@%s\n", sshPort, host)
 	if newToken != "" {
-		fmt.Fprintf(os.Stderr, "  Browser:  http://%s:%d/?token=%s\n", host, httpPort, newToken)
-		fmt.Fprintf(os.Stderr, "            (token generated in %s; it is shown only once)\n\n", o.tokenFile)
+		fmt.Fprintf(w, "  Browser:  %s://%s:%d/#token=%s\n", scheme, host, httpPort, newToken)
+		fmt.Fprintf(w, "            (token generated in %s; it is shown only once)\n\n", o.tokenFile)
 	} else {
-		fmt.Fprintf(os.Stderr, "  Browser:  http://%s:%d/  (sign in with a token from %s)\n\n", host, httpPort, o.tokenFile)
+		fmt.Fprintf(w, "  Browser:  %s://%s:%d/  (sign in with a token from %s)\n\n", scheme, host, httpPort, o.tokenFile)
 	}
+}
+
+// auditSessionEnd records every session's end in the audit trail: a reap
+// after the idle timeout, or a session end with its cause (reset, shell
+// exit, instance stopped, shutdown).
+func auditSessionEnd(a *audit.Log) func(sessions.Info, error) {
+	return func(in sessions.Info, cause error) {
+		action, why := audit.SessionEnd, ""
+		if errors.Is(cause, sessions.ErrIdle) {
+			action = audit.Reap
+		}
+		if cause != nil {
+			why = cause.Error()
+		}
+		a.Event(action, audit.Who{Via: "gateway"}, in.Instance, in.Session, "cause", why, "bytes_out", in.BytesOut)
+	}
+}
+
+// requestRate and requestBurst turn --http-rate-limit into websock's
+// settings: 0 turns the limit off; the burst is five seconds' worth.
+func requestRate(perSecond float64) float64 {
+	if perSecond <= 0 {
+		return -1
+	}
+	return perSecond
+}
+
+func requestBurst(perSecond float64) int {
+	return max(1, int(perSecond*5))
 }
