@@ -1,0 +1,407 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+	"golang.org/x/crypto/ssh"
+)
+
+// labelKey marks every container tgbench creates; its value is the run id.
+// The gateway is started with --instance-label labelKey=runID, so its
+// startup sweep and its instances are limited to this run's containers.
+const labelKey = "termgate.bench"
+
+// Bounds for the steps that are not measurements.
+const (
+	pingTimeout     = 5 * time.Second
+	containerWait   = 30 * time.Second
+	healthzWait     = 15 * time.Second
+	gatewayStopWait = 12 * time.Second // termgate exits within 10 s of SIGTERM
+	removeWait      = 20 * time.Second
+)
+
+// env is everything one run sets up: the Docker client, the containers, the
+// gateway and its state directory.
+type env struct {
+	cfg   *config
+	runID string
+	dir   string // temporary state directory
+
+	docker        *client.Client
+	dockerHost    string
+	serverVersion string
+	apiVersion    string
+	containers    []string // names, in creation order; [0] and [1] are used
+
+	signer  ssh.Signer    // the client key in authorized_keys
+	hostKey ssh.PublicKey // the gateway's host key
+	token   string
+
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed when the gateway process has exited
+	waitErr error         // set before exited is closed
+	logPath string
+	sshAddr string
+	webAddr string
+}
+
+// instance returns the name of benchmark container i (0 or 1).
+func (e *env) instance(i int) string { return e.containers[i] }
+
+// setup checks Docker and the image, creates the containers and the state
+// directory, and starts the gateway. On error everything created so far is
+// removed again.
+func setup(ctx context.Context, cfg *config, logf func(string, ...any)) (e *env, err error) {
+	bin, err := filepath.Abs(cfg.termgate)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := os.Stat(bin); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("termgate binary %s not found or not executable: build it first (make build, or go build -o bin/termgate ./cmd/termgate) or pass -termgate PATH", cfg.termgate)
+	}
+	var id [4]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return nil, err
+	}
+	e = &env{cfg: cfg, runID: hex.EncodeToString(id[:])}
+	defer func() {
+		if err != nil {
+			if terr := e.teardown(logf); terr != nil {
+				logf("cleanup after a failed setup: %v", terr)
+			}
+			e = nil
+		}
+	}()
+	if err := e.connectDocker(ctx); err != nil {
+		return e, err
+	}
+	if err := e.makeState(); err != nil {
+		return e, err
+	}
+	logf("run %s: creating containers from %s", e.runID, cfg.image)
+	if err := e.startContainers(ctx, 2); err != nil {
+		return e, err
+	}
+	logf("starting %s", cfg.termgate)
+	if err := e.startGateway(ctx, bin); err != nil {
+		return e, err
+	}
+	logf("gateway up: ssh %s, http %s", e.sshAddr, e.webAddr)
+	return e, nil
+}
+
+func (e *env) connectDocker(ctx context.Context) error {
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		return fmt.Errorf("docker client from the environment: %w", err)
+	}
+	e.docker = cli
+	e.dockerHost = cli.DaemonHost()
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if _, err := cli.Ping(pctx); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return fmt.Errorf("cannot reach the Docker engine at %s: %v\n"+
+			"  the benchmark needs a running engine: start dockerd, or set DOCKER_HOST to one", e.dockerHost, err)
+	}
+	v, err := cli.ServerVersion(pctx)
+	if err != nil {
+		return fmt.Errorf("docker version: %w", err)
+	}
+	e.serverVersion, e.apiVersion = v.Version, cli.ClientVersion()
+	if _, err := cli.ImageInspect(pctx, e.cfg.image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("image %s not found: build it with `bash scripts/test-image.sh` (no image can be pulled here), or pass -image", e.cfg.image)
+		}
+		return fmt.Errorf("inspect image %s: %w", e.cfg.image, err)
+	}
+	return nil
+}
+
+// makeState writes the state directory: a host key, a client key in
+// authorized_keys and a token file, so the gateway generates nothing and
+// the client knows the host key in advance.
+func (e *env) makeState() error {
+	dir, err := os.MkdirTemp("", "tgbench-"+e.runID+"-")
+	if err != nil {
+		return err
+	}
+	e.dir = dir
+	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	block, err := ssh.MarshalPrivateKey(hostPriv, "tgbench host key")
+	if err != nil {
+		return err
+	}
+	hostSigner, err := ssh.NewSignerFromKey(hostPriv)
+	if err != nil {
+		return err
+	}
+	e.hostKey = hostSigner.PublicKey()
+	_, clientPriv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return err
+	}
+	if e.signer, err = ssh.NewSignerFromKey(clientPriv); err != nil {
+		return err
+	}
+	var tok [32]byte
+	if _, err := rand.Read(tok[:]); err != nil {
+		return err
+	}
+	e.token = hex.EncodeToString(tok[:])
+	files := map[string][]byte{
+		"ssh_host_ed25519_key": pem.EncodeToMemory(block),
+		"authorized_keys":      ssh.MarshalAuthorizedKey(e.signer.PublicKey()),
+		"api_token":            []byte(e.token + "\n"),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	e.logPath = filepath.Join(dir, "termgate.log")
+	return nil
+}
+
+// startContainers creates and starts n containers, like
+// `docker run -d --init --network none --label termgate.bench=RUN IMAGE`.
+func (e *env) startContainers(ctx context.Context, n int) error {
+	cctx, cancel := context.WithTimeout(ctx, containerWait)
+	defer cancel()
+	init := true
+	for i := range n {
+		name := fmt.Sprintf("tgbench-%s-%c", e.runID, 'a'+i)
+		_, err := e.docker.ContainerCreate(cctx,
+			&container.Config{Image: e.cfg.image, Labels: map[string]string{labelKey: e.runID}},
+			&container.HostConfig{Init: &init, NetworkMode: "none"},
+			nil, nil, name)
+		if err != nil {
+			return fmt.Errorf("create container %s: %w", name, err)
+		}
+		e.containers = append(e.containers, name)
+		if err := e.docker.ContainerStart(cctx, name, container.StartOptions{}); err != nil {
+			return fmt.Errorf("start container %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// freeAddr returns a loopback address with a port that was free a moment ago.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
+}
+
+// startGateway starts termgate on free loopback ports and waits for
+// /healthz. A port taken between freeAddr and the gateway's listen is
+// retried with new ports, twice.
+func (e *env) startGateway(ctx context.Context, bin string) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = e.startGatewayOnce(ctx, bin); err == nil || ctx.Err() != nil {
+			return err
+		}
+		if !strings.Contains(err.Error(), "address already in use") {
+			return err
+		}
+	}
+	return err
+}
+
+func (e *env) startGatewayOnce(ctx context.Context, bin string) error {
+	var err error
+	if e.sshAddr, err = freeAddr(); err != nil {
+		return err
+	}
+	if e.webAddr, err = freeAddr(); err != nil {
+		return err
+	}
+	args := []string{
+		"--ssh-addr", e.sshAddr,
+		"--http-addr", e.webAddr,
+		"--state-dir", e.dir,
+		"--backend", "docker",
+		"--shell", benchShell,
+		"--instance-label", labelKey + "=" + e.runID,
+		"--idle-timeout", "30m",
+		"--log-level", "warn",
+	}
+	args = append(args, e.cfg.gatewayArgs...)
+	logFile, err := os.OpenFile(e.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close() // the child has its own descriptor
+	cmd := exec.Command(bin, args...)
+	cmd.Env = gatewayEnv(os.Environ())
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = childAttr()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	e.cmd = cmd
+	e.exited = make(chan struct{})
+	go func() {
+		e.waitErr = cmd.Wait()
+		close(e.exited)
+	}()
+	if err := e.waitHealthy(ctx); err != nil {
+		e.stopGateway()
+		return fmt.Errorf("%w%s", err, e.logTail(20))
+	}
+	return nil
+}
+
+// gatewayEnv drops TERMGATE_* variables, so that only the flags tgbench
+// passes (and -gateway-arg) configure the gateway.
+func gatewayEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "TERMGATE_") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func (e *env) waitHealthy(ctx context.Context) error {
+	hc := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(healthzWait)
+	url := "http://" + e.webAddr + "/healthz"
+	for time.Now().Before(deadline) {
+		select {
+		case <-e.exited:
+			return fmt.Errorf("termgate exited during startup (%v)", e.waitErr)
+		case <-ctx.Done():
+			return ctx.Err()
+		default:
+		}
+		if resp, err := hc.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-e.exited:
+		case <-ctx.Done():
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("termgate did not answer %s within %s", url, healthzWait)
+}
+
+// logTail returns the last n lines of the gateway's log, formatted to be
+// appended to an error.
+func (e *env) logTail(n int) string {
+	f, err := os.Open(e.logPath)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\n  termgate log (last lines):\n    " + strings.Join(lines, "\n    ")
+}
+
+// stopGateway sends SIGTERM and waits; SIGKILL after gatewayStopWait.
+func (e *env) stopGateway() error {
+	if e.cmd == nil {
+		return nil
+	}
+	defer func() { e.cmd = nil }()
+	select {
+	case <-e.exited:
+		return fmt.Errorf("termgate had exited before the end of the run (%v)%s", e.waitErr, e.logTail(20))
+	default:
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	t := time.NewTimer(gatewayStopWait)
+	defer t.Stop()
+	select {
+	case <-e.exited:
+		if e.waitErr != nil {
+			return fmt.Errorf("termgate after SIGTERM: %v%s", e.waitErr, e.logTail(20))
+		}
+		return nil
+	case <-t.C:
+		_ = e.cmd.Process.Kill()
+		<-e.exited
+		return fmt.Errorf("termgate did not exit within %s of SIGTERM; killed%s", gatewayStopWait, e.logTail(20))
+	}
+}
+
+// teardown stops the gateway, removes the containers and the state
+// directory. It does not depend on the run's context: it also runs after an
+// interrupt or a timeout.
+func (e *env) teardown(logf func(string, ...any)) error {
+	var errs []error
+	if e.cmd != nil {
+		logf("stopping termgate (SIGTERM)")
+		if err := e.stopGateway(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if e.docker != nil {
+		if len(e.containers) > 0 {
+			logf("removing containers %s", strings.Join(e.containers, ", "))
+		}
+		for _, name := range e.containers {
+			ctx, cancel := context.WithTimeout(context.Background(), removeWait)
+			err := e.docker.ContainerRemove(ctx, name, container.RemoveOptions{Force: true})
+			cancel()
+			if err != nil && !cerrdefs.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("remove container %s: %w (remove it with: docker rm -f %s)", name, err, name))
+			}
+		}
+		e.containers = nil
+		_ = e.docker.Close()
+		e.docker = nil
+	}
+	if e.dir != "" {
+		if e.cfg.keep {
+			logf("kept %s (gateway log: %s)", e.dir, e.logPath)
+		} else if err := os.RemoveAll(e.dir); err != nil {
+			errs = append(errs, err)
+		}
+		e.dir = ""
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,143 @@
+// Command tgbench measures termgate against direct `docker exec`: output
+// throughput, keystroke echo latency, attach time and fan-out, over SSH and
+// WebSocket, and prints each as a ratio to the direct path. See
+// bench/README.md for what is measured and how to read it.
+//
+// It builds nothing: it runs an existing termgate binary (-termgate) with a
+// temporary state directory against benchmark containers it creates, and
+// removes all of it before it exits.
+//
+//	go run ./bench/cmd/tgbench -termgate bin/termgate
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	termgate    string
+	out         string
+	image       string
+	bytes       int
+	runs        int
+	keystrokes  int
+	attaches    int
+	fanout      int
+	timeout     time.Duration
+	keep        bool
+	quiet       bool
+	gatewayArgs []string
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return fmt.Sprint(*l) }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	c := &config{}
+	fs := flag.NewFlagSet("tgbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.termgate, "termgate", "bin/termgate", "termgate binary to benchmark (build it first: make build)")
+	fs.StringVar(&c.out, "out", "bench/results.json", "write the results as JSON to this file (\"\" or \"-\": do not write)")
+	fs.StringVar(&c.image, "image", "termgate-test:busybox", "image of the benchmark containers (scripts/test-image.sh builds the default)")
+	fs.IntVar(&c.bytes, "bytes", 32_000_000, "bytes of output per throughput run")
+	fs.IntVar(&c.runs, "runs", 5, "throughput runs per path (the median is reported; one extra warm-up run is discarded)")
+	fs.IntVar(&c.keystrokes, "keystrokes", 300, "keystrokes timed per path for the echo latency (after 20 warm-up ones)")
+	fs.IntVar(&c.attaches, "attaches", 10, "attaches timed per path (the median is reported)")
+	fs.IntVar(&c.fanout, "fanout", 4, "clients attached to one session for the fan-out measurement (0: skip it)")
+	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "bound on the measurements (setup and cleanup are bounded separately, about 30 s each at worst)")
+	fs.BoolVar(&c.keep, "keep", false, "keep the temporary state directory and the gateway's log")
+	fs.BoolVar(&c.quiet, "q", false, "no progress on stderr")
+	gw := (*listFlag)(&c.gatewayArgs)
+	fs.Var(gw, "gateway-arg", "extra argument for termgate (repeatable), e.g. -gateway-arg=--buffer-size=1MiB")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q (all settings are flags; see -help)", fs.Arg(0))
+	}
+	switch {
+	case c.bytes < 1000 || c.bytes > 1<<30:
+		return nil, fmt.Errorf("-bytes %d: use 1000..%d", c.bytes, 1<<30)
+	case c.runs < 1 || c.runs > 50:
+		return nil, fmt.Errorf("-runs %d: use 1..50", c.runs)
+	case c.keystrokes < 10 || c.keystrokes > 100_000:
+		return nil, fmt.Errorf("-keystrokes %d: use 10..100000", c.keystrokes)
+	case c.attaches < 1 || c.attaches > 1000:
+		return nil, fmt.Errorf("-attaches %d: use 1..1000", c.attaches)
+	case c.fanout < 0 || c.fanout > 64:
+		return nil, fmt.Errorf("-fanout %d: use 0..64", c.fanout)
+	case c.timeout <= 0:
+		return nil, fmt.Errorf("-timeout must be positive")
+	}
+	return c, nil
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "tgbench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	code := run(ctx, cfg)
+	stop()
+	os.Exit(code)
+}
+
+// run returns the exit status: 0 when every measurement succeeded, 1 when
+// the benchmark could not run or some measurement failed.
+func run(ctx context.Context, cfg *config) int {
+	logf := func(format string, args ...any) {
+		if !cfg.quiet {
+			fmt.Fprintf(os.Stderr, "tgbench: "+format+"\n", args...)
+		}
+	}
+	if err := checkOut(cfg.out); err != nil {
+		fmt.Fprintln(os.Stderr, "tgbench:", err)
+		return 1
+	}
+	started := time.Now()
+	env, err := setup(ctx, cfg, logf)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tgbench:", err)
+		return 1
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, fmt.Errorf("the -timeout of %s ran out", cfg.timeout))
+	rep := measureAll(rctx, env, cfg, logf)
+	cancel()
+	if err := env.teardown(logf); err != nil {
+		fmt.Fprintln(os.Stderr, "tgbench: cleanup:", err)
+		rep.Errors = append(rep.Errors, "cleanup: "+err.Error())
+	}
+	rep.DurationSec = time.Since(started).Seconds()
+	printTable(os.Stdout, rep)
+	if ctx.Err() != nil {
+		logf("interrupted: %s not written", cfg.out)
+		return 1
+	}
+	if cfg.out != "" && cfg.out != "-" {
+		if err := writeJSON(cfg.out, rep); err != nil {
+			fmt.Fprintln(os.Stderr, "tgbench:", err)
+			return 1
+		}
+		logf("results written to %s", cfg.out)
+	}
+	if len(rep.Errors) > 0 {
+		return 1
+	}
+	return 0
+}

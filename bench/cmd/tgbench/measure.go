@@ -1,0 +1,566 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+)
+
+var paths = []string{pathDirect, pathSSH, pathWS}
+
+// rotate returns paths starting at index i (mod len), so that no path is
+// always measured first.
+func rotate(ps []string, i int) []string {
+	i %= len(ps)
+	return append(append([]string(nil), ps[i:]...), ps[:i]...)
+}
+
+// instanceFor maps a path to its container: the SSH and WebSocket clients
+// must not share a session (each would get the other's output), and the
+// direct exec runs beside the SSH session in the first container.
+func instanceFor(e *env, path string) string {
+	if path == pathWS {
+		return e.instance(1)
+	}
+	return e.instance(0)
+}
+
+// runTimeout bounds one throughput run: at least 20 s, and no slower than
+// 1 MB/s.
+func runTimeout(bytes int) time.Duration {
+	return max(20*time.Second, time.Duration(bytes/1_000_000)*time.Second)
+}
+
+func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...any)) *Report {
+	rep := &Report{
+		Started: time.Now(),
+		Host: Host{
+			GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, CPUs: runtime.NumCPU(), GoVersion: runtime.Version(),
+			DockerVersion: e.serverVersion, DockerAPI: e.apiVersion, Termgate: describeBinary(cfg.termgate),
+			LoadStart: loadAvg(),
+		},
+		Config: Settings{
+			Bytes: cfg.bytes, Runs: cfg.runs, Keystrokes: cfg.keystrokes, Attaches: cfg.attaches, Fanout: cfg.fanout,
+			Image: cfg.image, Shell: benchShell, Window: fmt.Sprintf("%dx%d", benchCols, benchRows),
+		},
+	}
+	// phase runs f unless the run is over; then its metrics are failed.
+	phase := func(metrics []string, ps []string, f func()) {
+		if ctx.Err() == nil {
+			f()
+			return
+		}
+		for _, m := range metrics {
+			for _, p := range ps {
+				rep.fail(m, p, fmt.Errorf("not measured: %w", context.Cause(ctx)))
+			}
+		}
+	}
+	fanPath := fmt.Sprintf("%d clients", cfg.fanout)
+	shells := map[string]*shell{}
+	phase([]string{"throughput"}, paths, func() {
+		for _, p := range paths {
+			s, err := openShell(ctx, e, p, instanceFor(e, p))
+			if err != nil {
+				logf("%s: %v", p, err)
+				continue
+			}
+			shells[p] = s
+		}
+		logf("throughput: %d bytes, %d runs per path", cfg.bytes, cfg.runs)
+		throughput(ctx, cfg, shells, rep, logf)
+	})
+	phase([]string{"echo_p50", "echo_p99"}, paths, func() {
+		reopen(ctx, e, shells, logf)
+		logf("keystroke echo: %d keystrokes per path", cfg.keystrokes)
+		latency(ctx, cfg, shells, rep)
+	})
+	for _, s := range shells {
+		s.Close()
+	}
+	phase([]string{"attach"}, paths, func() {
+		logf("attach to an existing session vs a fresh docker exec: %d each", cfg.attaches)
+		attachExisting(ctx, e, cfg, rep)
+	})
+	if cfg.fanout > 0 {
+		phase([]string{"fanout_client", "fanout_slowest"}, []string{fanPath}, func() {
+			logf("fan-out: %d clients on one session", cfg.fanout)
+			fanout(ctx, e, cfg, rep)
+		})
+	}
+	phase([]string{"attach_new"}, []string{pathSSH, pathWS}, func() {
+		logf("attach creating a new session: %d each", min(cfg.attaches, 5))
+		attachNew(ctx, e, cfg, rep)
+	})
+	rep.computeRatios()
+	rep.Host.LoadEnd = loadAvg()
+	return rep
+}
+
+// describeBinary names the termgate binary, with its VCS revision when it
+// was stamped into it.
+func describeBinary(path string) string {
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		return path
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" {
+			return path + " (" + s.Value + ")"
+		}
+	}
+	return path
+}
+
+// reopen replaces the shells that failed with fresh ones, once.
+func reopen(ctx context.Context, e *env, shells map[string]*shell, logf func(string, ...any)) {
+	for _, p := range paths {
+		if s, ok := shells[p]; ok && s.term != nil {
+			continue
+		}
+		s, err := openShell(ctx, e, p, instanceFor(e, p))
+		if err != nil {
+			logf("%s: reopen: %v", p, err)
+			delete(shells, p)
+			continue
+		}
+		shells[p] = s
+	}
+}
+
+// broken closes a shell after an error; reopen replaces it.
+func broken(shells map[string]*shell, p string) {
+	if s := shells[p]; s != nil && s.term != nil {
+		s.Close()
+		s.term = nil
+	}
+}
+
+// throughput times `head -c N /dev/zero | tr '\0' x` per path, interleaved
+// run by run. MB/s is 10^6 bytes per second, from sending the command to
+// reading its end marker.
+func throughput(ctx context.Context, cfg *config, shells map[string]*shell, rep *Report, logf func(string, ...any)) {
+	gen := func(n int) string { return fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", n) }
+	timeout := runTimeout(cfg.bytes)
+	failed := map[string]error{}
+	for _, p := range paths {
+		if shells[p] == nil {
+			failed[p] = errors.New("no shell (see the log above)")
+		}
+	}
+	samples := map[string][]float64{}
+	for r := -1; r < cfg.runs; r++ { // run -1 is the warm-up
+		n := cfg.bytes
+		if r < 0 {
+			n = max(1000, cfg.bytes/4)
+		}
+		for _, p := range rotate(paths, r+1) {
+			if failed[p] != nil {
+				continue
+			}
+			if r == 0 {
+				shells[p].reads, shells[p].bytes = 0, 0
+			}
+			got, d, err := shells[p].command(gen(n), timeout)
+			if err == nil && got < int64(n) {
+				err = fmt.Errorf("read %d bytes, expected at least %d", got, n)
+			}
+			if err != nil {
+				failed[p] = fmt.Errorf("run %d: %w", r+1, cause(ctx, err))
+				broken(shells, p)
+				continue
+			}
+			if r >= 0 {
+				samples[p] = append(samples[p], float64(got)/d.Seconds()/1e6)
+			}
+		}
+		if r >= 0 {
+			logf("  run %d: direct %.1f  ssh %.1f  websocket %.1f MB/s", r+1,
+				last(samples[pathDirect]), last(samples[pathSSH]), last(samples[pathWS]))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	for _, p := range paths {
+		if failed[p] != nil {
+			rep.fail("throughput", p, failed[p])
+			continue
+		}
+		note := fmt.Sprintf("client reads averaged %.1f KiB", float64(shells[p].bytes)/float64(max(1, shells[p].reads))/1024)
+		rep.addSamples(ctx, "throughput", p, median(samples[p]), samples[p], cfg.runs, note)
+	}
+}
+
+// cause puts the reason the run ended (timeout, interrupt) in front of an
+// error it caused, such as a read from a connection closed for it.
+func cause(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() == nil {
+		return err
+	}
+	c := context.Cause(ctx)
+	if strings.Contains(err.Error(), c.Error()) {
+		return err
+	}
+	return fmt.Errorf("%v (%w)", c, err)
+}
+
+func last(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[len(xs)-1]
+}
+
+const echoWarmup = 20
+
+// latency times keystroke echoes. Each shell runs
+//
+//	stty raw -echo; dd bs=1 count=N; stty sane
+//
+// so every byte sent is read by dd and written back by it, one at a time,
+// as a shell's line editor echoes what is typed. One keystroke goes to each
+// path in turn; each is timed from the write to the read of its echo.
+func latency(ctx context.Context, cfg *config, shells map[string]*shell, rep *Report) {
+	total := echoWarmup + cfg.keystrokes
+	failed := map[string]error{}
+	ends := map[string][]byte{}
+	for _, p := range paths {
+		s := shells[p]
+		if s == nil || s.term == nil {
+			failed[p] = errors.New("no shell (see the log above)")
+			continue
+		}
+		rdy, printRdy := marker("RDY")
+		end, printEnd := marker("END")
+		ends[p] = end
+		s.bound(15 * time.Second)
+		line := fmt.Sprintf("stty raw -echo; %s; dd bs=1 count=%d 2>/dev/null; stty sane; %s\r", printRdy, total, printEnd)
+		if _, err := s.Write([]byte(line)); err != nil {
+			failed[p] = err
+			continue
+		}
+		if _, err := s.readUntil(rdy); err != nil {
+			failed[p] = err
+		}
+	}
+	samples := map[string][]float64{}
+	key := []byte{0}
+	for i := 0; i < total && ctx.Err() == nil; i++ {
+		key[0] = byte('a' + i%26)
+		for _, p := range rotate(paths, i) {
+			if failed[p] != nil {
+				continue
+			}
+			s := shells[p]
+			s.bound(5 * time.Second)
+			t0 := time.Now()
+			if _, err := s.Write(key); err != nil {
+				failed[p] = fmt.Errorf("keystroke %d: %w", i, cause(ctx, err))
+				continue
+			}
+			if err := s.readByte(key[0]); err != nil {
+				failed[p] = fmt.Errorf("keystroke %d: %w", i, cause(ctx, err))
+				continue
+			}
+			if i >= echoWarmup {
+				samples[p] = append(samples[p], float64(time.Since(t0).Nanoseconds())/1e3)
+			}
+		}
+	}
+	for _, p := range paths {
+		if failed[p] == nil {
+			shells[p].bound(10 * time.Second)
+			if _, err := shells[p].readUntil(ends[p]); err != nil {
+				failed[p] = fmt.Errorf("after the keystrokes: %w", cause(ctx, err))
+			}
+		}
+		if failed[p] == nil && len(samples[p]) < cfg.keystrokes {
+			failed[p] = fmt.Errorf("only %d of %d keystrokes: %w", len(samples[p]), cfg.keystrokes, context.Cause(ctx))
+		}
+		if failed[p] != nil {
+			rep.fail("echo_p50", p, failed[p])
+			rep.fail("echo_p99", p, failed[p])
+			continue
+		}
+		rep.addSamples(ctx, "echo_p50", p, percentile(samples[p], 50), nil, 0, fmt.Sprintf("%d samples, mean %.0f us", len(samples[p]), mean(samples[p])))
+		rep.addSamples(ctx, "echo_p99", p, percentile(samples[p], 99), nil, 0, fmt.Sprintf("max %.0f us", percentile(samples[p], 100)))
+	}
+}
+
+// readByte reads until b arrives (raw mode echoes nothing else but the
+// newline after the ready marker).
+func (s *shell) readByte(b byte) error {
+	for {
+		n, err := s.Read(s.buf)
+		if n > 0 && bytes.IndexByte(s.buf[:n], b) >= 0 {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// timeAttach dials path and times it to the first byte of terminal output:
+// the replay for an existing termgate session, the prompt for a new shell.
+// then, when not nil, runs on the still open terminal.
+func timeAttach(ctx context.Context, e *env, path, instance string, then func(*shell) error) (time.Duration, error) {
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	t0 := time.Now()
+	var t term
+	var err error
+	if path == pathDirect {
+		t, err = dialDirect(dctx, e, instance) // no resize: the prompt does not wait for it
+	} else {
+		t, err = dial(dctx, e, path, instance)
+	}
+	if err != nil {
+		return 0, err
+	}
+	s := newShell(ctx, t, path)
+	defer s.Close()
+	s.bound(dialTimeout)
+	n, err := s.Read(s.buf)
+	d := time.Since(t0)
+	if n == 0 {
+		return 0, fmt.Errorf("no output after attaching: %w", err)
+	}
+	if then != nil {
+		return d, then(s)
+	}
+	return d, nil
+}
+
+// attachExisting times attaches to the termgate sessions the earlier
+// phases left (their replay is the first output) against fresh
+// `docker exec`s (their prompt is the first output).
+func attachExisting(ctx context.Context, e *env, cfg *config, rep *Report) {
+	samples := map[string][]float64{}
+	failed := map[string]error{}
+	for i := 0; i < cfg.attaches && ctx.Err() == nil; i++ {
+		for _, p := range rotate(paths, i) {
+			if failed[p] != nil {
+				continue
+			}
+			d, err := timeAttach(ctx, e, p, instanceFor(e, p), nil)
+			if err != nil {
+				failed[p] = fmt.Errorf("attach %d: %w", i+1, cause(ctx, err))
+				continue
+			}
+			samples[p] = append(samples[p], float64(d.Microseconds())/1e3)
+		}
+	}
+	for _, p := range paths {
+		if failed[p] != nil {
+			rep.fail("attach", p, failed[p])
+			continue
+		}
+		rep.addSamples(ctx, "attach", p, median(samples[p]), samples[p], cfg.attaches, "")
+	}
+}
+
+// attachNew times attaches that start the session (termgate's docker exec
+// plus its own work), against the fresh docker execs of attachExisting.
+// Each measured attach then types exit, which ends the session.
+func attachNew(ctx context.Context, e *env, cfg *config, rep *Report) {
+	n := min(cfg.attaches, 5)
+	exit := func(s *shell) error {
+		s.bound(10 * time.Second)
+		if _, err := s.Write([]byte("exit\r")); err != nil {
+			return err
+		}
+		for { // until the session ends under the client
+			if _, err := s.Read(s.buf); err != nil {
+				return nil
+			}
+		}
+	}
+	for _, p := range []string{pathSSH, pathWS} {
+		inst := instanceFor(e, p)
+		var samples []float64
+		err := func() error {
+			if err := endSession(ctx, e, p, inst, exit); err != nil {
+				return fmt.Errorf("ending the earlier session: %w", err)
+			}
+			for i := 0; i < n; i++ {
+				d, err := timeAttach(ctx, e, p, inst, exit)
+				if err != nil {
+					return fmt.Errorf("attach %d: %w", i+1, cause(ctx, err))
+				}
+				samples = append(samples, float64(d.Microseconds())/1e3)
+				if err := waitNoSession(ctx, e, inst); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+		if err != nil {
+			rep.fail("attach_new", p, err)
+			continue
+		}
+		rep.addSamples(ctx, "attach_new", p, median(samples), samples, n, "compared with a fresh docker exec")
+	}
+}
+
+// endSession ends the instance's session, if any, and waits until the
+// gateway has forgotten it.
+func endSession(ctx context.Context, e *env, path, instance string, exit func(*shell) error) error {
+	has, err := hasSession(ctx, e, instance)
+	if err != nil || !has {
+		return err
+	}
+	if _, err := timeAttach(ctx, e, path, instance, exit); err != nil {
+		return err
+	}
+	return waitNoSession(ctx, e, instance)
+}
+
+// waitNoSession polls GET /api/sessions until instance has no session
+// (the gateway has killed the old shell's processes), at most 10 s.
+func waitNoSession(ctx context.Context, e *env, instance string) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		has, err := hasSession(ctx, e, instance)
+		if err != nil || !has {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the session of %s was still listed 10s after its shell exited", instance)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func hasSession(ctx context.Context, e *env, instance string) (bool, error) {
+	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+e.webAddr+"/api/sessions", nil)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("GET /api/sessions: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return false, fmt.Errorf("GET /api/sessions: %s", resp.Status)
+	}
+	var list []struct{ Instance string }
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return false, fmt.Errorf("GET /api/sessions: %w", err)
+	}
+	for _, s := range list {
+		if s.Instance == instance {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// fanout attaches cfg.fanout clients (SSH and WebSocket in turn) to one
+// session; the first one runs the generator and every client reads all of
+// its output. Per-client MB/s is measured from sending the command to that
+// client's reading the end marker.
+func fanout(ctx context.Context, e *env, cfg *config, rep *Report) {
+	path := fmt.Sprintf("%d clients", cfg.fanout) // as in measureAll
+	clients, err := openFanout(ctx, e, cfg.fanout)
+	defer func() {
+		for _, c := range clients {
+			c.Close()
+		}
+	}()
+	if err != nil {
+		rep.fail("fanout_client", path, err)
+		rep.fail("fanout_slowest", path, err)
+		return
+	}
+	runs := min(cfg.runs, 3)
+	timeout := runTimeout(cfg.bytes)
+	cmd := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", cfg.bytes)
+	var perClient, slowest []float64
+	for r := 0; r < runs && err == nil && ctx.Err() == nil; r++ {
+		var rates []float64
+		rates, err = fanoutRun(clients, cmd, timeout, cfg.bytes)
+		if err != nil {
+			err = fmt.Errorf("run %d: %w", r+1, cause(ctx, err))
+			break
+		}
+		perClient = append(perClient, mean(rates))
+		slowest = append(slowest, percentile(rates, 0))
+	}
+	if err != nil {
+		rep.fail("fanout_client", path, err)
+		rep.fail("fanout_slowest", path, err)
+		return
+	}
+	note := "SSH and WebSocket clients in turn; compared with direct single-client throughput"
+	rep.addSamples(ctx, "fanout_client", path, median(perClient), perClient, runs, note)
+	rep.addSamples(ctx, "fanout_slowest", path, median(slowest), slowest, runs, note)
+}
+
+func openFanout(ctx context.Context, e *env, n int) ([]*shell, error) {
+	var clients []*shell
+	for i := range n {
+		p := pathSSH
+		if i%2 == 1 {
+			p = pathWS
+		}
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		t, err := dial(dctx, e, p, e.instance(0))
+		cancel()
+		if err != nil {
+			return clients, fmt.Errorf("client %d (%s): %w", i+1, p, err)
+		}
+		clients = append(clients, newShell(ctx, t, p))
+	}
+	// In step: every client reads up to one marker.
+	_, err := fanoutRun(clients, "", 10*time.Second, 0)
+	return clients, err
+}
+
+// fanoutRun has the first client run cmd and returns each client's MB/s.
+func fanoutRun(clients []*shell, cmd string, timeout time.Duration, want int) ([]float64, error) {
+	for _, c := range clients {
+		c.bound(timeout)
+	}
+	t0 := time.Now()
+	m, err := clients[0].send(cmd, "END")
+	if err != nil {
+		return nil, err
+	}
+	rates := make([]float64, len(clients))
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, c := range clients {
+		wg.Go(func() {
+			n, err := c.readUntil(m)
+			d := time.Since(t0)
+			if err == nil && n < int64(want) {
+				err = fmt.Errorf("read %d bytes, expected at least %d", n, want)
+			}
+			if err != nil {
+				errs[i] = fmt.Errorf("client %d (%s): %w", i+1, c.path, err)
+				return
+			}
+			rates[i] = float64(n) / d.Seconds() / 1e6
+		})
+	}
+	wg.Wait()
+	return rates, errors.Join(errs...)
+}

@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Report is what tgbench writes as JSON (-out).
+type Report struct {
+	Started     time.Time `json:"started"`
+	DurationSec float64   `json:"duration_sec"`
+	Host        Host      `json:"host"`
+	Config      Settings  `json:"config"`
+	Results     []Result  `json:"results"`
+	Errors      []string  `json:"errors,omitempty"`
+}
+
+// Host describes where the numbers were taken.
+type Host struct {
+	GOOS          string `json:"goos"`
+	GOARCH        string `json:"goarch"`
+	CPUs          int    `json:"cpus"`
+	GoVersion     string `json:"go_version"`
+	DockerVersion string `json:"docker_version"`
+	DockerAPI     string `json:"docker_api"`
+	Termgate      string `json:"termgate"`
+	// Load averages (1 min) when the measurements started and ended, -1
+	// when unknown: other work on the machine makes every number noisier.
+	LoadStart float64 `json:"load_avg_start"`
+	LoadEnd   float64 `json:"load_avg_end"`
+}
+
+// loadAvg returns the 1-minute load average, or -1 when it is unknown.
+func loadAvg() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return -1
+	}
+	var l float64
+	if _, err := fmt.Sscan(string(data), &l); err != nil {
+		return -1
+	}
+	return l
+}
+
+// Settings are the run's parameters.
+type Settings struct {
+	Bytes      int    `json:"bytes"`
+	Runs       int    `json:"runs"`
+	Keystrokes int    `json:"keystrokes"`
+	Attaches   int    `json:"attaches"`
+	Fanout     int    `json:"fanout"`
+	Image      string `json:"image"`
+	Shell      string `json:"shell"`
+	Window     string `json:"window"`
+}
+
+// Result is one metric on one path. Ratio is the value divided by the
+// direct path's value for the same metric (absent for the direct path).
+type Result struct {
+	Metric  string    `json:"metric"`
+	Path    string    `json:"path"`
+	Unit    string    `json:"unit"`
+	Better  string    `json:"better"` // "higher" or "lower"
+	Value   float64   `json:"value"`
+	Ratio   *float64  `json:"ratio_to_direct,omitempty"`
+	Samples []float64 `json:"samples,omitempty"`
+	Note    string    `json:"note,omitempty"`
+	Error   string    `json:"error,omitempty"`
+}
+
+// The metrics, in the order they are printed.
+var metricOrder = []struct{ name, title, unit, better string }{
+	{"throughput", "throughput", "MB/s", "higher"},
+	{"echo_p50", "keystroke echo p50", "us", "lower"},
+	{"echo_p99", "keystroke echo p99", "us", "lower"},
+	{"attach", "attach (existing session)", "ms", "lower"},
+	{"attach_new", "attach (new session)", "ms", "lower"},
+	{"fanout_client", "fan-out, mean per client", "MB/s", "higher"},
+	{"fanout_slowest", "fan-out, slowest client", "MB/s", "higher"},
+}
+
+func metricInfo(name string) (title, unit, better string) {
+	for _, m := range metricOrder {
+		if m.name == name {
+			return m.title, m.unit, m.better
+		}
+	}
+	return name, "", ""
+}
+
+// add records a result; err (if any) makes it a failed one.
+func (r *Report) add(metric, path string, value float64, samples []float64, note string, err error) {
+	_, unit, better := metricInfo(metric)
+	res := Result{Metric: metric, Path: path, Unit: unit, Better: better, Value: round(value), Note: note}
+	for _, s := range samples {
+		res.Samples = append(res.Samples, round(s))
+	}
+	if err != nil {
+		res.Error = err.Error()
+		res.Value = 0
+		r.Errors = append(r.Errors, fmt.Sprintf("%s %s: %v", metric, path, err))
+	}
+	r.Results = append(r.Results, res)
+}
+
+// fail records that a metric could not be measured on a path.
+func (r *Report) fail(metric, path string, err error) { r.add(metric, path, 0, nil, "", err) }
+
+// addSamples records a metric measured from samples, or a failure when
+// there are fewer than want (the run was interrupted or ran out of time).
+func (r *Report) addSamples(ctx context.Context, metric, path string, value float64, samples []float64, want int, note string) {
+	if len(samples) < want {
+		why := errors.New("interrupted")
+		if ctx.Err() != nil {
+			why = context.Cause(ctx)
+		}
+		r.fail(metric, path, fmt.Errorf("only %d of %d samples: %w", len(samples), want, why))
+		return
+	}
+	r.add(metric, path, value, samples, note, nil)
+}
+
+func round(v float64) float64 {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return v
+	}
+	return math.Round(v*1000) / 1000
+}
+
+// direct returns the direct path's result for a metric. The fan-out
+// metrics compare with direct throughput, and a new session's attach with a
+// fresh docker exec.
+func (r *Report) direct(metric string) (Result, bool) {
+	switch {
+	case strings.HasPrefix(metric, "fanout"):
+		metric = "throughput"
+	case metric == "attach_new":
+		metric = "attach"
+	}
+	for _, res := range r.Results {
+		if res.Metric == metric && res.Path == pathDirect && res.Error == "" && res.Value > 0 {
+			return res, true
+		}
+	}
+	return Result{}, false
+}
+
+// computeRatios fills in Ratio for every successful termgate result.
+func (r *Report) computeRatios() {
+	for i, res := range r.Results {
+		if res.Path == pathDirect || res.Error != "" {
+			continue
+		}
+		if d, ok := r.direct(res.Metric); ok {
+			ratio := round(res.Value / d.Value)
+			r.Results[i].Ratio = &ratio
+		}
+	}
+}
+
+// printTable prints one line per termgate result, with the direct value
+// and the ratio next to it.
+func printTable(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "\ntermgate vs direct docker exec — %d CPUs, Docker %s (API %s), %s\n",
+		r.Host.CPUs, r.Host.DockerVersion, r.Host.DockerAPI, r.Host.GoVersion)
+	fmt.Fprintf(w, "throughput: %d bytes, median of %d runs; echo: %d keystrokes; attach: median of %d; fan-out: %d clients\n\n",
+		r.Config.Bytes, r.Config.Runs, r.Config.Keystrokes, r.Config.Attaches, r.Config.Fanout)
+	if r.Host.LoadStart >= 0 {
+		fmt.Fprintf(w, "load average %.1f at the start, %.1f at the end", r.Host.LoadStart, r.Host.LoadEnd)
+		if max(r.Host.LoadStart, r.Host.LoadEnd) > float64(r.Host.CPUs)/2 {
+			fmt.Fprint(w, " — the machine is busy: expect noisy numbers, run again when it is idle")
+		}
+		fmt.Fprint(w, "\n\n")
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "METRIC\tPATH\tTERMGATE\tDIRECT\tRATIO\t")
+	for _, m := range metricOrder {
+		d, haveDirect := r.direct(m.name)
+		directCol := "-"
+		if haveDirect {
+			directCol = formatValue(d.Value, d.Unit)
+		} else if dr := r.find(m.name, pathDirect); dr != nil && dr.Error != "" {
+			directCol = "failed"
+		}
+		for _, res := range r.Results {
+			if res.Metric != m.name || res.Path == pathDirect {
+				continue
+			}
+			if res.Error != "" {
+				fmt.Fprintf(tw, "%s\t%s\tfailed (below)\t%s\t\t\n", m.title, res.Path, directCol)
+				continue
+			}
+			ratio := "-"
+			if res.Ratio != nil {
+				ratio = fmt.Sprintf("%.2f", *res.Ratio)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", m.title, res.Path, formatValue(res.Value, res.Unit), directCol, ratio)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nratio = termgate / direct: throughput, higher is better (1 = as fast as docker exec);")
+	fmt.Fprintln(w, "latency and attach, lower is better (1 = as fast as docker exec). Fan-out compares with direct throughput.")
+	for _, e := range r.Errors {
+		fmt.Fprintln(w, "error:", e)
+	}
+}
+
+func (r *Report) find(metric, path string) *Result {
+	for i := range r.Results {
+		if r.Results[i].Metric == metric && r.Results[i].Path == path {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+func formatValue(v float64, unit string) string {
+	switch unit {
+	case "us":
+		return fmt.Sprintf("%.0f us", v)
+	case "ms":
+		return fmt.Sprintf("%.1f ms", v)
+	}
+	return fmt.Sprintf("%.1f %s", v, unit)
+}
+
+// checkOut fails early when -out names a file in a directory that does
+// not exist.
+func checkOut(path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("-out %s: no directory %s (run from the repository root, or pass -out)", path, filepath.Dir(path))
+	}
+	return nil
+}
+
+func writeJSON(path string, r *Report) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
+
+// median returns the median of xs (0 for none).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// percentile returns the nearest-rank p-th percentile (0 < p <= 100).
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+func mean(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	var sum float64
+	for _, x := range xs {
+		sum += x
+	}
+	return sum / float64(len(xs))
+}

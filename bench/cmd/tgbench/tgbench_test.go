@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"strings"
+	"testing"
+)
+
+// These tests need no Docker: the benchmark itself runs with make bench.
+
+func TestScannerFindsMarkerAcrossChunks(t *testing.T) {
+	m := []byte("TGB12END")
+	stream := append(bytes.Repeat([]byte("x"), 1000), []byte("printf 'TGB%dEND\\n' 12\r\nTGB12END\r\n$ ")...)
+	for size := 1; size <= len(stream); size++ {
+		sc := newScanner(m)
+		found := -1
+		for off := 0; off < len(stream); off += size {
+			end := min(off+size, len(stream))
+			if sc.feed(stream[off:end]) {
+				found = end
+				break
+			}
+		}
+		want := bytes.Index(stream, m) + len(m)
+		if found < want || found > want+size-1 {
+			t.Fatalf("chunk size %d: marker reported at %d, want the chunk that ends it (%d)", size, found, want)
+		}
+	}
+}
+
+func TestScannerIgnoresEchoedCommand(t *testing.T) {
+	m, printf := marker("END")
+	sc := newScanner(m)
+	if sc.feed([]byte("head -c 10 /dev/zero | tr '\\0' x; " + printf + "\r\n")) {
+		t.Fatalf("the echoed command %q matched its own marker %q", printf, m)
+	}
+	if !sc.feed(append(bytes.Repeat([]byte("x"), 10), m...)) {
+		t.Fatal("marker not found")
+	}
+}
+
+func TestMarkersAreUnique(t *testing.T) {
+	a, _ := marker("END")
+	b, _ := marker("END")
+	if bytes.Equal(a, b) || bytes.Contains(b, a) {
+		t.Fatalf("markers %q and %q collide", a, b)
+	}
+}
+
+func TestStats(t *testing.T) {
+	xs := []float64{5, 1, 4, 2, 3}
+	if got := median(xs); got != 3 {
+		t.Errorf("median = %v, want 3", got)
+	}
+	if got := median([]float64{4, 1, 2, 3}); got != 2.5 {
+		t.Errorf("median of four = %v, want 2.5", got)
+	}
+	var hundred []float64
+	for i := 100; i >= 1; i-- {
+		hundred = append(hundred, float64(i))
+	}
+	for _, c := range []struct{ p, want float64 }{{50, 50}, {99, 99}, {100, 100}, {0, 1}} {
+		if got := percentile(hundred, c.p); got != c.want {
+			t.Errorf("p%v = %v, want %v", c.p, got, c.want)
+		}
+	}
+	if xs[0] != 5 {
+		t.Error("median sorted its argument in place")
+	}
+	if median(nil) != 0 || percentile(nil, 50) != 0 || mean(nil) != 0 {
+		t.Error("empty samples should give 0")
+	}
+}
+
+func TestRotate(t *testing.T) {
+	got := strings.Join(rotate(paths, 4), ",")
+	if want := "ssh,websocket,direct"; got != want {
+		t.Errorf("rotate = %s, want %s", got, want)
+	}
+}
+
+func TestRatiosAndTable(t *testing.T) {
+	r := &Report{}
+	r.add("throughput", pathDirect, 100, nil, "", nil)
+	r.add("throughput", pathSSH, 80, nil, "", nil)
+	r.add("attach", pathDirect, 30, nil, "", nil)
+	r.add("attach_new", pathWS, 45, nil, "", nil)
+	r.add("fanout_client", "4 clients", 50, nil, "", nil)
+	r.fail("echo_p50", pathSSH, io.ErrUnexpectedEOF)
+	r.computeRatios()
+	for _, c := range []struct {
+		metric, path string
+		want         float64
+	}{{"throughput", pathSSH, 0.8}, {"attach_new", pathWS, 1.5}, {"fanout_client", "4 clients", 0.5}} {
+		res := r.find(c.metric, c.path)
+		if res == nil || res.Ratio == nil || *res.Ratio != c.want {
+			t.Errorf("%s %s: ratio %v, want %v", c.metric, c.path, res, c.want)
+		}
+	}
+	if len(r.Errors) != 1 {
+		t.Errorf("errors = %q, want the echo failure", r.Errors)
+	}
+	var out bytes.Buffer
+	printTable(&out, r)
+	for _, want := range []string{"throughput", "80.0 MB/s", "100.0 MB/s", "0.80", "failed (below)", "error: echo_p50 ssh: unexpected EOF"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	c, err := parseFlags([]string{"-termgate", "x/termgate", "-gateway-arg=--buffer-size=1MiB", "-gateway-arg", "--log-level=debug"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.termgate != "x/termgate" || len(c.gatewayArgs) != 2 || c.bytes != 32_000_000 {
+		t.Errorf("parsed %+v", c)
+	}
+	for _, bad := range [][]string{{"-runs", "0"}, {"-bytes", "10"}, {"-fanout", "-1"}, {"stray"}} {
+		if _, err := parseFlags(bad, io.Discard); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
+func TestGatewayEnvDropsTermgateVariables(t *testing.T) {
+	got := gatewayEnv([]string{"PATH=/bin", "TERMGATE_BUFFER_SIZE=1", "DOCKER_HOST=unix:///x", "TERMGATE_SHELL=bash"})
+	if strings.Join(got, " ") != "PATH=/bin DOCKER_HOST=unix:///x" {
+		t.Errorf("gatewayEnv = %q", got)
+	}
+}
