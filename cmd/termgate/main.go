@@ -25,6 +25,7 @@ import (
 	"github.com/termgate/termgate/metrics"
 	"github.com/termgate/termgate/sessions"
 	"github.com/termgate/termgate/sshd"
+	"github.com/termgate/termgate/web"
 	"github.com/termgate/termgate/websock"
 )
 
@@ -151,6 +152,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		RequestRate:    requestRate(o.httpRateLimit),
 		RequestBurst:   requestBurst(o.httpRateLimit),
 		Metrics:        metrics.Handler(reg),
+		Page:           web.Handler(),
 	})
 	if err != nil {
 		return err

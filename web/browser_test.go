@@ -1,0 +1,808 @@
+package web_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
+	"github.com/chromedp/chromedp"
+	"go.uber.org/goleak"
+	"golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/web"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// TestBrowser drives the page in headless Chromium against the real gateway
+// binary on loopback and a real container: sign-in with /?token=, opening
+// an instance, typing, a network drop with output missed meanwhile, a
+// reload, a window resize, typing seen by an SSH client attached to the
+// same session, and Reset. Screenshots go to $TERMGATE_ARTIFACTS/browser
+// when that is set (a temporary directory otherwise).
+func TestBrowser(t *testing.T) {
+	chromium := needChromium(t)
+	needDocker(t)
+	start := time.Now()
+
+	gw := startGateway(t)
+	name := startInstance(t, gw.label)
+	px := startProxy(t, gw.httpAddr)
+	b := startBrowser(t, chromium)
+	base := "http://" + px.addr()
+
+	// Without a cookie, a shared /t/NAME link shows the sign-in form, and a
+	// wrong token is refused there with the API's message.
+	b.do(chromedp.Navigate(base+"/t/"+name), chromedp.WaitVisible(chromedp.ID("signin")))
+	b.do(chromedp.SendKeys(chromedp.ID("signin-token"), "not-the-token\r"))
+	b.do(chromedp.WaitVisible(chromedp.ID("signin-error")))
+	if msg := b.textOf("signin-error"); !strings.Contains(msg, "invalid token") {
+		t.Errorf("sign-in error = %q, want the API's \"invalid token\"", msg)
+	}
+	b.shot("01-signin")
+
+	// The address the gateway printed at its first start (/?token= or
+	// /#token=) signs in and leaves the address bar without the token.
+	b.do(chromedp.Navigate(base+gw.signIn), chromedp.WaitVisible(chromedp.ID("picker")))
+	if loc := eval[string](b, `location.href`); loc != base+"/" {
+		t.Errorf("address after sign-in = %q, want %q (token removed)", loc, base+"/")
+	}
+	b.checkCookie()
+	b.shot("02-picker")
+
+	// Open the instance from the picker's field: /t/NAME, titled with it.
+	b.do(chromedp.SendKeys(chromedp.ID("open-name"), name+"\r"), chromedp.WaitVisible(chromedp.ID("terminal")))
+	b.waitConnected()
+	if p := eval[string](b, `location.pathname`); p != "/t/"+name {
+		t.Errorf("terminal address = %q, want /t/%s", p, name)
+	}
+	if title := eval[string](b, `document.title`); !strings.Contains(title, name) {
+		t.Errorf("tab title %q does not name the instance %q", title, name)
+	}
+	b.typeKeys("echo pid=$$; ls /\r")
+	pid := b.waitMatch(`(?m)^pid=(\d+)\s*$`)[1]
+
+	// An SSH client joins the same session: it sees what the browser types,
+	// and the browser sees what it types.
+	st := attachSSH(t, gw, name)
+	st.waitFor(t, "pid="+pid)
+	b.typeKeys("echo browser-typed-$((6*7))\r")
+	st.waitFor(t, "browser-typed-42")
+	st.send(t, "echo ssh-typed-$((6*7))\n")
+	b.waitLine("ssh-typed-42")
+
+	// The window shrinks: the page fits the terminal and tells the shell.
+	wide := eval[int](b, `termgate.term.cols`)
+	b.do(chromedp.EmulateViewport(800, 560))
+	b.waitFunc("the terminal to refit", fmt.Sprintf(`termgate.term.cols < %d`, wide))
+	b.typeKeys("stty size\r")
+	rows, cols := eval[int](b, `termgate.term.rows`), eval[int](b, `termgate.term.cols`)
+	b.waitLine(fmt.Sprintf("%d %d", rows, cols))
+	b.shot("03-shell")
+
+	// A network drop: the page says it is reconnecting, output it misses
+	// meanwhile arrives once it is back, and nothing is doubled.
+	px.cut()
+	b.waitFunc("the reconnecting status", `document.querySelector('#status.reconnecting') !== null`)
+	b.shot("04-reconnecting")
+	st.send(t, "echo while-away-$((6*7))\n")
+	st.waitFor(t, "while-away-42")
+	time.Sleep(300 * time.Millisecond) // let a retry or two fail
+	px.restore()
+	b.waitConnected()
+	b.waitLine("while-away-42")
+	if !eval[bool](b, `termgate.conn.lastAttach.resumed`) {
+		t.Errorf("after the drop the page did not resume (lastAttach %s)", eval[string](b, `JSON.stringify(termgate.conn.lastAttach)`))
+	}
+	b.expectOnce("browser-typed-42", "while-away-42")
+
+	// Reload: the same shell, its earlier output replayed once.
+	b.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("terminal")))
+	b.waitConnected()
+	b.waitLine("while-away-42")
+	b.expectOnce("browser-typed-42", "ssh-typed-42", "while-away-42")
+	b.typeKeys("echo pid=$$\r")
+	b.waitFunc("a second pid line", `((`+jsText+`).match(/^pid=\d+\s*$/gm) || []).length >= 2`)
+	for _, m := range regexp.MustCompile(`(?m)^pid=(\d+)\s*$`).FindAllStringSubmatch(b.text(), -1) {
+		if m[1] != pid {
+			t.Errorf("after a reload the shell's pid is %s, want %s (the same shell)", m[1], pid)
+		}
+	}
+	b.shot("05-reloaded")
+
+	// Reset (confirmed in the dialog): a fresh shell, for both clients.
+	b.do(chromedp.Click(chromedp.ID("reset")))
+	b.waitLine("[termgate] session reset: fresh shell")
+	st.waitFor(t, "[termgate]")
+	b.waitConnected()
+	b.typeKeys("echo pid=$$\r")
+	newPID := b.waitMatch(`(?m)^pid=(\d+)\s*$`)[1]
+	if newPID == pid {
+		t.Errorf("after Reset the shell's pid is still %s", pid)
+	}
+	if n := b.dialogs(); n != 1 {
+		t.Errorf("%d confirmation dialogs, want 1", n)
+	}
+	b.shot("06-reset")
+	b.checkConsole()
+	t.Logf("browser test took %v; screenshots in %s", time.Since(start).Round(time.Millisecond), b.shots)
+}
+
+// jsText is a JavaScript expression for the terminal's whole buffer, one
+// line per row, trailing blanks trimmed.
+const jsText = `(() => { const b = termgate.term.buffer.active, out = [];
+	for (let i = 0; i < b.length; i++) out.push(b.getLine(i).translateToString(true));
+	return out.join('\n'); })()`
+
+// ---- prerequisites ----------------------------------------------------------
+
+// needChromium returns Debian's Chromium (or $TERMGATE_CHROMIUM), and checks
+// that the binary under test carries the page's assets. Either missing
+// skips, or fails with TERMGATE_REQUIRE_CHROMIUM=1 (CI).
+func needChromium(t *testing.T) string {
+	t.Helper()
+	require := os.Getenv("TERMGATE_REQUIRE_CHROMIUM") == "1"
+	miss := func(why string) {
+		t.Helper()
+		if require {
+			t.Fatal("TERMGATE_REQUIRE_CHROMIUM=1 but " + why)
+		}
+		t.Skip(why + " (set TERMGATE_REQUIRE_CHROMIUM=1 to make this a failure)")
+	}
+	if !web.Built() {
+		miss("the page's assets are not bundled: run `make build` (npm ci and the esbuild bundle)")
+	}
+	path := os.Getenv("TERMGATE_CHROMIUM")
+	if path == "" {
+		var err error
+		if path, err = exec.LookPath("chromium"); err != nil {
+			miss("Chromium is not installed (apt-get install chromium)")
+		}
+	}
+	return path
+}
+
+// needDocker checks the engine and builds the test image (no pull).
+func needDocker(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.APIVersion}}").Run()
+	if err != nil {
+		msg := fmt.Sprintf("the Docker engine is unreachable (docker version: %v)", err)
+		if os.Getenv("TERMGATE_REQUIRE_DOCKER") == "1" {
+			t.Fatal("TERMGATE_REQUIRE_DOCKER=1 but " + msg)
+		}
+		t.Skip(msg + " (set TERMGATE_REQUIRE_DOCKER=1 to make this a failure)")
+	}
+	out, err := exec.CommandContext(ctx, "bash", filepath.Join(moduleRoot(t), "scripts", "test-image.sh")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("scripts/test-image.sh: %v\n%s", err, out)
+	}
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs("..") // the test runs in web/
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// ---- the gateway and the instance ------------------------------------------
+
+type gateway struct {
+	label             string
+	signIn            string // path, query and fragment of the printed browser address
+	sshAddr, httpAddr string
+	hostKey           ssh.PublicKey
+	signer            ssh.Signer
+}
+
+// startGateway builds cmd/termgate and runs it on loopback (free ports, a
+// temporary state directory where it generates its token and prints the
+// browser address, one SSH key). Its instances are the
+// containers with its own label, so it never touches anything else.
+func startGateway(t *testing.T) *gateway {
+	t.Helper()
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "termgate")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/termgate")
+	build.Dir = moduleRoot(t)
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/termgate: %v\n%s", err, out)
+	}
+
+	gw := &gateway{label: "tgweb.gw=" + randomHex(4)}
+	_, priv, _ := ed25519.GenerateKey(rand.Reader)
+	signer, err := ssh.NewSignerFromKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw.signer = signer
+	state := filepath.Join(dir, "state")
+	if err := os.MkdirAll(state, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, content string) {
+		if err := os.WriteFile(filepath.Join(state, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("authorized_keys", string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
+
+	listening := make(chan struct{})
+	logs := &logWriter{listening: listening}
+	cmd := exec.Command(bin, "--state-dir", state, "--backend", "docker", "--instance-label", gw.label,
+		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
+	cmd.Stdout, cmd.Stderr = logs, logs
+	cmd.Env = append(os.Environ(), "HOME="+dir) // no ~/.ssh keys seeded
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Error("the gateway did not stop within 15 s of SIGTERM")
+		}
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", logs.String())
+		}
+	})
+	select {
+	case <-listening:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the gateway did not start listening within 30 s; log:\n%s", logs.String())
+	}
+	gw.sshAddr, gw.httpAddr = logs.ssh, logs.http
+	u, err := url.Parse(logs.browser)
+	if err != nil || u.Path == "" || (!u.Query().Has("token") && !strings.HasPrefix(u.Fragment, "token=")) {
+		t.Fatalf("the gateway printed no browser address with a token (got %q); log:\n%s", logs.browser, logs.String())
+	}
+	u.Scheme, u.Host = "", ""
+	gw.signIn = u.String()
+	keyBytes, err := os.ReadFile(filepath.Join(state, "ssh_host_ed25519_key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostSigner, err := ssh.ParsePrivateKey(keyBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw.hostKey = hostSigner.PublicKey()
+	return gw
+}
+
+// logWriter keeps the gateway's output and reads its listening addresses
+// and the browser address it prints (which comes first).
+type logWriter struct {
+	mu                 sync.Mutex
+	buf                strings.Builder
+	partial            string
+	ssh, http, browser string
+	listening          chan struct{}
+}
+
+func (w *logWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	w.partial += string(p)
+	for {
+		line, rest, ok := strings.Cut(w.partial, "\n")
+		if !ok {
+			break
+		}
+		w.partial = rest
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Browser:" {
+			w.browser = f[1]
+		}
+		var rec struct{ Msg, SSH, HTTP string }
+		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "termgate is listening" {
+			w.ssh, w.http = rec.SSH, rec.HTTP
+		}
+		if w.http != "" && w.browser != "" && w.listening != nil {
+			close(w.listening)
+			w.listening = nil
+		}
+	}
+	return len(p), nil
+}
+
+func (w *logWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// startInstance runs a test container carrying the gateway's label.
+func startInstance(t *testing.T, label string) string {
+	t.Helper()
+	name := "web-" + randomHex(3)
+	out, err := exec.Command("docker", "run", "-d", "--init", "--network", "none",
+		"--label", label, "--label", "tgweb", "--name", name, "termgate-test:busybox").CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker run: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	return name
+}
+
+// ---- a loopback proxy that can drop the network ----------------------------
+
+// proxy forwards TCP connections to the gateway; cut closes them all and
+// refuses new ones until restore, as a network drop would.
+type proxy struct {
+	ln     net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	down  bool
+	conns map[net.Conn]struct{}
+}
+
+func startProxy(t *testing.T, target string) *proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	p.wg.Go(p.accept)
+	t.Cleanup(func() {
+		_ = ln.Close()
+		p.cut()
+		p.wg.Wait()
+	})
+	return p
+}
+
+func (p *proxy) addr() string { return p.ln.Addr().String() }
+
+func (p *proxy) accept() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		down := p.down
+		p.mu.Unlock()
+		if down {
+			_ = c.Close()
+			continue
+		}
+		up, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		if !p.track(c, up) {
+			continue
+		}
+		p.wg.Go(func() { p.pipe(up, c) })
+		p.wg.Go(func() { p.pipe(c, up) })
+	}
+}
+
+func (p *proxy) track(cs ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+		return false
+	}
+	for _, c := range cs {
+		p.conns[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *proxy) pipe(dst, src net.Conn) {
+	_, _ = io.Copy(dst, src)
+	_ = dst.Close()
+	_ = src.Close()
+	p.mu.Lock()
+	delete(p.conns, dst)
+	delete(p.conns, src)
+	p.mu.Unlock()
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+func (p *proxy) restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.down = false
+}
+
+// ---- the browser ------------------------------------------------------------
+
+type browser struct {
+	t     *testing.T
+	ctx   context.Context
+	shots string
+	n     int
+
+	mu       sync.Mutex
+	console  []chromedp.ConsoleMessage
+	accepted int
+}
+
+func startBrowser(t *testing.T, chromium string) *browser {
+	t.Helper()
+	shots := t.TempDir()
+	if dir := os.Getenv("TERMGATE_ARTIFACTS"); dir != "" {
+		shots = filepath.Join(dir, "browser")
+		if err := os.MkdirAll(shots, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	profile := t.TempDir()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.UserDataDir(profile),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.WindowSize(1100, 700),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	tabCtx, cancelTab := chromedp.NewContext(allocCtx)
+	ctx, cancelTimeout := context.WithTimeout(tabCtx, 2*time.Minute)
+	b := &browser{t: t, ctx: ctx, shots: shots}
+
+	// Start the browser, then watch the console and accept the dialogs.
+	if err := chromedp.Do(ctx); err != nil {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc()
+		t.Fatalf("starting %s: %v", chromium, err)
+	}
+	var wg sync.WaitGroup
+	console := chromedp.Console(ctx)
+	dialogs := chromedp.Events(ctx, page.JavascriptDialogOpening)
+	wg.Go(func() {
+		for m, err := range console {
+			if err != nil {
+				return
+			}
+			b.mu.Lock()
+			b.console = append(b.console, m)
+			b.mu.Unlock()
+		}
+	})
+	wg.Go(func() {
+		for ev, err := range dialogs {
+			if err != nil {
+				return
+			}
+			t.Logf("accepting the dialog %q", ev.Message)
+			if _, err := chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil {
+				t.Errorf("accepting the dialog: %v", err)
+			}
+			b.mu.Lock()
+			b.accepted++
+			b.mu.Unlock()
+		}
+	})
+	t.Cleanup(func() {
+		cancelTimeout()
+		cancelTab()
+		cancelAlloc() // waits for Chromium to exit, before the profile is removed
+		wg.Wait()
+	})
+	return b
+}
+
+// step bounds one browser step: a stuck one fails the test in time.
+func (b *browser) step() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(b.ctx, 20*time.Second)
+}
+
+func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		b.fail("browser: %v", err)
+	}
+}
+
+// fail takes a last screenshot, then fails the test.
+func (b *browser) fail(format string, args ...any) {
+	b.t.Helper()
+	b.shot("failure")
+	b.t.Fatalf(format, args...)
+}
+
+func eval[T any](b *browser, expr string) T {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		b.fail("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+func (b *browser) textOf(id string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`document.getElementById(%q).textContent`, id))
+}
+
+// text is the terminal's buffer.
+func (b *browser) text() string {
+	b.t.Helper()
+	return eval[string](b, jsText)
+}
+
+// waitFunc polls a JavaScript condition for up to 15 s.
+func (b *browser) waitFunc(what, expr string) {
+	b.t.Helper()
+	if _, err := chromedp.Run(b.ctx, chromedp.Poll[bool](expr,
+		chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(15*time.Second))); err != nil {
+		b.fail("waiting for %s: %v\nterminal:\n%s", what, err, b.text())
+	}
+}
+
+func (b *browser) waitConnected() {
+	b.t.Helper()
+	b.waitFunc("the connected status", `document.querySelector('#status.connected') !== null`)
+}
+
+// waitMatch waits until the terminal's text matches re.
+func (b *browser) waitMatch(re string) []string {
+	b.t.Helper()
+	rx := regexp.MustCompile(re)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		text := b.text()
+		if m := rx.FindStringSubmatch(text); m != nil {
+			return m
+		}
+		if time.Now().After(deadline) {
+			b.fail("the terminal never matched %s; it shows:\n%s", re, text)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitLine waits for a line of the terminal that is exactly line.
+func (b *browser) waitLine(line string) {
+	b.t.Helper()
+	b.waitMatch(`(?m)^` + regexp.QuoteMeta(line) + `\s*$`)
+}
+
+// expectOnce checks that each line appears exactly once in the terminal:
+// replay and resume never double output.
+func (b *browser) expectOnce(lines ...string) {
+	b.t.Helper()
+	text := b.text()
+	for _, l := range lines {
+		n := len(regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(l)+`\s*$`).FindAllString(text, -1))
+		if n != 1 {
+			b.t.Errorf("the line %q appears %d times in the terminal, want once:\n%s", l, n, text)
+		}
+	}
+}
+
+// typeKeys types into the focused terminal as a keyboard does: for a
+// character a rawKeyDown, a char (the keypress) and a keyUp; for Enter
+// (\r) a rawKeyDown and a keyUp, which xterm turns into CR itself.
+// (chromedp.KeyEvent sends keyDown events with text, which Chrome turns
+// into a second keypress: xterm would type each character twice.)
+func (b *browser) typeKeys(keys string) {
+	b.t.Helper()
+	b.do(chromedp.Evaluate[chromedp.Void](`termgate.term.focus()`))
+	ctx, cancel := b.step()
+	defer cancel()
+	key := func(p input.DispatchKeyEventParams) {
+		b.t.Helper()
+		if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, p); err != nil {
+			b.fail("typing %q: %v", keys, err)
+		}
+	}
+	for _, r := range keys {
+		if r == '\r' {
+			key(input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeRawKeyDown, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13})
+			key(input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13})
+			continue
+		}
+		k := string(r)
+		key(input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeRawKeyDown, Key: k})
+		key(input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeChar, Key: k, Text: k, UnmodifiedText: k})
+		key(input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: k})
+	}
+}
+
+func (b *browser) shot(name string) {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		b.t.Logf("screenshot %s: %v", name, err)
+		return
+	}
+	b.n++
+	path := filepath.Join(b.shots, name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		b.t.Errorf("screenshot %s: %v", name, err)
+	}
+}
+
+func (b *browser) dialogs() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.accepted
+}
+
+// checkCookie checks the login cookie: HttpOnly and SameSite=Strict.
+func (b *browser) checkCookie() {
+	b.t.Helper()
+	res, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{})
+	if err != nil {
+		b.fail("reading cookies: %v", err)
+	}
+	for _, c := range res.Cookies {
+		if c.Name != "termgate_login" {
+			continue
+		}
+		if !c.HTTPOnly || c.SameSite != network.CookieSameSiteStrict {
+			b.t.Errorf("login cookie: HttpOnly=%v SameSite=%q, want HttpOnly, Strict", c.HTTPOnly, c.SameSite)
+		}
+		return
+	}
+	b.t.Errorf("no login cookie after /?token= (cookies: %d)", len(res.Cookies))
+}
+
+// checkConsole fails on uncaught exceptions and Content-Security-Policy
+// violations. Failed requests are expected (the 401 before sign-in, the
+// refused connections of the network drop).
+func (b *browser) checkConsole() {
+	b.t.Helper()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.console {
+		if m.IsException() || strings.Contains(m.Text, "Content Security Policy") {
+			b.t.Errorf("browser console: %s: %s (%s:%d)", m.Type, m.Text, m.URL, m.Line+1)
+		}
+	}
+}
+
+// ---- an SSH client on the same session --------------------------------------
+
+type sshTerm struct {
+	client *ssh.Client
+	sess   *ssh.Session
+	in     io.WriteCloser
+	done   chan struct{}
+
+	mu  sync.Mutex
+	out strings.Builder
+}
+
+func attachSSH(t *testing.T, gw *gateway, instance string) *sshTerm {
+	t.Helper()
+	client, err := ssh.Dial("tcp", gw.sshAddr, &ssh.ClientConfig{
+		User:            instance,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(gw.signer)},
+		HostKeyCallback: ssh.FixedHostKey(gw.hostKey),
+		Timeout:         10 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("ssh: %v", err)
+	}
+	sess, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &sshTerm{client: client, sess: sess, done: make(chan struct{})}
+	stdout, err := sess.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.in, err = sess.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.RequestPty("xterm", 24, 80, ssh.TerminalModes{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sess.Shell(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(st.done)
+		buf := make([]byte, 4096)
+		for {
+			n, err := stdout.Read(buf)
+			st.mu.Lock()
+			st.out.Write(buf[:n])
+			st.mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = sess.Close()
+		_ = client.Close()
+		<-st.done
+	})
+	return st
+}
+
+func (s *sshTerm) send(t *testing.T, text string) {
+	t.Helper()
+	if _, err := io.WriteString(s.in, text); err != nil {
+		t.Fatalf("ssh input: %v", err)
+	}
+}
+
+func (s *sshTerm) waitFor(t *testing.T, want string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		s.mu.Lock()
+		got := s.out.String()
+		s.mu.Unlock()
+		if strings.Contains(got, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the SSH client never saw %q; it got:\n%q", want, got)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,440 @@
+// termgate's browser terminal: a sign-in form, the session list with a field
+// to open any instance, and a full-window terminal at /t/NAME that stays
+// attached to the instance's persistent session. The protocol is described
+// in ../../websock/doc.go and the README ("HTTP and WebSocket").
+import { Terminal } from '@xterm/xterm';
+import { FitAddon } from '@xterm/addon-fit';
+
+const $ = (id) => document.getElementById(id);
+const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+const isMac = /Mac|iPhone|iPad/.test(navigator.platform);
+
+function show(view) {
+  for (const id of ['signin', 'picker', 'terminal']) $(id).hidden = id !== view;
+}
+
+// errorOf returns the message of an API error response ({"error": ...}).
+async function errorOf(res) {
+  try {
+    return (await res.json()).error || `${res.status} ${res.statusText}`;
+  } catch {
+    return `${res.status} ${res.statusText}`;
+  }
+}
+
+// ---- sign-in ---------------------------------------------------------------
+
+// login exchanges a token for the HttpOnly login cookie; it returns an error
+// message, or '' on success.
+async function login(token) {
+  try {
+    const res = await fetch('/api/login', { method: 'POST', body: new URLSearchParams({ token }) });
+    return res.ok ? '' : await errorOf(res);
+  } catch {
+    return 'the gateway is unreachable';
+  }
+}
+
+// signedIn asks a cheap authenticated route whether the cookie is valid. A
+// gateway that cannot be reached counts as signed in: the views retry.
+async function signedIn() {
+  try {
+    return (await fetch('/api/sessions', { cache: 'no-store' })).status !== 401;
+  } catch {
+    return true;
+  }
+}
+
+function showSignIn(message) {
+  show('signin');
+  document.title = 'Sign in · termgate';
+  $('signin-error').textContent = message;
+  $('signin-error').hidden = !message;
+  $('signin-token').focus();
+}
+
+$('signin-form').addEventListener('submit', async (e) => {
+  e.preventDefault();
+  const err = await login($('signin-token').value.trim());
+  if (err) showSignIn(err);
+  else location.reload(); // start afresh, signed in, at the same address
+});
+
+// ---- the session list ------------------------------------------------------
+
+function ago(iso) {
+  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  if (s < 60) return `${s} s`;
+  if (s < 3600) return `${Math.floor(s / 60)} min`;
+  if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
+  return `${Math.floor(s / 86400)} d`;
+}
+
+function bytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1 << 20) return `${(n / 1024).toFixed(1)} KiB`;
+  return `${(n / (1 << 20)).toFixed(1)} MiB`;
+}
+
+function cell(row, content) {
+  const td = row.insertCell();
+  if (typeof content === 'string') td.textContent = content;
+  else td.append(content);
+}
+
+async function refreshSessions() {
+  const err = $('sessions-error');
+  let res;
+  try {
+    res = await fetch('/api/sessions', { cache: 'no-store' });
+  } catch {
+    err.textContent = 'The gateway is unreachable; retrying.';
+    err.hidden = false;
+    return true;
+  }
+  if (res.status === 401) {
+    showSignIn('Your sign-in has expired: sign in again.');
+    return false;
+  }
+  if (!res.ok) {
+    err.textContent = await errorOf(res);
+    err.hidden = false;
+    return true;
+  }
+  err.hidden = true;
+  const list = (await res.json()).sort((a, b) => a.instance.localeCompare(b.instance));
+  const body = $('sessions').tBodies[0];
+  body.replaceChildren();
+  for (const s of list) {
+    const row = body.insertRow();
+    const a = document.createElement('a');
+    a.href = `/t/${encodeURIComponent(s.instance)}`;
+    a.textContent = s.instance;
+    cell(row, a);
+    cell(row, String(s.clients));
+    cell(row, s.clients > 0 || !s.idle_since ? 'attached' : `idle for ${ago(s.idle_since)}`);
+    cell(row, `${ago(s.created)} ago`);
+    cell(row, bytes(s.bytes_out));
+  }
+  $('sessions').hidden = list.length === 0;
+  $('sessions-empty').hidden = list.length !== 0;
+  return true;
+}
+
+async function showPicker() {
+  show('picker');
+  document.title = 'termgate';
+  $('open-name').focus();
+  while (await refreshSessions()) await new Promise((r) => setTimeout(r, 5000));
+}
+
+$('open-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  location.assign(`/t/${encodeURIComponent($('open-name').value.trim())}`);
+});
+
+$('signout').addEventListener('click', async () => {
+  await fetch('/api/logout', { method: 'POST' }).catch(() => {});
+  showSignIn('Signed out.');
+});
+
+// ---- the terminal ----------------------------------------------------------
+
+function setStatus(kind, text) {
+  $('status').className = `status ${kind}`;
+  $('status').textContent = text;
+}
+
+// Connection keeps one terminal attached to an instance's session: it
+// reconnects with backoff and resumes where the output stopped.
+class Connection {
+  constructor(name, term) {
+    this.name = name;
+    this.term = term;
+    this.ws = null;
+    this.attached = false; // the current socket got its "attached" event
+    this.session = ''; // the session the terminal shows
+    this.pos = -1; // the number of the next output byte of that session
+    this.failures = 0; // connections in a row that failed or died young
+    this.since = 0; // when the current connection attached
+    this.timer = 0; // the pending reconnect
+    this.retryAt = 0;
+    this.reason = ''; // why the current connection ended, if the server said
+    this.ended = false; // the shell exited: wait for the user
+    this.lastAttach = null; // {session, new, gap, resumed}: for tests and debugging
+  }
+
+  connect() {
+    clearTimeout(this.timer);
+    this.timer = 0;
+    if (this.ws) return;
+    const q = new URLSearchParams({ cols: this.term.cols, rows: this.term.rows });
+    if (this.session && this.pos >= 0) {
+      q.set('session', this.session);
+      q.set('since', this.pos);
+    }
+    const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
+    const ws = new WebSocket(`${scheme}//${location.host}/api/instances/${encodeURIComponent(this.name)}/terminal?${q}`);
+    ws.binaryType = 'arraybuffer';
+    this.ws = ws;
+    this.attached = false;
+    this.reason = '';
+    if (!this.failures) setStatus('connecting', 'connecting…');
+    ws.onmessage = (ev) => {
+      if (ws !== this.ws) return;
+      if (typeof ev.data === 'string') this.event(JSON.parse(ev.data));
+      else this.output(new Uint8Array(ev.data));
+    };
+    ws.onclose = (ev) => {
+      if (ws === this.ws) this.closed(ev);
+    };
+  }
+
+  event(ev) {
+    switch (ev.type) {
+      case 'attached': {
+        // A resume that the server could serve exactly continues the screen;
+        // anything else (a new session, a gap) replays it from scratch.
+        const resumed = ev.session === this.session && this.pos >= 0 && !ev.gap;
+        if (!resumed) this.term.reset();
+        this.session = ev.session;
+        this.pos = ev.offset - ev.replay;
+        this.attached = true;
+        this.since = Date.now();
+        this.lastAttach = { session: ev.session, new: ev.new, gap: ev.gap, resumed };
+        setStatus('connected', 'connected');
+        break;
+      }
+      case 'reset':
+        this.term.reset();
+        this.term.write('\x1b[2m[termgate] session reset: fresh shell\x1b[0m\r\n');
+        this.session = ev.session;
+        this.pos = ev.offset - ev.replay;
+        break;
+      case 'exit':
+        this.ended = true;
+        this.reason = `the shell exited with status ${ev.code}`;
+        break;
+      case 'error':
+        // Either a refused control message (the connection stays up) or the
+        // reason the connection is about to end.
+        this.reason = ev.message;
+        console.warn('termgate:', ev.message);
+        break;
+    }
+  }
+
+  output(data) {
+    this.term.write(data);
+    this.pos += data.length;
+  }
+
+  send(data) {
+    if (this.ws && this.attached && this.ws.readyState === WebSocket.OPEN) this.ws.send(data);
+  }
+
+  async closed(ev) {
+    this.ws = null;
+    const wasAttached = this.attached;
+    this.attached = false;
+    if (this.ended) {
+      setStatus('ended', `session ended: ${this.reason}`);
+      $('reconnect').hidden = false;
+      return;
+    }
+    let reason = this.reason;
+    if (!wasAttached && !reason) {
+      // The handshake failed, and browsers do not say why: ask the API.
+      if (!(await signedIn())) {
+        showSignIn('Your sign-in has expired: sign in again.');
+        return;
+      }
+      reason = 'the gateway or the instance is not reachable';
+    }
+    if (!reason) reason = `connection lost${ev.code && ev.code !== 1006 ? ` (code ${ev.code})` : ''}`;
+    if (wasAttached && Date.now() - this.since > 10000) this.failures = 0;
+    this.failures++;
+    const delay = Math.min(30000, 500 * 2 ** Math.min(this.failures - 1, 6)) * (0.8 + 0.4 * Math.random());
+    this.retryAt = Date.now() + delay;
+    this.reason = reason;
+    this.timer = setTimeout(() => this.connect(), delay);
+    this.tick();
+  }
+
+  // tick refreshes the reconnect countdown.
+  tick() {
+    if (!this.timer) return;
+    const s = Math.max(0, Math.ceil((this.retryAt - Date.now()) / 1000));
+    setStatus('reconnecting', `reconnecting${s ? ` in ${s} s` : '…'} (${this.reason})`);
+  }
+
+  // now skips the wait of a pending reconnect (network back, tab visible).
+  now() {
+    if (this.timer) this.connect();
+  }
+
+  // restart starts over without resuming: after the shell exited, or after a
+  // reset made without a connection.
+  restart() {
+    this.ended = false;
+    this.session = '';
+    this.pos = -1;
+    this.failures = 0;
+    $('reconnect').hidden = true;
+    if (this.ws) this.ws.close();
+    else this.connect();
+  }
+}
+
+async function copySelection(term) {
+  const text = term.getSelection();
+  if (!text) return;
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch {
+    // No async clipboard (plain http to another host): copy the old way.
+    const ta = document.createElement('textarea');
+    ta.value = text;
+    document.body.append(ta);
+    ta.select();
+    document.execCommand('copy');
+    ta.remove();
+  }
+  term.focus();
+}
+
+async function pasteClipboard(term) {
+  try {
+    term.paste(await navigator.clipboard.readText());
+  } catch {
+    alert(`The browser does not let this page read the clipboard: paste with ${isMac ? '⌘V' : 'Ctrl+Shift+V'} instead.`);
+  }
+  term.focus();
+}
+
+function showTerminal(name) {
+  show('terminal');
+  document.title = `${name} · termgate`;
+  $('term-name').textContent = name;
+
+  const term = new Terminal({
+    cursorBlink: true,
+    scrollback: 10000,
+    fontSize: 14,
+    fontFamily: '"DejaVu Sans Mono", "Liberation Mono", Menlo, Consolas, monospace',
+    theme: { background: '#1b1d23', foreground: '#d8dee9', cursor: '#d8dee9', selectionBackground: '#4c566a' },
+  });
+  const fit = new FitAddon();
+  term.loadAddon(fit);
+  term.open($('term'));
+  fit.fit();
+  term.focus();
+
+  const conn = new Connection(name, term);
+  window.termgate = { term, conn }; // for the browser test, and for the console
+  const enc = new TextEncoder();
+  term.onData((d) => conn.send(enc.encode(d)));
+  term.onBinary((d) => conn.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
+  term.onResize(({ cols, rows }) => conn.send(JSON.stringify({ type: 'resize', cols, rows })));
+  term.onTitleChange((t) => {
+    document.title = t ? `${name}: ${t} · termgate` : `${name} · termgate`;
+  });
+
+  // Follow the window: fit (at most every 50 ms), which fires onResize.
+  let fitting = 0;
+  new ResizeObserver(() => {
+    clearTimeout(fitting);
+    fitting = setTimeout(() => fit.fit(), 50);
+  }).observe($('term'));
+
+  // Ctrl+Shift+C copies, Ctrl+Shift+V pastes (the browser's paste event,
+  // which xterm handles); on a Mac ⌘C and ⌘V already do.
+  term.attachCustomKeyEventHandler((e) => {
+    if (isMac || e.type !== 'keydown' || !e.ctrlKey || !e.shiftKey) return true;
+    if (e.code === 'KeyC') {
+      e.preventDefault();
+      copySelection(term);
+      return false;
+    }
+    return e.code !== 'KeyV';
+  });
+  $('copy').addEventListener('click', () => copySelection(term));
+  $('paste').addEventListener('click', () => pasteClipboard(term));
+  $('reconnect').addEventListener('click', () => {
+    conn.restart();
+    term.focus();
+  });
+  $('reset').addEventListener('click', async () => {
+    const ok = confirm(`Reset the session of ${name}?\n\nThis kills the shell and every process it started in the instance, then starts a fresh shell.`);
+    if (ok && conn.attached) {
+      conn.send(JSON.stringify({ type: 'reset' }));
+    } else if (ok) {
+      const res = await fetch(`/api/instances/${encodeURIComponent(name)}/terminal/reset`, { method: 'POST' }).catch(() => null);
+      if (res && res.ok) conn.restart();
+      else setStatus('reconnecting', `reset failed: ${res ? await errorOf(res) : 'the gateway is unreachable'}`);
+    }
+    term.focus();
+  });
+
+  // Reconnect at once when the network comes back or the tab is looked at;
+  // a clock that jumped while the page was visible means the machine slept,
+  // and the connection is probably dead without knowing it yet.
+  window.addEventListener('online', () => conn.now());
+  document.addEventListener('visibilitychange', () => {
+    if (!document.hidden) conn.now();
+  });
+  let last = Date.now();
+  setInterval(() => {
+    const now = Date.now();
+    if (now - last > 20000 && !document.hidden && conn.ws) {
+      conn.reason = 'the computer was asleep';
+      conn.ws.close();
+    }
+    last = now;
+    conn.tick();
+  }, 1000);
+
+  conn.connect();
+}
+
+// ---- start -----------------------------------------------------------------
+
+// takeToken removes a token from the address (…/#token=… or …/?token=…:
+// the address the gateway prints at its first start) and returns it, or
+// null. The fragment form never reaches the server; the gateway may refuse
+// the query form before this page loads.
+function takeToken() {
+  const query = new URLSearchParams(location.search);
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const token = hash.get('token') ?? query.get('token');
+  if (token === null) return null;
+  query.delete('token');
+  hash.delete('token');
+  const q = query.toString();
+  const h = hash.toString();
+  history.replaceState(null, '', location.pathname + (q ? `?${q}` : '') + (h ? `#${h}` : ''));
+  return token;
+}
+
+async function main() {
+  // Exchange a token from the address for the login cookie, once.
+  const token = takeToken();
+  if (token !== null) {
+    const err = await login(token);
+    if (err) return showSignIn(`The token in the address was refused: ${err}`);
+  } else if (!(await signedIn())) {
+    return showSignIn('');
+  }
+  const m = location.pathname.match(/^\/t\/([^/]+)$/);
+  if (!m) return showPicker();
+  const name = decodeURIComponent(m[1]);
+  if (!NAME.test(name)) return showPicker();
+  showTerminal(name);
+}
+
+// A signed-in tab given a new #token=… address only sees the hash change.
+window.addEventListener('hashchange', () => {
+  if (new URLSearchParams(location.hash.slice(1)).has('token')) location.reload();
+});
+
+main();
