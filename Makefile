@@ -6,20 +6,35 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 30s
 IMAGE     ?= termgate:dev
 
-.PHONY: demo build run test test-short lint fuzz bench image test-image compose-check clean
+.PHONY: demo build web run test test-short lint fuzz bench image test-image compose-check clean
 
-build:
+build: web
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/termgate
+
+# The browser terminal's assets: web/src bundled by esbuild into web/dist,
+# which the binary embeds. Without npm the binary builds anyway, and its
+# page says how to bundle them. npm ci runs when the lock file changes.
+web:
+	@if command -v npm >/dev/null 2>&1; then $(MAKE) --no-print-directory web/dist/app.js; \
+	 else echo "make: npm not found: the browser terminal's assets are not bundled (install Node.js and npm)"; fi
+
+web/node_modules/.package-lock.json: web/package.json web/package-lock.json
+	cd web && npm ci --ignore-scripts --no-audit --no-fund
+
+web/dist/app.js: web/node_modules/.package-lock.json web/build.mjs $(wildcard web/src/*)
+	cd web && node build.mjs
 
 # Runs the gateway with the state in ./.termgate (host key, tokens,
 # authorized_keys seeded from ~/.ssh/*.pub on first start).
 run: build
 	$(BIN) --state-dir .termgate $(ARGS)
 
-# The README's test command. Docker- and OpenSSH-backed tests skip when
-# their dependency is missing unless TERMGATE_REQUIRE_DOCKER=1 /
-# TERMGATE_REQUIRE_OPENSSH=1 (CI sets both). Fuzz seed corpora run as tests.
-test: test-image
+# The README's test command. Docker-, OpenSSH- and Chromium-backed tests
+# skip when their dependency is missing unless TERMGATE_REQUIRE_DOCKER=1 /
+# TERMGATE_REQUIRE_OPENSSH=1 / TERMGATE_REQUIRE_CHROMIUM=1 (CI sets all
+# three; the browser test also needs the bundled assets, hence web). Fuzz
+# seed corpora run as tests.
+test: test-image web
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
 # Unit tests only: no Docker, no OpenSSH needed.
@@ -56,7 +71,7 @@ compose-check:
 	docker-compose config -q
 
 clean:
-	rm -rf bin
+	rm -rf bin web/node_modules web/dist/app.js web/dist/app.css
 
 # From a fresh machine: Docker engine, test image, example instance web1,
 # then the gateway in the foreground.
