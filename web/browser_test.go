@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	cdpbrowser "github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
@@ -91,13 +92,28 @@ func TestBrowser(t *testing.T) {
 	st.send(t, "echo ssh-typed-$((6*7))\n")
 	b.waitLine("ssh-typed-42")
 
+	// Copy and paste: Ctrl+Shift+C puts the selected line on the clipboard,
+	// the Paste button types the clipboard into the shell.
+	b.grantClipboard(base)
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => { const buf = termgate.term.buffer.active;
+		for (let i = 0; i < buf.length; i++)
+			if (buf.getLine(i).translateToString(true) === 'browser-typed-42') termgate.term.selectLines(i, i); })()`))
+	b.ctrlShift("KeyC")
+	b.waitFunc("the copied line on the clipboard", `navigator.clipboard.readText().then(t => t.trim() === 'browser-typed-42', () => false)`)
+	b.do(chromedp.Evaluate[chromedp.Void](`navigator.clipboard.writeText('echo pasted-$((6*7))\n')`, chromedp.EvalAwaitPromise),
+		chromedp.Click(chromedp.ID("paste")))
+	b.waitLine("pasted-42")
+	st.waitFor(t, "pasted-42")
+
 	// The window shrinks: the page fits the terminal and tells the shell.
 	wide := eval[int](b, `termgate.term.cols`)
 	b.do(chromedp.EmulateViewport(800, 560))
 	b.waitFunc("the terminal to refit", fmt.Sprintf(`termgate.term.cols < %d`, wide))
-	b.typeKeys("stty size\r")
-	rows, cols := eval[int](b, `termgate.term.rows`), eval[int](b, `termgate.term.cols`)
-	b.waitLine(fmt.Sprintf("%d %d", rows, cols))
+	size := fmt.Sprintf("%d %d", eval[int](b, `termgate.term.rows`), eval[int](b, `termgate.term.cols`))
+	// The gateway applies resizes asynchronously: the shell waits for it.
+	b.typeKeys(`for i in $(seq 50); do [ "$(stty size)" = "` + size + `" ] && break; sleep 0.1; done; stty size` + "\r")
+	b.waitMatch(`(?m)^\d+ \d+\s*$`)
+	b.waitLine(size)
 	b.shot("03-shell")
 
 	// A network drop: the page says it is reconnecting, output it misses
@@ -144,6 +160,15 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("%d confirmation dialogs, want 1", n)
 	}
 	b.shot("06-reset")
+
+	// Back to the list: the session, with the SSH client still attached.
+	b.do(chromedp.Click(chromedp.ID("back")), chromedp.WaitVisible(chromedp.ID("picker")))
+	b.waitFunc("the session in the list", fmt.Sprintf(
+		`[...document.querySelectorAll('#sessions tbody tr')].some(r => r.cells[0].textContent === %q && r.cells[1].textContent === '1' && r.cells[2].textContent === 'attached')`, name))
+	if title := eval[string](b, `document.title`); title != "termgate" {
+		t.Errorf("the list's title = %q", title)
+	}
+	b.shot("07-sessions")
 	b.checkConsole()
 	t.Logf("browser test took %v; screenshots in %s", time.Since(start).Round(time.Millisecond), b.shots)
 }
@@ -663,6 +688,36 @@ func (b *browser) typeKeys(keys string) {
 		key(input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeRawKeyDown, Key: k})
 		key(input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeChar, Key: k, Text: k, UnmodifiedText: k})
 		key(input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyUp, Key: k})
+	}
+}
+
+// ctrlShift presses Ctrl+Shift and the key with the given code ("KeyC").
+func (b *browser) ctrlShift(code string) {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	k := strings.TrimPrefix(code, "Key")
+	for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+		if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, input.DispatchKeyEventParams{
+			Type: typ, Modifiers: 2 | 8, Key: k, Code: code, WindowsVirtualKeyCode: int64(k[0]),
+		}); err != nil {
+			b.fail("Ctrl+Shift+%s: %v", k, err)
+		}
+	}
+}
+
+// grantClipboard lets the page read and write the clipboard, as a user
+// does by answering the browser's prompt.
+func (b *browser) grantClipboard(origin string) {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	for _, name := range []string{"clipboard-read", "clipboard-write"} {
+		if _, err := chromedp.CallBrowser(ctx, cdpbrowser.SetPermission, cdpbrowser.SetPermissionParams{
+			Permission: &cdpbrowser.PermissionDescriptor{Name: name}, Setting: cdpbrowser.PermissionSettingGranted, Origin: origin,
+		}); err != nil {
+			b.fail("granting %s: %v", name, err)
+		}
 	}
 }
 
