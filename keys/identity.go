@@ -59,16 +59,31 @@ func parseInstances(list string) ([]string, error) {
 		if p == "" {
 			return nil, fmt.Errorf("instances= has an empty pattern in %q", list)
 		}
-		if strings.ContainsRune(p, '/') {
-			return nil, fmt.Errorf("instances= pattern %q contains '/', which no instance name has", p)
-		}
-		p = shellClassNegation(p)
-		if _, err := path.Match(p, ""); err != nil {
-			return nil, fmt.Errorf("instances= pattern %q: %w", p, err)
+		p, err := parsePattern(p)
+		if err != nil {
+			return nil, fmt.Errorf("instances= %w", err)
 		}
 		pats = append(pats, p)
 	}
 	return pats, nil
+}
+
+// parsePattern checks one instance pattern: non-empty, free of '/' and
+// well-formed for path.Match; "[!" is rewritten to "[^" (see
+// shellClassNegation). It is shared by instances= options, token lines and
+// certificate principals.
+func parsePattern(p string) (string, error) {
+	if p == "" {
+		return "", fmt.Errorf("empty pattern")
+	}
+	if strings.ContainsRune(p, '/') {
+		return "", fmt.Errorf("pattern %q contains '/', which no instance name has", p)
+	}
+	p = shellClassNegation(p)
+	if _, err := path.Match(p, ""); err != nil {
+		return "", fmt.Errorf("pattern %q: %w", p, err)
+	}
+	return p, nil
 }
 
 // shellClassNegation rewrites "[!" at the start of a character class to

@@ -2,6 +2,7 @@ package keys
 
 import (
 	"net"
+	"time"
 
 	gossh "golang.org/x/crypto/ssh"
 )
@@ -74,6 +75,44 @@ func (s *TokenStore) Reload() error { return s.w.reload(true) }
 // Close stops watching and waits for the watching goroutine. It always
 // returns nil.
 func (s *TokenStore) Close() error {
+	s.w.close()
+	return nil
+}
+
+// CAStore is the current trusted user CA file (--trusted-user-ca-keys),
+// reloaded when it changes (see Config) and on Reload. Its methods are safe
+// for concurrent use.
+type CAStore struct {
+	w watched[UserCAs]
+}
+
+// NewCAStore loads cfg.Path (a missing file trusts no CA, logged as a
+// warning) and starts watching it. It fails when the file exists but cannot
+// be read. Close it when done.
+func NewCAStore(cfg Config) (*CAStore, error) {
+	s := &CAStore{}
+	if err := s.w.start(cfg, "trusted user CA keys", LoadUserCAs, (*UserCAs).Len); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// AuthorizeCert checks a user certificate against the current file at the
+// current time; see UserCAs.AuthorizeCertAt.
+func (s *CAStore) AuthorizeCert(cert *gossh.Certificate, remote net.Addr) (Identity, error) {
+	return s.w.cur.Load().AuthorizeCertAt(cert, remote, time.Now())
+}
+
+// Current returns the current set.
+func (s *CAStore) Current() *UserCAs { return s.w.cur.Load() }
+
+// Reload reads the file now (cmd calls it on SIGHUP). On error the previous
+// set stays current.
+func (s *CAStore) Reload() error { return s.w.reload(true) }
+
+// Close stops watching and waits for the watching goroutine. It always
+// returns nil.
+func (s *CAStore) Close() error {
 	s.w.close()
 	return nil
 }
