@@ -3,7 +3,8 @@
 // they live in.
 //
 // Both listeners authenticate through this package and get back an Identity:
-// sshd calls KeyStore.Authorize from its public-key callback, the HTTP server
+// sshd calls KeyStore.Authorize (or CAStore.AuthorizeCert for a certificate)
+// from its public-key callback, the HTTP server
 // calls TokenStore.Check with a bearer token. The Identity says which
 // instances the credential may attach to or reset (Identity.May) and, for SSH
 // keys, whether interactive terminals are allowed (Identity.NoPTY).
@@ -28,6 +29,16 @@
 //     key cannot lift a restriction termgate could not honour. Certificates
 //     are not supported. SeedAuthorizedKeys creates a missing file from
 //     ~/.ssh/*.pub on first run.
+//   - The trusted user CA file (ParseUserCAs, LoadUserCAs, CAStore;
+//     --trusted-user-ca-keys) holds CA public keys in authorized_keys
+//     format (only the cert-authority option is allowed) and "@revoked KEY"
+//     lines. UserCAs.AuthorizeCertAt accepts a user certificate signed by a
+//     listed CA, valid at that time, whose key and CA are not revoked, whose
+//     only critical option is source-address (enforced) and which has at
+//     least one principal: the principals are the instance patterns of the
+//     Identity (as instances=), the key ID its Name, and without the
+//     permit-pty extension it is NoPTY. The SSH user name is not matched
+//     against the principals.
 //   - The token file (ParseTokens, LoadTokens, LoadOrCreateTokens) holds one
 //     bearer token per line: "TOKEN [NAME] [instances=GLOB[,GLOB...]]". A
 //     missing file is created with one random token on first start.
@@ -50,7 +61,7 @@
 //
 // # Reloading
 //
-// KeyStore and TokenStore hold the current set behind an atomic pointer and
+// KeyStore, CAStore and TokenStore hold the current set behind an atomic pointer and
 // reload it when the file's size, modification time, mode or inode changes
 // (polled every Config.Interval, so editors that replace the file are seen)
 // and on Reload, which cmd calls on SIGHUP. A reload that fails to read the
