@@ -9,6 +9,7 @@ import (
 
 	"github.com/gliderlabs/ssh"
 
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
@@ -17,7 +18,7 @@ import (
 // session ends under the client or the client goes away. It returns the
 // exit status to send (exitDetached when the client went away).
 func (s *Server) attach(sess *session, id keys.Identity, name string) int {
-	if !allowed(sess, id, name) {
+	if !s.allowed(sess, id, name, audit.Attach) {
 		return 1
 	}
 	if id.NoPTY {
@@ -26,7 +27,7 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		return 1
 	}
 	pty, _, _ := sess.Pty()
-	r := &relay{srv: s, sess: sess, reg: s.cfg.Registry, name: name, out: io.Writer(sess)}
+	r := &relay{srv: s, sess: sess, reg: s.cfg.Registry, name: name, out: io.Writer(sess), who: who(id, sess.RemoteAddr())}
 	if sess.raw != nil {
 		r.out = sess.raw.Channel // byte for byte, see channel.go
 	}
@@ -47,10 +48,12 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 			return exitDetached
 		}
 		sess.errorf(s.userError(sess, "attach to", name, err))
+		s.cfg.Audit.Event(audit.Attach, r.who, name, "", "result", "failed", "reason", err.Error())
 		return 1
 	}
 	r.client = c
 	sess.log.Info("attached", "instance", name, "session", c.Info().Session, "new", c.Info().New)
+	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New)
 	return r.run()
 }
 
@@ -63,6 +66,7 @@ type relay struct {
 	name string
 	out  io.Writer // the channel's stdout
 	opts sessions.AttachOptions
+	who  audit.Who // the client, for the audit trail
 
 	mu     sync.Mutex // guards the fields below; see windowWatch for the lock order
 	client *sessions.Client
@@ -110,17 +114,20 @@ func (r *relay) run() (code int) {
 	if r.sess.win != nil {
 		r.sess.win.setTarget(r.resize)
 	}
+	cause := "panic"
 	defer func() {
 		if r.sess.win != nil {
 			r.sess.win.setTarget(nil)
 		}
 		close(stopWatch)
 		<-watchDone
-		r.current().Detach() // no-op unless the shell is still running
-		r.sess.end(code)     // after it, the channel reads io.EOF
+		c := r.current()
+		c.Detach()       // no-op unless the shell is still running
+		r.sess.end(code) // after it, the channel reads io.EOF
 		<-inputDone
+		r.srv.cfg.Audit.Event(audit.Detach, r.who, r.name, c.Info().Session, "cause", cause)
 	}()
-	code = r.output()
+	code, cause = r.output()
 	return code
 }
 
@@ -140,15 +147,17 @@ func (r *relay) input() {
 }
 
 // output copies the session's output to the channel until the session ends
-// for this client, and returns the exit status to send.
-func (r *relay) output() int {
+// for this client, and returns the exit status to send and, for the audit
+// trail, why the client left.
+func (r *relay) output() (code int, cause string) {
+	const clientLeft = "client closed the channel"
 	buf := make([]byte, 32<<10)
 	for {
 		c := r.current()
 		n, err := c.Read(buf)
 		if n > 0 {
 			if _, werr := r.out.Write(buf[:n]); werr != nil {
-				return exitDetached // the channel closed
+				return exitDetached, clientLeft
 			}
 		}
 		if err == nil {
@@ -159,17 +168,17 @@ func (r *relay) output() int {
 		switch {
 		case errors.As(err, &reset):
 			if code, ok := r.moveAfterReset(reset); !ok {
-				return code
+				return code, "moving to the new session after a reset failed"
 			}
 		case errors.As(err, &exit):
 			r.sess.log.Info("shell exited", "instance", r.name, "status", exit.Code)
-			return exit.Code
+			return exit.Code, fmt.Sprintf("shell exited with status %d", exit.Code)
 		case errors.Is(err, sessions.ErrDetached):
-			return exitDetached
+			return exitDetached, clientLeft
 		default: // instance stopped, too slow, shutting down, backend lost, idle
 			r.sess.log.Info("session ended under the client", "instance", r.name, "cause", err.Error())
 			_ = r.notice(r.sess.Stderr(), err.Error())
-			return 1
+			return 1, err.Error()
 		}
 	}
 }
@@ -198,6 +207,7 @@ func (r *relay) moveAfterReset(reset *sessions.ResetError) (code int, ok bool) {
 		return exitDetached, false
 	}
 	r.sess.log.Info("moved to the new session after a reset", "instance", r.name, "session", c.Info().Session)
+	r.srv.cfg.Audit.Event(audit.Attach, r.who, r.name, c.Info().Session, "result", "ok", "new", c.Info().New, "after_reset", true)
 	msg := "session reset: fresh shell"
 	if reset.By != "" {
 		msg = "session reset by " + reset.By + ": fresh shell"

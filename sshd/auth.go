@@ -1,12 +1,21 @@
 package sshd
 
 import (
+	"errors"
+	"fmt"
 	"net"
+	"time"
 
 	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
+)
+
+var (
+	errCertsNotAccepted = errors.New("certificates are not accepted: no trusted user CA is configured")
+	errKeyConnLimit     = errors.New("too many connections for this key")
 )
 
 // Authorizer decides which public keys may log in and what they may do;
@@ -16,13 +25,34 @@ type Authorizer interface {
 	Authorize(key gossh.PublicKey, remote net.Addr) (keys.Identity, error)
 }
 
+// CertAuthorizer decides which OpenSSH user certificates may log in and
+// what they may do; *keys.CAStore implements it. The error is for the log.
+type CertAuthorizer interface {
+	AuthorizeCert(cert *gossh.Certificate, remote net.Addr) (keys.Identity, error)
+}
+
+// authorize derives the identity of a plain key (Config.Keys) or of a
+// certificate (Config.UserCAs). A certificate is judged as a certificate
+// only: its key is not looked up in authorized_keys.
+func (s *Server) authorize(key gossh.PublicKey, remote net.Addr) (keys.Identity, error) {
+	if cert, ok := key.(*gossh.Certificate); ok {
+		if s.cfg.UserCAs == nil {
+			return keys.Identity{}, fmt.Errorf("certificate for %s: %w", gossh.FingerprintSHA256(cert.Key), errCertsNotAccepted)
+		}
+		return s.cfg.UserCAs.AuthorizeCert(cert, remote)
+	}
+	return s.cfg.Keys.Authorize(key, remote)
+}
+
 // publicKey is the handshake's public-key callback. x/crypto calls it for
 // every key the client offers, also keys it never signs with, so nothing is
-// stored here: the auth middleware derives the identity again from the key
-// that was verified.
+// stored here: the identity is derived again for the key that was verified
+// (serverConfig) and for every session (authenticate). A locked-out source
+// is refused whatever the key.
 func (s *Server) publicKey(ctx ssh.Context, key ssh.PublicKey) (ok bool) {
 	log := s.log
-	if cs := connStateOf(ctx); cs != nil {
+	cs := connStateOf(ctx)
+	if cs != nil {
 		log = cs.log
 	}
 	defer func() {
@@ -31,8 +61,17 @@ func (s *Server) publicKey(ctx ssh.Context, key ssh.PublicKey) (ok bool) {
 			ok = false
 		}
 	}()
-	if _, err := s.cfg.Keys.Authorize(key, ctx.RemoteAddr()); err != nil {
+	if cs != nil {
+		if until, locked := s.lim.lockedOut(cs.src); locked {
+			cs.refused(key, fmt.Sprintf("%s until %s", refusedLockedOut, until.UTC().Format(time.RFC3339)))
+			return false
+		}
+	}
+	if _, err := s.authorize(key, ctx.RemoteAddr()); err != nil {
 		log.Debug("public key refused", "user", ctx.User(), "key", gossh.FingerprintSHA256(key), "err", err)
+		if cs != nil {
+			cs.refused(key, err.Error())
+		}
 		return false
 	}
 	return true
@@ -40,9 +79,10 @@ func (s *Server) publicKey(ctx ssh.Context, key ssh.PublicKey) (ok bool) {
 
 // authenticate derives the session's identity from the key the client
 // authenticated with (the one whose signature was verified), asking the
-// Authorizer again, so a key removed since the handshake opens no new
-// session. The identity goes into the connection's context, where
-// identityFrom finds it.
+// Authorizer again, so a key removed since the handshake (or a certificate
+// that expired) opens no new session. It takes one of the key's session
+// slots for the session's lifetime. The identity goes into the
+// connection's context, where identityFrom finds it.
 func (s *Server) authenticate(next ssh.Handler) ssh.Handler {
 	return func(gs ssh.Session) {
 		sess := sessOf(gs)
@@ -57,13 +97,21 @@ func (s *Server) authenticate(next ssh.Handler) ssh.Handler {
 			sess.end(1)
 			return
 		}
-		id, err := s.cfg.Keys.Authorize(key, gs.RemoteAddr())
+		id, err := s.authorize(key, gs.RemoteAddr())
 		if err != nil {
 			sess.log.Info("key no longer authorized", "err", err)
 			sess.errorf("permission denied")
 			sess.end(1)
 			return
 		}
+		release, ok := s.lim.keySession(capKey(key))
+		if !ok {
+			sess.log.Info("session refused: too many sessions for this key", "limit", s.cfg.MaxSessionsPerKey)
+			sess.errorf(fmt.Sprintf("termgate: this key already has %d sessions open; close one and try again", s.cfg.MaxSessionsPerKey))
+			sess.end(1)
+			return
+		}
+		defer release()
 		gs.Context().SetValue(ctxKeyIdentity, id)
 		sess.log = sess.log.With("identity", id.Name)
 		next(gs)
@@ -74,4 +122,49 @@ func (s *Server) authenticate(next ssh.Handler) ssh.Handler {
 func identityFrom(ctx ssh.Context) (keys.Identity, bool) {
 	id, ok := ctx.Value(ctxKeyIdentity).(keys.Identity)
 	return id, ok
+}
+
+// who is an identity in the audit trail.
+func who(id keys.Identity, remote net.Addr) audit.Who {
+	w := audit.Who{Via: "ssh", Name: id.Name, Key: id.Fingerprint}
+	if remote != nil {
+		w.Remote = remote.String()
+	}
+	return w
+}
+
+// auditAuthSuccess records a connection's successful authentication.
+func (s *Server) auditAuthSuccess(cs *connState, user string) {
+	cs.mu.Lock()
+	id, failures := cs.identity, cs.failures
+	cs.mu.Unlock()
+	cs.log.Debug("authenticated", "identity", id.Name, "key", id.Fingerprint, "user", user)
+	s.cfg.Audit.Event(audit.AuthSuccess, who(id, cs.remote), "", "", "user", user, "failed_attempts", failures)
+}
+
+// connEnded settles a connection that closed: its slots are released and,
+// when it tried to authenticate and never did, the failure is counted
+// against its source (perhaps locking it out) and audited.
+func (s *Server) connEnded(cs *connState) {
+	cs.preauth()
+	cs.mu.Lock()
+	if cs.keySlot != nil {
+		cs.keySlot()
+	}
+	authed, failures, capRefusals := cs.authDone, cs.failures, cs.capRefusals
+	lastKey, reason, user := cs.lastKey, cs.lastReason, cs.user
+	cs.mu.Unlock()
+	if authed || failures == 0 {
+		return
+	}
+	detail := []any{"user", user, "reason", reason, "attempts", failures}
+	if failures > capRefusals { // being over MaxConnsPerKey is no guess
+		if until, started := s.lim.failed(cs.src); started {
+			cs.log.Warn("source locked out after repeated authentication failures",
+				"source", cs.src.String(), "failures", s.cfg.AuthFailLimit, "window", s.cfg.AuthFailWindow, "until", until.UTC().Format(time.RFC3339))
+			detail = append(detail, "locked_out_until", until.UTC().Format(time.RFC3339))
+		}
+	}
+	cs.log.Debug("authentication failed", detail...)
+	s.cfg.Audit.Event(audit.AuthFailure, audit.Who{Via: "ssh", Key: lastKey, Remote: cs.remote.String()}, "", "", detail...)
 }

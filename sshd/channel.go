@@ -2,6 +2,7 @@ package sshd
 
 import (
 	"io"
+	"strings"
 	"sync"
 
 	"github.com/gliderlabs/ssh"
@@ -11,7 +12,8 @@ import (
 // Requests on a session channel that are refused before gliderlabs sees
 // them: gliderlabs acknowledges agent forwarding (without forwarding), and
 // would look subsystems up in an empty table; refusing here says so to the
-// client and keeps the whole policy in one place.
+// client and keeps the whole policy in one place. env requests are judged
+// by envAllowed.
 var refusedRequests = map[string]string{
 	"auth-agent-req@openssh.com": "agent forwarding",
 	"x11-req":                    "X11 forwarding",
@@ -68,6 +70,14 @@ func (n *newChannel) filter(in <-chan *gossh.Request, out chan<- *gossh.Request)
 			_ = req.Reply(n.ch.windowChanged(req.Payload), nil)
 			continue
 		}
+		if req.Type == "env" {
+			ok := envAllowed(req.Payload)
+			if !ok && n.cs != nil {
+				n.cs.log.Debug("refused an environment variable", "request", req.Type)
+			}
+			_ = req.Reply(ok, nil)
+			continue
+		}
 		if what, refused := refusedRequests[req.Type]; refused {
 			if n.cs != nil {
 				n.cs.log.Debug("refused a session request", "request", req.Type, "what", what)
@@ -77,6 +87,32 @@ func (n *newChannel) filter(in <-chan *gossh.Request, out chan<- *gossh.Request)
 		}
 		out <- req
 	}
+}
+
+// envAllowed reports whether an env request (RFC 4254 6.4) names TERM,
+// LANG or LC_*, the only variables a client may send. Accepted ones are
+// acknowledged and dropped: the shell's environment is the instance's own
+// (a new session gets TERM from the PTY request; sessions.AttachOptions
+// carries nothing else), so nothing a client sends reaches a shell. They are
+// not handed to gliderlabs either, which would keep every one in memory.
+func envAllowed(payload []byte) bool {
+	var kv struct{ Name, Value string }
+	if err := gossh.Unmarshal(payload, &kv); err != nil {
+		return false
+	}
+	if kv.Name == "TERM" || kv.Name == "LANG" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(kv.Name, "LC_")
+	if !ok || rest == "" {
+		return false
+	}
+	for _, c := range rest {
+		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
+			return false
+		}
+	}
+	return true
 }
 
 // acceptedChannel is an accepted session channel. closed is closed once the

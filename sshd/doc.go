@@ -16,15 +16,55 @@
 //
 // # Authentication
 //
-// Public keys only (Config.Keys, usually a *keys.KeyStore); password and
-// keyboard-interactive are not offered. A key accepted during the handshake
-// is not trusted by itself: x/crypto calls the public-key callback for keys
-// the client only offers, so the auth middleware re-derives the identity
-// from the session's key (and checks it is the key whose signature was
-// verified), calling Authorize again. That also means a key removed from
-// authorized_keys cannot open new sessions on a connection that is still up.
-// The handshake, including authentication, must finish within
-// Config.HandshakeTimeout.
+// Public keys only (Config.Keys, usually a *keys.KeyStore), and OpenSSH
+// user certificates when Config.UserCAs is set (a *keys.CAStore from
+// --trusted-user-ca-keys): a certificate's principals are the instance
+// patterns it may use, see keys.UserCAs.AuthorizeCertAt. A certificate is
+// judged as a certificate only, never by its bare key. Password and
+// keyboard-interactive are not offered. A key accepted during the
+// handshake is not trusted by itself: x/crypto calls the public-key callback
+// for keys the client only offers, so the auth middleware re-derives the
+// identity from the session's key (and checks it is the key whose signature
+// was verified), authorizing it again. That also means a key removed from
+// authorized_keys (or a certificate that expired) cannot open new sessions
+// on a connection that is still up. The handshake, including
+// authentication, must finish within Config.HandshakeTimeout.
+//
+// # Algorithms
+//
+// Explicit lists (algorithms.go), nothing with SHA-1 and no CBC: key
+// exchange mlkem768x25519-sha256, curve25519-sha256 (and its @libssh.org
+// name), ecdh-sha2-nistp256/384/521; ciphers chacha20-poly1305@openssh.com,
+// aes128/256-gcm@openssh.com, aes128/192/256-ctr; MACs
+// hmac-sha2-256/512 and their -etm@openssh.com forms; client signatures
+// ed25519, ecdsa, their security-key forms, and RSA only as
+// rsa-sha2-256/512. The host key is ed25519 (an RSA host key would sign
+// with rsa-sha2-* only). sntrup761x25519-sha512@openssh.com is not in this
+// x/crypto.
+//
+// # Limits
+//
+// Against floods and guessing (limits.go; a source is an IPv4 address or
+// an IPv6 /64):
+//
+//   - at most Config.MaxPreAuthPerIP (10) unauthenticated connections per
+//     source and Config.MaxPreAuth (100) in total; more are closed as soon
+//     as they are accepted, before any SSH is spoken. Authenticated
+//     connections hold no such slot.
+//   - a connection that tried to authenticate and closed without
+//     succeeding is a failure of its source; Config.AuthFailLimit (5)
+//     failures within Config.AuthFailWindow (5m) lock the source out for
+//     Config.AuthLockout (10m): its new connections are closed at once and
+//     its connections still authenticating are refused whatever the key.
+//     Counting connections rather than attempts means an agent offering
+//     several keys before the right one costs nothing. A lock-out hits
+//     everyone behind the source's address (a NAT); sessions already
+//     authenticated keep running, and other sources are not affected.
+//   - at most Config.MaxConnsPerKey (20) authenticated connections and
+//     Config.MaxSessionsPerKey (20) sessions per key (a certificate counts
+//     as its key); the client is told why (an authentication banner, or a
+//     message on stderr). Being over these caps is not counted as a
+//     failure.
 //
 // # Routing
 //
@@ -71,7 +111,10 @@
 //
 // Port forwarding (direct-tcpip channels, tcpip-forward requests), agent
 // forwarding, X11 forwarding and subsystems (sftp) are refused; no channel
-// type but "session" is accepted.
+// type but "session" is accepted. env requests are accepted for TERM, LANG
+// and LC_* only, and even those are dropped: the shell's environment is the
+// instance's (sessions.AttachOptions carries only the PTY's TERM), so
+// nothing a client sends reaches a shell's environment.
 //
 // # Liveness
 //
@@ -87,6 +130,16 @@
 // so that attached clients are told and disconnected, and call Close if the
 // deadline passes. Close drops every connection. Both wait for every
 // goroutine the package started.
+//
+// # Audit
+//
+// With Config.Audit set, the server writes one audit event per
+// authentication success (identity, key, source, user name) and per
+// connection that failed to authenticate (last key tried, reason, attempts,
+// and the lock-out it started), per attach (result ok, failed or denied),
+// detach (with its cause), and reset (ok, failed or denied). Reap and
+// session-end events come from the registry (sessions.Config.OnEnd, wired
+// in cmd/termgate).
 //
 // This package logs through Config.Logger only: connection-scoped
 // attributes (conn, remote) come from the connection, session-scoped ones

@@ -3,6 +3,8 @@ package sshd
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"encoding/pem"
 	"errors"
 	"net"
@@ -14,6 +16,8 @@ import (
 	"testing"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/keys"
 )
 
 // TestOpenSSH drives the gateway with the real OpenSSH client. It is
@@ -26,24 +30,47 @@ func TestOpenSSH(t *testing.T) {
 		}
 		t.Skip("no OpenSSH client (ssh) installed")
 	}
-	f := newFixture(t, nil)
+	// The server trusts a user CA; certFile is a key (in no
+	// authorized_keys) with a certificate for web* from it, where OpenSSH
+	// finds it (-i FILE loads FILE-cert.pub).
+	ca, _ := newSigner(t)
+	cas, _ := keys.ParseUserCAs(gossh.MarshalAuthorizedKey(ca.PublicKey()))
+	f := newFixture(t, func(c *Config) { c.UserCAs = cas })
 	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "id_ed25519")
-	block, err := gossh.MarshalPrivateKey(f.privs["admin"], "")
-	if err != nil {
+	writeKey := func(name string, priv ed25519.PrivateKey) string {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		block, err := gossh.MarshalPrivateKey(priv, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	keyFile := writeKey("id_ed25519", f.privs["admin"])
+	certSigner, certPriv := newSigner(t)
+	certFile := writeKey("id_cert", certPriv)
+	cert := &gossh.Certificate{
+		Key: certSigner.PublicKey(), Serial: 9, CertType: gossh.UserCert, KeyId: "openssh-user",
+		ValidPrincipals: []string{"web*"}, ValidBefore: gossh.CertTimeInfinity,
+		Permissions: gossh.Permissions{Extensions: map[string]string{"permit-pty": ""}},
+	}
+	if err := cert.SignCert(rand.Reader, ca); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600); err != nil {
+	if err := os.WriteFile(certFile+"-cert.pub", gossh.MarshalAuthorizedKey(cert), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	_, port, _ := net.SplitHostPort(f.addr)
 
-	ssh := func(t *testing.T, stdin string, args ...string) result {
+	sshWith := func(t *testing.T, identity, stdin string, args ...string) result {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
 		argv := append([]string{"-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-			"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", keyFile, "-p", port}, args...)
+			"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", identity, "-p", port}, args...)
 		cmd := exec.CommandContext(ctx, sshBin, argv...)
 		cmd.Env = append(os.Environ(), "HOME="+dir)
 		cmd.Stdin = strings.NewReader(stdin)
@@ -61,6 +88,10 @@ func TestOpenSSH(t *testing.T) {
 			t.Fatalf("ssh %v did not finish; stdout %q, stderr %q", args, stdout.String(), stderr.String())
 		}
 		return result{stdout.String(), stderr.String(), code}
+	}
+	ssh := func(t *testing.T, stdin string, args ...string) result {
+		t.Helper()
+		return sshWith(t, keyFile, stdin, args...)
 	}
 
 	t.Run("help", func(t *testing.T) {
@@ -111,6 +142,35 @@ func TestOpenSSH(t *testing.T) {
 		}
 		if r := ssh(t, "", "-A", "me@127.0.0.1", "help"); r.code != 0 || r.stdout != usage {
 			t.Fatalf("-A: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
+	// The server is the one that finds no common algorithm; it says which
+	// in its log, and the client gives up with status 255.
+	t.Run("weak algorithms refused", func(t *testing.T) {
+		for _, tc := range []struct{ opts, want string }{
+			{"Ciphers=aes128-cbc", "no common algorithm for client to server cipher"},
+			{"Ciphers=aes128-ctr,MACs=hmac-sha1", "no common algorithm for client to server MAC"},
+			{"KexAlgorithms=diffie-hellman-group14-sha1", "no common algorithm for key exchange"},
+			{"HostKeyAlgorithms=ssh-rsa", "no common algorithm for host key"},
+		} {
+			var args []string
+			for _, o := range strings.Split(tc.opts, ",") {
+				args = append(args, "-o", o)
+			}
+			before := strings.Count(f.logs.String(), tc.want)
+			if r := ssh(t, "", append(args, "me@127.0.0.1", "help")...); r.code != 255 || r.stdout != "" {
+				t.Errorf("-o %s: status %d, stdout %q, want 255 and nothing", tc.opts, r.code, r.stdout)
+			}
+			eventually(t, "the server's "+tc.want, func() bool { return strings.Count(f.logs.String(), tc.want) > before })
+		}
+	})
+	t.Run("certificate", func(t *testing.T) {
+		r := sshWith(t, certFile, "echo \"pid=$$.\"\nexit 4\n", "-tt", "web1@127.0.0.1")
+		if r.code != 4 || !regexp.MustCompile(`pid=\d+\.`).MatchString(r.stdout) {
+			t.Fatalf("attach with a certificate: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+		if r := sshWith(t, certFile, "", "me@127.0.0.1", "reset", "db1"); r.code != 1 || !strings.Contains(r.stderr, `instance "db1" not found or not running`) {
+			t.Fatalf("reset outside the certificate's principals: status %d, stderr %q", r.code, r.stderr)
 		}
 	})
 }

@@ -125,6 +125,7 @@ func TestAuthenticateUnit(t *testing.T) {
 	admin, _ := newSigner(t)
 	other, _ := newSigner(t)
 	srv := &Server{cfg: Config{Keys: stubAuthorizer{key: admin.PublicKey(), id: keys.Identity{Name: "admin"}}}}
+	srv.lim = newLimits(&srv.cfg)
 	for _, tc := range []struct {
 		name          string
 		key, verified gossh.PublicKey
@@ -140,7 +141,7 @@ func TestAuthenticateUnit(t *testing.T) {
 			fs := &fakeSession{ctx: newFakeContext(), key: tc.key}
 			cs := &connState{log: discardLogger, authed: make(chan struct{})}
 			if tc.verified != nil {
-				cs.setVerified(tc.verified)
+				cs.setVerified(tc.verified, keys.Identity{}, nil)
 			}
 			fs.ctx.SetValue(ctxKeyConnState, cs)
 			called := false

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gliderlabs/ssh"
 
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
@@ -51,15 +52,18 @@ func (s *Server) route(gs ssh.Session) {
 
 // allowed applies the name check and the key's instances= patterns, before
 // any registry call; a key that may not use the instance gets the
-// not-found message, so it learns nothing about which instances exist.
-func allowed(sess *session, id keys.Identity, name string) bool {
+// not-found message, so it learns nothing about which instances exist. A
+// refusal is audited as action (attach or reset) with result "denied".
+func (s *Server) allowed(sess *session, id keys.Identity, name, action string) bool {
 	if err := sessions.CheckName(name); err != nil {
 		sess.errorf(err.Error())
+		s.cfg.Audit.Event(action, who(id, sess.RemoteAddr()), clip(name, 128), "", "result", "denied", "reason", "invalid instance name")
 		return false
 	}
 	if !id.May(name) {
 		sess.log.Info("instance not allowed for this key", "instance", name)
 		sess.errorf(sessions.NotFoundMessage(name))
+		s.cfg.Audit.Event(action, who(id, sess.RemoteAddr()), name, "", "result", "denied", "reason", "instance not allowed for this key")
 		return false
 	}
 	return true
@@ -67,7 +71,7 @@ func allowed(sess *session, id keys.Identity, name string) bool {
 
 // reset kills the instance's shell and starts a fresh one.
 func (s *Server) reset(sess *session, id keys.Identity, name string) int {
-	if !allowed(sess, id, name) {
+	if !s.allowed(sess, id, name, audit.Reset) {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(sess.Context(), s.cfg.CommandTimeout)
@@ -75,9 +79,11 @@ func (s *Server) reset(sess *session, id keys.Identity, name string) int {
 	ns, err := s.cfg.Registry.Reset(ctx, name, resetBy(id))
 	if err != nil {
 		sess.errorf(s.userError(sess, "reset", name, err))
+		s.cfg.Audit.Event(audit.Reset, who(id, sess.RemoteAddr()), name, "", "result", "failed", "reason", err.Error())
 		return 1
 	}
 	sess.log.Info("session reset", "instance", name, "session", ns.ID())
+	s.cfg.Audit.Event(audit.Reset, who(id, sess.RemoteAddr()), name, ns.ID(), "result", "ok")
 	_, _ = fmt.Fprintf(sess, "reset %s: new session %s\n", name, ns.ID())
 	return 0
 }

@@ -3,16 +3,21 @@ package sshd
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gliderlabs/ssh"
+	"github.com/jonboulle/clockwork"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -24,6 +29,12 @@ type Config struct {
 	HostSigner gossh.Signer
 	// Keys authorizes public keys (required; usually a *keys.KeyStore).
 	Keys Authorizer
+	// UserCAs authorizes OpenSSH user certificates (usually a
+	// *keys.CAStore); nil refuses every certificate.
+	UserCAs CertAuthorizer
+	// Audit receives the audit trail: authentication successes and
+	// failures, attach, detach, reset (nil: none).
+	Audit *audit.Log
 	// Registry holds the sessions (required).
 	Registry *sessions.Registry
 	// Logger receives the server's log (default: discard).
@@ -34,6 +45,34 @@ type Config struct {
 	// HandshakeTimeout bounds the SSH handshake, authentication included
 	// (default 20s).
 	HandshakeTimeout time.Duration
+	// MaxPreAuthPerIP caps the connections from one source (an IPv4
+	// address or an IPv6 /64) that have not authenticated yet; more are
+	// closed as soon as they are accepted (default 10; negative: no cap).
+	MaxPreAuthPerIP int
+	// MaxPreAuth caps the unauthenticated connections in total (default
+	// 100; negative: no cap).
+	MaxPreAuth int
+	// AuthFailLimit is how many failed connections (ones that tried to
+	// authenticate and never did) a source may have within AuthFailWindow;
+	// the one that reaches it locks the source out for AuthLockout: its new
+	// connections are closed at once and its open ones cannot authenticate
+	// (default 5; negative: no lock-out).
+	AuthFailLimit int
+	// AuthFailWindow is the window AuthFailLimit counts in (default 5m).
+	AuthFailWindow time.Duration
+	// AuthLockout is how long a source stays locked out (default 10m).
+	AuthLockout time.Duration
+	// MaxConnsPerKey caps the authenticated connections per key (a
+	// certificate counts as its key); authentication beyond it fails with a
+	// banner saying why (default 20; negative: no cap).
+	MaxConnsPerKey int
+	// MaxSessionsPerKey caps the concurrent sessions (attach, reset, list,
+	// help) per key over all its connections (default 20; negative: no
+	// cap).
+	MaxSessionsPerKey int
+	// Clock drives the failure windows and lock-outs (default: the real
+	// clock).
+	Clock clockwork.Clock
 	// KeepaliveInterval is how often a keepalive@openssh.com request is sent
 	// to every connection (default 30s; negative disables keepalives).
 	KeepaliveInterval time.Duration
@@ -56,6 +95,7 @@ type Server struct {
 	handler ssh.Handler // the middleware chain
 	track   tracker     // every goroutine this package starts
 	nextID  atomic.Uint64
+	lim     *limits
 
 	mu       sync.Mutex              // guards the fields below
 	conns    map[net.Conn]*connState // every connection, from accept to close
@@ -85,6 +125,24 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HandshakeTimeout <= 0 {
 		cfg.HandshakeTimeout = 20 * time.Second
 	}
+	defaultInt(&cfg.MaxPreAuthPerIP, 10)
+	defaultInt(&cfg.MaxPreAuth, 100)
+	defaultInt(&cfg.AuthFailLimit, 5)
+	defaultInt(&cfg.MaxConnsPerKey, 20)
+	defaultInt(&cfg.MaxSessionsPerKey, 20)
+	if cfg.AuthFailWindow <= 0 {
+		cfg.AuthFailWindow = 5 * time.Minute
+	}
+	if cfg.AuthLockout <= 0 {
+		cfg.AuthLockout = 10 * time.Minute
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clockwork.NewRealClock()
+	}
+	host, err := hostSigner(cfg.HostSigner)
+	if err != nil {
+		return nil, err
+	}
 	if cfg.KeepaliveInterval == 0 {
 		cfg.KeepaliveInterval = 30 * time.Second
 	}
@@ -98,11 +156,12 @@ func New(cfg Config) (*Server, error) {
 		cfg.CloseGrace = 5 * time.Second
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[net.Conn]*connState{}}
+	s.lim = newLimits(&s.cfg)
 	s.handler = chain(s.route, recoverer, logging, s.authenticate)
 	s.srv = &ssh.Server{
 		Addr:                     cfg.Addr,
 		Handler:                  s.serveSession,
-		HostSigners:              []ssh.Signer{cfg.HostSigner},
+		HostSigners:              []ssh.Signer{host},
 		Version:                  "termgate",
 		PublicKeyHandler:         s.publicKey, // the only auth method: no password, no keyboard-interactive
 		ConnCallback:             s.connOpened,
@@ -120,6 +179,13 @@ func New(cfg Config) (*Server, error) {
 		// (keepalives find dead peers instead).
 	}
 	return s, nil
+}
+
+// defaultInt sets *v to def when it is zero.
+func defaultInt(v *int, def int) {
+	if *v == 0 {
+		*v = def
+	}
 }
 
 // Serve accepts connections on l until Shutdown or Close, after which it
@@ -192,13 +258,25 @@ func (s *Server) Close() error {
 // connState is what the server knows about one connection; it lives in the
 // connection's ssh.Context under ctxKeyConnState.
 type connState struct {
-	id     uint64
-	log    *slog.Logger
-	authed chan struct{} // closed once authentication succeeded
+	id      uint64
+	log     *slog.Logger
+	remote  net.Addr
+	src     netip.Prefix  // what the per-source limits count
+	authed  chan struct{} // closed once authentication succeeded
+	preauth func()        // releases the pre-authentication slot
 
 	mu       sync.Mutex      // guards the fields below
 	verified gossh.PublicKey // the key whose signature was verified
+	identity keys.Identity   // the verified key's identity
+	keySlot  func()          // releases the key's connection slot; nil before
 	authDone bool
+	// Failed authentication attempts (method "none" aside), for the
+	// lock-out and the audit trail: how many, how many of them only hit
+	// MaxConnsPerKey, the last key refused and why.
+	failures, capRefusals int
+	lastKey, lastReason   string
+	user                  string // the user name of the last attempt
+	pending               string // why the public-key callback refused the current attempt
 }
 
 type ctxKey struct{ name string }
@@ -228,10 +306,40 @@ func (cs *connState) isAuthenticated() bool {
 	return cs.authDone
 }
 
-func (cs *connState) setVerified(key gossh.PublicKey) {
+func (cs *connState) setVerified(key gossh.PublicKey, id keys.Identity, keySlot func()) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	cs.verified = key
+	if cs.keySlot != nil {
+		cs.keySlot() // cannot happen: authentication succeeds once
+	}
+	cs.verified, cs.identity, cs.keySlot = key, id, keySlot
+}
+
+// refused notes why the public-key callback refused a key; the
+// authentication log callback that follows records it.
+func (cs *connState) refused(key gossh.PublicKey, reason string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.lastKey, cs.pending = keyLabel(key), reason
+}
+
+// attemptFailed records a failed authentication attempt.
+func (cs *connState) attemptFailed(user, method string, err error, capRefusal bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.failures++
+	cs.user = user
+	if capRefusal {
+		cs.capRefusals++
+	}
+	switch {
+	case cs.pending != "":
+		cs.lastReason, cs.pending = cs.pending, ""
+	case method != "publickey":
+		cs.lastReason = method + " authentication is not offered"
+	default:
+		cs.lastReason = err.Error()
+	}
 }
 
 func (cs *connState) verifiedKey() gossh.PublicKey {
@@ -244,14 +352,23 @@ func (cs *connState) verifiedKey() gossh.PublicKey {
 // deadline, then keepalives). The deadline is a timer that closes the
 // connection rather than conn.SetDeadline: gliderlabs resets the deadline
 // of its connection wrapper on every Read and Write.
+//
+// A connection over the pre-authentication caps, or from a locked-out
+// source, is closed here, before any byte of SSH is spent on it.
 func (s *Server) connOpened(ctx ssh.Context, conn net.Conn) net.Conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return nil // gliderlabs closes it
 	}
+	src := sourceOf(conn.RemoteAddr())
+	release, refused := s.lim.admit(src)
+	if refused != "" {
+		s.log.Debug("connection refused", "remote", conn.RemoteAddr().String(), "reason", refused)
+		return nil
+	}
 	id := s.nextID.Add(1)
-	cs := &connState{id: id, authed: make(chan struct{}),
+	cs := &connState{id: id, authed: make(chan struct{}), remote: conn.RemoteAddr(), src: src, preauth: release,
 		log: s.log.With("conn", id, "remote", conn.RemoteAddr().String())}
 	ctx.SetValue(ctxKeyConnState, cs)
 	s.conns[conn] = cs
@@ -266,6 +383,7 @@ func (s *Server) watchConn(ctx ssh.Context, conn net.Conn, cs *connState) {
 		s.mu.Lock()
 		delete(s.conns, conn)
 		s.mu.Unlock()
+		s.connEnded(cs)
 	}()
 	deadline := time.NewTimer(s.cfg.HandshakeTimeout)
 	select {
@@ -284,20 +402,40 @@ func (s *Server) watchConn(ctx ssh.Context, conn net.Conn, cs *connState) {
 
 // serverConfig is the per-connection x/crypto configuration; gliderlabs adds
 // the host key and the public-key callback.
+//
+// VerifiedPublicKeyCallback runs only for the key whose signature was
+// verified: that is where the identity is derived and the key's connection
+// slot taken. AuthLogCallback sees every attempt's outcome.
 func (s *Server) serverConfig(ctx ssh.Context) *gossh.ServerConfig {
 	cs := connStateOf(ctx)
 	return &gossh.ServerConfig{
-		MaxAuthTries: s.cfg.MaxAuthTries,
+		Config:                  algorithmConfig(),
+		PublicKeyAuthAlgorithms: publicKeyAuthAlgorithms,
+		MaxAuthTries:            s.cfg.MaxAuthTries,
 		VerifiedPublicKeyCallback: func(_ gossh.ConnMetadata, key gossh.PublicKey, perms *gossh.Permissions, _ string) (*gossh.Permissions, error) {
-			cs.setVerified(key)
+			id, err := s.authorize(key, cs.remote)
+			if err != nil { // the file changed since the key was offered
+				return nil, err
+			}
+			slot, ok := s.lim.keyConn(capKey(key))
+			if !ok {
+				return nil, &gossh.BannerError{
+					Err:     errKeyConnLimit,
+					Message: fmt.Sprintf("termgate: this key already has %d connections open; close one and try again\r\n", s.cfg.MaxConnsPerKey),
+				}
+			}
+			cs.setVerified(key, id, slot)
 			return perms, nil
 		},
-		AuthLogCallback: func(_ gossh.ConnMetadata, method string, err error) {
+		AuthLogCallback: func(conn gossh.ConnMetadata, method string, err error) {
 			if err == nil {
 				cs.authenticated()
+				cs.preauth()
+				s.auditAuthSuccess(cs, conn.User())
 				return
 			}
 			if method != "none" {
+				cs.attemptFailed(conn.User(), method, err, errors.Is(err, errKeyConnLimit))
 				cs.log.Debug("authentication attempt failed", "method", method, "err", err)
 			}
 		},
