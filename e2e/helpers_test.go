@@ -340,7 +340,18 @@ func (g *gateway) dialWS(t *testing.T, instance, query string, hdr http.Header) 
 // attached event.
 func (g *gateway) ws(t *testing.T, token, instance string) *wsClient {
 	t.Helper()
-	w, resp, err := g.dialWS(t, instance, "", bearer(g.tokens[token]))
+	return g.wsAttach(t, token, instance, "")
+}
+
+// wsQuery attaches with the admin token and a query (resume, size).
+func (g *gateway) wsQuery(t *testing.T, instance, query string) *wsClient {
+	t.Helper()
+	return g.wsAttach(t, tokAdmin, instance, query)
+}
+
+func (g *gateway) wsAttach(t *testing.T, token, instance, query string) *wsClient {
+	t.Helper()
+	w, resp, err := g.dialWS(t, instance, query, bearer(g.tokens[token]))
 	if err != nil {
 		t.Fatalf("websocket to %s: %v (%s)", instance, err, describeResponse(resp))
 	}
@@ -386,6 +397,12 @@ func (w *wsClient) read() {
 			w.mu.Unlock()
 		}
 	}
+}
+
+// closeWS drops the connection (a detach) and waits for its reader.
+func closeWS(w *wsClient) {
+	_ = w.conn.Close()
+	<-w.closed
 }
 
 // nextEvent waits for the next text event.

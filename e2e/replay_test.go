@@ -11,7 +11,8 @@ import (
 
 // Scenario 3: a reattaching client gets at least 10 KiB of replay, cut at
 // a clean boundary, ending with the latest output, without the terminal
-// queries busybox ash sends at every prompt.
+// queries busybox ash sends at every prompt; a resuming client gets exactly
+// what it missed, or the replay and gap:true.
 func TestReplay(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, options{containers: []string{"web-1"}})
@@ -24,18 +25,48 @@ func TestReplay(t *testing.T) {
 	w.send(fmt.Sprintf(`i=0; while [ $i -lt %d ]; do printf '\033[32mline %%04d ✓ ünï\033[0m\n' $i; i=$((i+1)); done`, lines))
 	last := fmt.Sprintf("\x1b[32mline %04d ✓ ünï\x1b[0m\r\n", lines-1)
 	w.expect(regexp.QuoteMeta(last))
-	w.roundTrip() // the prompt after the loop has been sent too
+	w.roundTrip()
+	w.expect(`\x1b\[6n`) // the prompt after it: the shell is idle now
 	live := w.out.Bytes()
 	if !bytes.Contains(live, []byte("\x1b[6n")) {
 		t.Fatalf("the live output holds no DSR query (ESC[6n): does busybox ash still send one at each prompt? The replay check below needs it")
 	}
-	if err := w.conn.Close(); err != nil {
-		t.Fatal(err)
-	}
-	<-w.closed
+	closeWS(w)
 	g.waitClients(t, name, 0)
 
+	// Resuming from an offset that left the ring gets the normal replay
+	// and gap:true; from a buffered one, the bytes from there on (the
+	// gateway may leave out terminal queries) and nothing twice.
+	info, _ := g.session(t, name)
+	end := info.BytesOut // the shell is idle: nothing follows
+	gapped := g.wsQuery(t, name, fmt.Sprintf("session=%s&since=0", w.attached.Session))
+	if ev := gapped.attached; !ev.Gap || ev.Offset != end {
+		t.Errorf("resume from 0, long gone from the ring: %s, want offset %d and gap:true", ev.raw, end)
+	}
+	gapped.expect(regexp.QuoteMeta(last))
+	closeWS(gapped)
+
+	recent := live[bytes.LastIndex(live, []byte(last)):]
+	since := end - int64(len(recent))
+	resumed := g.wsQuery(t, name, fmt.Sprintf("session=%s&since=%d", w.attached.Session, since))
+	if ev := resumed.attached; ev.Gap || ev.Offset != end {
+		t.Errorf("resume from %d: %s, want offset %d and no gap", since, ev.raw, end)
+	}
+	withoutDSR := bytes.ReplaceAll(recent, []byte("\x1b[6n"), nil)
+	resumed.expect(`\A(?:` + regexp.QuoteMeta(string(recent)) + `|` + regexp.QuoteMeta(string(withoutDSR)) + `)`)
+	echoCmd, echoWord := marker("resumed")
+	resumed.send(echoCmd)
+	resumed.expect(`\A` + regexp.QuoteMeta(echoCmd)) // live output follows at once
+	resumed.expect(regexp.QuoteMeta(echoWord))
+	resumed.expect(`\x1b\[6n`) // idle again
+	closeWS(resumed)
+	g.waitClients(t, name, 0)
+
+	info, _ = g.session(t, name)
 	again := g.ws(t, tokAdmin, name)
+	if again.attached.Offset != info.BytesOut {
+		t.Errorf("reattach: %s, want offset %d (the first byte after the replay)", again.attached.raw, info.BytesOut)
+	}
 	if again.attached.New {
 		t.Fatalf("reattach: %s, want new:false", again.attached.raw)
 	}
@@ -46,11 +77,11 @@ func TestReplay(t *testing.T) {
 	again.send(cmd)
 	again.expect(regexp.QuoteMeta(word))
 	out := again.out.Bytes()
-	end := bytes.Index(out, []byte(cmd[:len(cmd)-len("$((40+2))")]))
-	if end < 0 {
+	echo := bytes.Index(out, []byte(cmd[:len(cmd)-len("$((40+2))")]))
+	if echo < 0 {
 		t.Fatalf("the echo of %q is not in the output %q", cmd, out)
 	}
-	replay := out[:end]
+	replay := out[:echo]
 
 	if len(replay) < 10<<10 {
 		t.Errorf("the replay holds %d bytes, want at least 10 KiB", len(replay))

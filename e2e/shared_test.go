@@ -21,8 +21,7 @@ func TestSSHAndWebSocketShareOneSession(t *testing.T) {
 	if w2.attached.New || w2.attached.Session != w1.attached.Session {
 		t.Fatalf("second attach: %s, want new:false in session %s", w2.attached.raw, w1.attached.Session)
 	}
-	w2.conn.Close()
-	<-w2.closed
+	closeWS(w2)
 	g.waitClients(t, name, 1)
 
 	s := g.attach(t, keyAdmin, name, 80, 24)
