@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 )
 
@@ -86,8 +87,17 @@ func normalizeOrigin(s string) (string, error) {
 	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
 		return "", errors.New("must be scheme://host[:port] without a path")
 	}
-	return scheme + "://" + normalizeHost(scheme, u.Host), nil
+	host := normalizeHost(scheme, u.Host)
+	if !originHost.MatchString(host) {
+		return "", errors.New("the host must be a DNS name (ASCII, as browsers send it) or an IP address, with an optional port")
+	}
+	return scheme + "://" + host, nil
 }
+
+// originHost is what a browser's serialized origin can hold after the
+// scheme, lower-cased: an ASCII host name (IDNs arrive as punycode) or an
+// IPv4 or bracketed IPv6 address without a zone, and an optional port.
+var originHost = regexp.MustCompile(`^(\[[0-9a-f:.]+\]|[a-z0-9._-]+)(:[0-9]{1,5})?$`)
 
 // normalizeHost lower-cases host and drops the scheme's default port.
 func normalizeHost(scheme, host string) string {

@@ -24,6 +24,9 @@ func TestNormalizeOrigin(t *testing.T) {
 		{"http://example.com?x=1", ""},
 		{"http://example.com#f", ""},
 		{"example.com", ""},
+		{"http://[fe80::1%25eth0]:80", ""}, // a zone: no browser sends one (found by FuzzNormalizeOrigin)
+		{"http://exa_mple.com", "http://exa_mple.com"},
+		{"http://bücher.example", ""}, // browsers send punycode
 	} {
 		got, err := normalizeOrigin(tc.in)
 		if (err != nil) != (tc.want == "") || got != tc.want {
