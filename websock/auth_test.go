@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/termgate/termgate/audit"
 )
 
 func TestHealthzNeedsNoAuth(t *testing.T) {
@@ -113,19 +115,39 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// Neither the log (at debug level) nor the audit trail ever holds a token:
+// not a valid one, not a wrong one (tokAll+"x" contains tokAll), not one
+// in the URL, a form, a malformed header, a login cookie or its value.
 func TestTokensNeverLogged(t *testing.T) {
-	var logs syncBuffer
+	var logs, trail syncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) { c.Logger = log })
-	e.do("GET", "/api/sessions?token="+tokAll, nil, nil)
-	e.do("GET", "/api/sessions", bearerHeader(tokAll+"x"), nil)
+	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) {
+		c.Logger = log
+		c.Audit = audit.New(&trail)
+		c.AuthFailures = 3 // the lock-out's log line too
+	})
+	// What succeeds first, then what fails, up to the lock-out.
 	e.do("GET", "/api/sessions", bearerHeader(tokAll), nil)
-	e.do("POST", "/api/login", http.Header{"Content-Type": {"application/x-www-form-urlencoded"}}, strings.NewReader("token="+tokWeb))
-	e.refused(termPath+"?token="+tokAll, nil, http.StatusUnauthorized)
+	c := e.login(tokWeb)
 	w, _ := e.attach(termPath)
+	w.control(`{"type":"reset"}`)
+	w.event("reset")
 	w.hangUp()
 	e.waitClients("web1", 0)
-	if out := logs.String(); strings.Contains(out, tokAll) || strings.Contains(out, tokWeb) || out == "" {
-		t.Fatalf("logs (%d bytes) contain a token or nothing:\n%s", len(out), out)
+	e.do("GET", "/api/sessions?token="+tokAll, nil, nil)
+	e.refused(termPath+"?token="+tokAll, nil, http.StatusUnauthorized)
+	e.refused(termPath, withCookie(c, "https://evil.example"), http.StatusForbidden)
+	e.do("GET", "/api/sessions", bearerHeader(tokAll+"x"), nil)
+	e.do("GET", "/api/sessions", http.Header{"Authorization": {"Token " + tokAll}}, nil)
+	e.do("GET", "/api/sessions", http.Header{"Cookie": {cookieName + "=" + tokAll}}, nil)
+	e.do("POST", "/api/login", formHeader, strings.NewReader("token="+tokWeb+"x"))
+	e.do("GET", "/api/sessions", http.Header{"Authorization": {"Bearer " + tokAll, "Bearer " + tokWeb}}, nil)
+	for name, out := range map[string]string{"log": logs.String(), "audit trail": trail.String()} {
+		if strings.Contains(out, tokAll) || strings.Contains(out, tokWeb) || strings.Contains(out, c.Value) || out == "" {
+			t.Fatalf("the %s (%d bytes) holds a token or a cookie, or nothing:\n%s", name, len(out), out)
+		}
+	}
+	if !strings.Contains(trail.String(), `"locked_out":true`) {
+		t.Error("the test did not reach the lock-out")
 	}
 }

@@ -88,8 +88,8 @@ func (c *conn) run(client *sessions.Client) {
 	if cl := c.current(); cl != nil { // the session a reset moved it to
 		session = cl.Info().Session
 	}
-	c.stopClient()
 	c.s.cfg.Audit.Event(audit.Detach, c.who, c.name, session, "client", c.label, "reason", err.Error())
+	c.stopClient()
 	<-c.pumpDone
 	<-c.writerDone
 	_ = c.ws.Close()

@@ -105,6 +105,26 @@ func TestCrossSiteWebSocketHijacking(t *testing.T) {
 	e.refused(termPath, withCookie(c, ""), http.StatusForbidden)
 	e.refused(termPath, withCookie(c, "null"), http.StatusForbidden)
 	e.refused(termPath, withCookie(c, strings.Replace(e.base, "http:", "https:", 1)), http.StatusForbidden)
+	// Look-alikes of the own origin: another port, a suffix, userinfo, a
+	// path, two Origin headers.
+	u, _ := url.Parse(e.base)
+	for _, origin := range []string{
+		"http://" + u.Hostname() + ":1",
+		e.base + ".evil.example",
+		"http://evil.example@" + u.Host,
+		e.base + "/x",
+		"http://localhost:" + u.Port(),
+	} {
+		e.refused(termPath, withCookie(c, origin), http.StatusForbidden)
+	}
+	two := withCookie(c, e.base)
+	two.Add("Origin", "https://evil.example")
+	e.refused(termPath, two, http.StatusForbidden)
+	// A null Origin (sandboxed frame, file:, data: URL) with a token
+	// header is refused too.
+	hNull := bearerHeader(tokAll)
+	hNull.Set("Origin", "null")
+	e.refused(termPath, hNull, http.StatusForbidden)
 	// A program with a token but a foreign Origin is refused too.
 	h := bearerHeader(tokAll)
 	h.Set("Origin", "https://evil.example")
