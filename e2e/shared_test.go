@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"regexp"
+	"sync"
 	"testing"
 )
 
@@ -10,7 +11,7 @@ import (
 // see all output and both can type.
 func TestSSHAndWebSocketShareOneSession(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, options{containers: []string{"web-1"}})
+	g := newGateway(t, options{containers: []string{"web-1", "web-race"}})
 	name := g.name("web-1")
 
 	w1 := g.ws(t, tokAdmin, name)
@@ -48,5 +49,26 @@ func TestSSHAndWebSocketShareOneSession(t *testing.T) {
 	}
 	if marked := markedProcesses(t, name); len(marked) != 1 {
 		t.Errorf("%s runs %d gateway shells, want 1: %q", name, len(marked), marked)
+	}
+
+	// Two first attaches at once, one per listener, make one session.
+	race := g.name("web-race")
+	var wg sync.WaitGroup
+	var raced *wsClient
+	var racedErr error
+	wg.Go(func() { raced, _, racedErr = g.dialWS(t, race, "", bearer(g.tokens[tokAdmin])) })
+	rs := g.attach(t, keyAdmin, race, 80, 24)
+	wg.Wait()
+	if racedErr != nil {
+		t.Fatalf("websocket to %s: %v", race, racedErr)
+	}
+	ev := raced.nextEvent()
+	info = g.waitClients(t, race, 2)
+	if ev.Type != "attached" || ev.Session != info.Session {
+		t.Errorf("simultaneous first attaches: the WebSocket client got %s, the session table says session %s", ev.raw, info.Session)
+	}
+	rs.roundTrip()
+	if marked := markedProcesses(t, race); len(marked) != 1 {
+		t.Errorf("after simultaneous first attaches %s runs %d gateway shells, want 1: %q", race, len(marked), marked)
 	}
 }
