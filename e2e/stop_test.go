@@ -55,7 +55,7 @@ func TestInstanceStops(t *testing.T) {
 
 			// The channel has closed: everything the gateway sent is in.
 			code := exitStatus(t, s.wait())
-			if notice := regexp.MustCompile(`\[termgate\][^\r\n]*stopped`); !notice.MatchString(s.errOut.String()+s.out.String()) {
+			if notice := regexp.MustCompile(`\[termgate\][^\r\n]*stopped`); !notice.MatchString(s.errOut.String() + s.out.String()) {
 				t.Errorf("the SSH client got no notice that the instance stopped; stderr %q, stdout %q", s.errOut, s.out.String()[s.seen:])
 			}
 			if code == 0 {
