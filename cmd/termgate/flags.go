@@ -35,6 +35,7 @@ type options struct {
 	localInstances      []string
 	publicHost          string
 	auditLog            string
+	trustedUserCAKeys   string
 	tlsCert, tlsKey     string
 	httpRateLimit       float64
 }
@@ -62,6 +63,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&locals, "local-instances", "", "with --backend local: comma-separated instance names allowed (default: any valid name)")
 	fs.StringVar(&o.publicHost, "public-host", "", "host name printed in the SSH command and browser URL (default: localhost)")
 	fs.StringVar(&o.auditLog, "audit-log", "", "append the audit trail as JSON lines to this file (default: into the main log, marked audit=true)")
+	fs.StringVar(&o.trustedUserCAKeys, "trusted-user-ca-keys", "", "accept OpenSSH user certificates signed by the CA public keys in this file (authorized_keys format; @revoked KEY lines); a certificate's principals are the instance patterns it may use; reloaded on change or SIGHUP")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")

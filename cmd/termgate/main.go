@@ -111,6 +111,19 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	defer tokens.Close()
 	reloaders := []interface{ Reload() error }{keyStore, tokens}
+	var userCAs sshd.CertAuthorizer // nil: certificates are refused
+	if o.trustedUserCAKeys != "" {
+		if _, err := os.Stat(o.trustedUserCAKeys); err != nil {
+			return fmt.Errorf("--trusted-user-ca-keys: %w", err)
+		}
+		caStore, err := keys.NewCAStore(keys.Config{Path: o.trustedUserCAKeys, Logger: log})
+		if err != nil {
+			return err
+		}
+		defer caStore.Close()
+		userCAs = caStore
+		reloaders = append(reloaders, caStore)
+	}
 	var tlsConfig *tls.Config
 	if o.tlsCert != "" {
 		cert, err := websock.LoadCertFiles(o.tlsCert, o.tlsKey)
@@ -138,7 +151,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 
-	sshSrv, err := sshd.New(sshd.Config{HostSigner: hostKey, Keys: keyStore, Registry: reg, Logger: log})
+	sshSrv, err := sshd.New(sshd.Config{HostSigner: hostKey, Keys: keyStore, UserCAs: userCAs, Audit: auditLog, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -192,7 +205,7 @@ loop:
 					log.Warn("reload on SIGHUP", "err", err)
 				}
 			}
-			log.Info("reloaded authorized_keys, tokens and the TLS certificate (if any)")
+			log.Info("reloaded authorized_keys, tokens, trusted user CA keys and the TLS certificate (if any)")
 		}
 	}
 	shutdown(o.shutdownTimeout, log, reg, sshSrv, webSrv)
