@@ -146,6 +146,33 @@ func TestBrowser(t *testing.T) {
 	}
 	b.shot("05-reloaded")
 
+	// A gateway restart ends the session, and the browser logins with it
+	// (the gateway keeps them in memory): the page tells why it retries,
+	// then asks to sign in again, and lands in a fresh shell.
+	gw.stop()
+	b.waitFunc("the reconnecting status", `document.querySelector('#status.reconnecting') !== null`)
+	if s := b.textOf("status"); !strings.Contains(s, "shutting down") {
+		t.Errorf("status during the restart = %q, want the gateway's reason (shutting down)", s)
+	}
+	b.shot("06-restarting")
+	gw.start()
+	px.retarget(gw.httpAddr)
+	// Skip the backoff's wait, as when the network comes back (the drop
+	// above waited it out).
+	b.do(chromedp.Evaluate[chromedp.Void](`window.dispatchEvent(new Event('online'))`), chromedp.WaitVisible(chromedp.ID("signin")))
+	if msg := b.textOf("signin-error"); !strings.Contains(msg, "sign in again") {
+		t.Errorf("sign-in message after the restart = %q", msg)
+	}
+	b.do(chromedp.SendKeys(chromedp.ID("signin-token"), gw.token()+"\r"), chromedp.WaitVisible(chromedp.ID("terminal")))
+	b.waitConnected()
+	if !eval[bool](b, `termgate.conn.lastAttach.new`) {
+		t.Errorf("after the restart the page did not start a new session (lastAttach %s)", eval[string](b, `JSON.stringify(termgate.conn.lastAttach)`))
+	}
+	st = attachSSH(t, gw, name)
+	b.typeKeys("echo pid=$$\r")
+	pid = b.waitMatch(`(?m)^pid=(\d+)\s*$`)[1]
+	st.waitFor(t, "pid="+pid)
+
 	// Reset (confirmed in the dialog): a fresh shell, for both clients.
 	b.do(chromedp.Click(chromedp.ID("reset")))
 	b.waitLine("[termgate] session reset: fresh shell")
@@ -159,7 +186,7 @@ func TestBrowser(t *testing.T) {
 	if n := b.dialogs(); n != 1 {
 		t.Errorf("%d confirmation dialogs, want 1", n)
 	}
-	b.shot("06-reset")
+	b.shot("07-reset")
 
 	// Back to the list: the session, with the SSH client still attached.
 	b.do(chromedp.Click(chromedp.ID("back")), chromedp.WaitVisible(chromedp.ID("picker")))
@@ -168,7 +195,7 @@ func TestBrowser(t *testing.T) {
 	if title := eval[string](b, `document.title`); title != "termgate" {
 		t.Errorf("the list's title = %q", title)
 	}
-	b.shot("07-sessions")
+	b.shot("08-sessions")
 	b.checkConsole()
 	t.Logf("browser test took %v; screenshots in %s", time.Since(start).Round(time.Millisecond), b.shots)
 }
@@ -244,84 +271,63 @@ func randomHex(n int) string {
 // ---- the gateway and the instance ------------------------------------------
 
 type gateway struct {
+	t                 *testing.T
+	bin, dir, state   string
 	label             string
 	signIn            string // path, query and fragment of the printed browser address
 	sshAddr, httpAddr string
 	hostKey           ssh.PublicKey
 	signer            ssh.Signer
+
+	cmd  *exec.Cmd // the running gateway
+	done chan struct{}
+	logs *logWriter // of every run
 }
 
 // startGateway builds cmd/termgate and runs it on loopback (free ports, a
 // temporary state directory where it generates its token and prints the
-// browser address, one SSH key). Its instances are the
-// containers with its own label, so it never touches anything else.
+// browser address, one SSH key). Its instances are the containers with its
+// own label, so it never touches anything else.
 func startGateway(t *testing.T) *gateway {
 	t.Helper()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "termgate")
+	gw := &gateway{t: t, dir: dir, bin: filepath.Join(dir, "termgate"), state: filepath.Join(dir, "state"),
+		label: "tgweb.gw=" + randomHex(4), logs: &logWriter{}}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/termgate")
+	build := exec.CommandContext(ctx, "go", "build", "-o", gw.bin, "./cmd/termgate")
 	build.Dir = moduleRoot(t)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/termgate: %v\n%s", err, out)
 	}
 
-	gw := &gateway{label: "tgweb.gw=" + randomHex(4)}
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	signer, err := ssh.NewSignerFromKey(priv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	gw.signer = signer
-	state := filepath.Join(dir, "state")
-	if err := os.MkdirAll(state, 0o700); err != nil {
+	if err := os.MkdirAll(gw.state, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	write := func(name, content string) {
-		if err := os.WriteFile(filepath.Join(state, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("authorized_keys", string(ssh.MarshalAuthorizedKey(signer.PublicKey())))
-
-	listening := make(chan struct{})
-	logs := &logWriter{listening: listening}
-	cmd := exec.Command(bin, "--state-dir", state, "--backend", "docker", "--instance-label", gw.label,
-		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
-	cmd.Stdout, cmd.Stderr = logs, logs
-	cmd.Env = append(os.Environ(), "HOME="+dir) // no ~/.ssh keys seeded
-	if err := cmd.Start(); err != nil {
+	if err := os.WriteFile(filepath.Join(gw.state, "authorized_keys"), ssh.MarshalAuthorizedKey(signer.PublicKey()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-			t.Error("the gateway did not stop within 15 s of SIGTERM")
-		}
+		gw.stop()
 		if t.Failed() {
-			t.Logf("gateway log:\n%s", logs.String())
+			t.Logf("gateway log:\n%s", gw.logs.String())
 		}
 	})
-	select {
-	case <-listening:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the gateway did not start listening within 30 s; log:\n%s", logs.String())
-	}
-	gw.sshAddr, gw.httpAddr = logs.ssh, logs.http
-	u, err := url.Parse(logs.browser)
+
+	gw.start()
+	u, err := url.Parse(gw.logs.browser)
 	if err != nil || u.Path == "" || (!u.Query().Has("token") && !strings.HasPrefix(u.Fragment, "token=")) {
-		t.Fatalf("the gateway printed no browser address with a token (got %q); log:\n%s", logs.browser, logs.String())
+		t.Fatalf("the gateway printed no browser address with a token (got %q); log:\n%s", gw.logs.browser, gw.logs.String())
 	}
 	u.Scheme, u.Host = "", ""
 	gw.signIn = u.String()
-	keyBytes, err := os.ReadFile(filepath.Join(state, "ssh_host_ed25519_key"))
+	keyBytes, err := os.ReadFile(filepath.Join(gw.state, "ssh_host_ed25519_key"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,14 +339,86 @@ func startGateway(t *testing.T) *gateway {
 	return gw
 }
 
-// logWriter keeps the gateway's output and reads its listening addresses
-// and the browser address it prints (which comes first).
+// start runs the gateway and waits until it listens.
+func (gw *gateway) start() {
+	t := gw.t
+	t.Helper()
+	listening := gw.logs.expect()
+	cmd := exec.Command(gw.bin, "--state-dir", gw.state, "--backend", "docker", "--instance-label", gw.label,
+		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
+	cmd.Stdout, cmd.Stderr = gw.logs, gw.logs
+	cmd.Env = append(os.Environ(), "HOME="+gw.dir) // no ~/.ssh keys seeded
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	gw.cmd, gw.done = cmd, make(chan struct{})
+	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(gw.done)
+	select {
+	case <-listening:
+	case <-gw.done:
+		t.Fatalf("the gateway exited at start; log:\n%s", gw.logs.String())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the gateway did not start listening within 30 s; log:\n%s", gw.logs.String())
+	}
+	gw.sshAddr, gw.httpAddr = gw.logs.addrs()
+}
+
+// stop sends SIGTERM and waits for the exit (the contract: within 10 s).
+func (gw *gateway) stop() {
+	if gw.cmd == nil {
+		return
+	}
+	_ = gw.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-gw.done:
+	case <-time.After(15 * time.Second):
+		_ = gw.cmd.Process.Kill()
+		<-gw.done
+		gw.t.Error("the gateway did not stop within 15 s of SIGTERM")
+	}
+	gw.cmd = nil
+}
+
+// token is the token the gateway generated at its first start.
+func (gw *gateway) token() string {
+	gw.t.Helper()
+	b, err := os.ReadFile(filepath.Join(gw.state, "api_token"))
+	if err != nil {
+		gw.t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
+			return f[0]
+		}
+	}
+	gw.t.Fatalf("no token in api_token:\n%s", b)
+	return ""
+}
+
+// logWriter keeps the gateway's output and reads the listening addresses
+// and the browser address it prints at each start.
 type logWriter struct {
 	mu                 sync.Mutex
 	buf                strings.Builder
 	partial            string
 	ssh, http, browser string
-	listening          chan struct{}
+	listening          chan struct{} // closed when a start has printed both
+}
+
+// expect prepares for a (re)start: the returned channel is closed once the
+// new run has printed its addresses.
+func (w *logWriter) expect() <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ssh, w.http, w.browser = "", "", ""
+	w.listening = make(chan struct{})
+	return w.listening
+}
+
+func (w *logWriter) addrs() (ssh, http string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.ssh, w.http
 }
 
 func (w *logWriter) Write(p []byte) (int, error) {
@@ -393,13 +471,13 @@ func startInstance(t *testing.T, label string) string {
 // proxy forwards TCP connections to the gateway; cut closes them all and
 // refuses new ones until restore, as a network drop would.
 type proxy struct {
-	ln     net.Listener
-	target string
-	wg     sync.WaitGroup
+	ln net.Listener
+	wg sync.WaitGroup
 
-	mu    sync.Mutex
-	down  bool
-	conns map[net.Conn]struct{}
+	mu     sync.Mutex
+	target string
+	down   bool
+	conns  map[net.Conn]struct{}
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -427,13 +505,13 @@ func (p *proxy) accept() {
 			return
 		}
 		p.mu.Lock()
-		down := p.down
+		down, target := p.down, p.target
 		p.mu.Unlock()
 		if down {
 			_ = c.Close()
 			continue
 		}
-		up, err := net.Dial("tcp", p.target)
+		up, err := net.Dial("tcp", target)
 		if err != nil {
 			_ = c.Close()
 			continue
@@ -484,6 +562,13 @@ func (p *proxy) restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.down = false
+}
+
+// retarget sends new connections to another address (a restarted gateway).
+func (p *proxy) retarget(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.target = addr
 }
 
 // ---- the browser ------------------------------------------------------------

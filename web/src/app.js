@@ -45,6 +45,15 @@ async function signedIn() {
   }
 }
 
+// expired shows the sign-in form after the login stopped working (the
+// gateway restarted, the token was removed), and drops the stale cookie so
+// that other tabs stop presenting it: the gateway counts each use as a
+// failed authentication.
+function expired() {
+  fetch('/api/logout', { method: 'POST' }).catch(() => {});
+  showSignIn('Your sign-in has expired: sign in again.');
+}
+
 function showSignIn(message) {
   show('signin');
   document.title = 'Sign in · termgate';
@@ -94,7 +103,7 @@ async function refreshSessions() {
     return true;
   }
   if (res.status === 401) {
-    showSignIn('Your sign-in has expired: sign in again.');
+    expired();
     return false;
   }
   if (!res.ok) {
@@ -144,6 +153,7 @@ $('signout').addEventListener('click', async () => {
 function setStatus(kind, text) {
   $('status').className = `status ${kind}`;
   $('status').textContent = text;
+  $('status').title = text;
 }
 
 // Connection keeps one terminal attached to an instance's session: it
@@ -161,6 +171,8 @@ class Connection {
     this.timer = 0; // the pending reconnect
     this.retryAt = 0;
     this.reason = ''; // why the current connection ended, if the server said
+    this.cause = ''; // why the page lost its session's connection (kept while retrying)
+    this.last = ''; // why the latest retry failed
     this.ended = false; // the shell exited: wait for the user
     this.lastAttach = null; // {session, new, gap, resumed}: for tests and debugging
   }
@@ -202,6 +214,8 @@ class Connection {
         this.pos = ev.offset - ev.replay;
         this.attached = true;
         this.since = Date.now();
+        this.cause = '';
+        this.last = '';
         this.lastAttach = { session: ev.session, new: ev.new, gap: ev.gap, resumed };
         setStatus('connected', 'connected');
         break;
@@ -247,17 +261,24 @@ class Connection {
     if (!wasAttached && !reason) {
       // The handshake failed, and browsers do not say why: ask the API.
       if (!(await signedIn())) {
-        showSignIn('Your sign-in has expired: sign in again.');
+        expired();
         return;
       }
       reason = 'the gateway or the instance is not reachable';
     }
     if (!reason) reason = `connection lost${ev.code && ev.code !== 1006 ? ` (code ${ev.code})` : ''}`;
-    if (wasAttached && Date.now() - this.since > 10000) this.failures = 0;
+    if (wasAttached) {
+      if (Date.now() - this.since > 10000) this.failures = 0;
+      this.cause = reason;
+      this.last = '';
+    } else if (!this.cause) {
+      this.cause = reason;
+    } else {
+      this.last = reason;
+    }
     this.failures++;
     const delay = Math.min(30000, 500 * 2 ** Math.min(this.failures - 1, 6)) * (0.8 + 0.4 * Math.random());
     this.retryAt = Date.now() + delay;
-    this.reason = reason;
     this.timer = setTimeout(() => this.connect(), delay);
     this.tick();
   }
@@ -266,7 +287,8 @@ class Connection {
   tick() {
     if (!this.timer) return;
     const s = Math.max(0, Math.ceil((this.retryAt - Date.now()) / 1000));
-    setStatus('reconnecting', `reconnecting${s ? ` in ${s} s` : '…'} (${this.reason})`);
+    const last = this.last && this.last !== this.cause ? `; last try: ${this.last}` : '';
+    setStatus('reconnecting', `reconnecting${s ? ` in ${s} s` : '…'} (${this.cause}${last})`);
   }
 
   // now skips the wait of a pending reconnect (network back, tab visible).
