@@ -82,26 +82,26 @@ func (s *Server) authed(kind routeKind, h http.HandlerFunc) http.Handler {
 }
 
 // authenticate finds the request's credential, or answers. A bearer header
-// wins over the cookie; a bad one is refused even with a good cookie. A
-// request without any credential gets 401 and counts for nothing; one with
-// a credential from a locked-out address gets 429 before the credential is
-// checked; a wrong credential gets 401, is audited and counts towards the
-// address's lock-out.
+// wins over the cookie; a bad one is refused even with a good cookie.
+//
+// Only a token is ever guessed: a wrong one gets 401, is audited and spends
+// one of the address's failed authentications, and a token from an address
+// that has none left gets 429 without being checked. A malformed header, or
+// a login cookie that is unknown, expired or whose token was removed, gets
+// 401 and is audited but costs nothing: cookie values are 256 random bits
+// (nothing to guess), and browsers keep presenting stale ones after a
+// gateway restart. For the same reason a valid login cookie works from a
+// locked-out address. A request without any credential gets 401 only.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (caller, bool) {
 	token, hasBearer, err := bearer(r)
-	ck, cookieErr := r.Cookie(cookieName)
-	if !hasBearer && err == nil && cookieErr != nil {
-		s.unauthorized(w, r, "authentication required: send an Authorization: Bearer header, or log in at POST /api/login")
-		return caller{}, false
-	}
-	if s.lockedOut(w, r) {
-		return caller{}, false
-	}
 	if err != nil {
-		s.authFailed(w, r, err.Error())
+		s.credentialRefused(w, r, err.Error())
 		return caller{}, false
 	}
 	if hasBearer {
+		if s.lockedOut(w, r) {
+			return caller{}, false
+		}
 		id, ok := s.cfg.Tokens.Check(token)
 		if !ok {
 			s.authFailed(w, r, "invalid token")
@@ -109,15 +109,20 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (caller, b
 		}
 		return caller{id: id, method: byBearer}, true
 	}
+	ck, err := r.Cookie(cookieName)
+	if err != nil {
+		s.unauthorized(w, r, "authentication required: send an Authorization: Bearer header, or log in at POST /api/login")
+		return caller{}, false
+	}
 	token, ok := s.logins.token(ck.Value)
 	if !ok {
-		s.authFailed(w, r, "login expired or unknown: log in again")
+		s.credentialRefused(w, r, "login expired or unknown: log in again")
 		return caller{}, false
 	}
 	id, ok := s.cfg.Tokens.Check(token)
 	if !ok {
 		s.logins.remove(ck.Value)
-		s.authFailed(w, r, "the token of this login is no longer valid: log in again")
+		s.credentialRefused(w, r, "the token of this login is no longer valid: log in again")
 		return caller{}, false
 	}
 	return caller{id: id, method: byCookie}, true
@@ -138,8 +143,15 @@ func (s *Server) lockedOut(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// authFailed records a failed authentication (audit, lock-out allowance)
-// and answers 401 with reason, which never quotes the credential.
+// credentialRefused answers 401 to a credential that was not a token
+// guess (see authenticate), and audits it.
+func (s *Server) credentialRefused(w http.ResponseWriter, r *http.Request, reason string) {
+	s.auditFailure(r, caller{}, r.PathValue("name"), reason)
+	s.unauthorized(w, r, reason)
+}
+
+// authFailed records a wrong token (audit, lock-out allowance) and answers
+// 401 with reason, which never quotes the token.
 func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, reason string) {
 	detail := []any{"reason", reason}
 	if s.failures != nil && s.failures.take(clientKey(r.RemoteAddr)) {
@@ -150,9 +162,9 @@ func (s *Server) authFailed(w http.ResponseWriter, r *http.Request, reason strin
 	s.unauthorized(w, r, reason)
 }
 
-// auditFailure records a refusal that is not a wrong credential (a token
-// in the URL, a refused Origin, a forbidden instance): audited, but it does
-// not count towards the lock-out.
+// auditFailure records a refusal that is not a wrong token (a token in
+// the URL, a malformed header, a stale cookie, a refused Origin, a
+// forbidden instance): audited, but it does not count towards the lock-out.
 func (s *Server) auditFailure(r *http.Request, c caller, instance, reason string) {
 	s.cfg.Audit.Event(audit.AuthFailure, s.who(r, c), instance, "", "reason", reason)
 }

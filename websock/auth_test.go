@@ -124,7 +124,7 @@ func TestTokensNeverLogged(t *testing.T) {
 	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) {
 		c.Logger = log
 		c.Audit = audit.New(&trail)
-		c.AuthFailures = 3 // the lock-out's log line too
+		c.AuthFailures = 2 // the lock-out's log line too
 	})
 	// What succeeds first, then what fails, up to the lock-out.
 	e.do("GET", "/api/sessions", bearerHeader(tokAll), nil)

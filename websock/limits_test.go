@@ -114,10 +114,11 @@ func auditLines(t *testing.T, b *syncBuffer) []map[string]any {
 	return out
 }
 
-// Brute force from one address: after AuthFailures bad credentials every
-// further attempt from it gets 429, the right token included, until the
-// allowance refills; a user on another address logs in and attaches, and a
-// session attached before the attack keeps working throughout.
+// Brute force from one address: after AuthFailures wrong tokens every
+// further token from it gets 429, the right one included, until the
+// allowance refills; a user on another address logs in and attaches, a
+// browser on the attacker's address that logged in before keeps working,
+// and a session attached before the attack keeps working throughout.
 func TestBruteForceIsLockedOutOthersUnaffected(t *testing.T) {
 	clock := newFakeClock()
 	var auditBuf syncBuffer
@@ -139,19 +140,32 @@ func TestBruteForceIsLockedOutOthersUnaffected(t *testing.T) {
 	}
 	term.event("attached")
 
-	// Ten failures of every kind: wrong bearer tokens, a malformed header,
-	// made-up cookies, the login form, WebSocket handshakes.
+	// A browser on the attacker's address (behind the same NAT, say) that
+	// logged in before.
+	lh := formHeader.Clone()
+	lh.Set("Origin", e.base)
+	status, rh, body := attacker.do("POST", "/api/login", lh, "token="+tokWeb)
+	login := (&http.Response{Header: rh}).Cookies()
+	if status != http.StatusOK || len(login) != 1 {
+		t.Fatalf("login before the attack: %d %s", status, body)
+	}
+
+	// Ten wrong tokens by every route that checks one: bearer headers on
+	// the API and on WebSocket handshakes, the login form and header.
+	// Malformed headers and made-up cookies cost nothing.
+	for range 5 {
+		if s, _, _ := attacker.do("GET", "/api/sessions", http.Header{"Authorization": {"Basic Z3Vlc3M="}}, ""); s != http.StatusUnauthorized {
+			t.Fatalf("malformed header: %d", s)
+		}
+		if s, _, _ := attacker.do("GET", "/metrics", http.Header{"Cookie": {cookieName + "=guess"}}, ""); s != http.StatusUnauthorized {
+			t.Fatalf("made-up cookie: %d", s)
+		}
+	}
 	attempts := []func() int{
 		func() int { s, _, _ := attacker.do("GET", "/api/sessions", bearerHeader("guess-1"), ""); return s },
 		func() int { s, _, _ := attacker.do("GET", "/api/sessions", bearerHeader("guess-2"), ""); return s },
-		func() int {
-			s, _, _ := attacker.do("GET", "/api/sessions", http.Header{"Authorization": {"Basic Z3Vlc3M="}}, "")
-			return s
-		},
-		func() int {
-			s, _, _ := attacker.do("GET", "/metrics", http.Header{"Cookie": {cookieName + "=guess"}}, "")
-			return s
-		},
+		func() int { s, _, _ := attacker.do("GET", "/metrics", bearerHeader("guess-10"), ""); return s },
+		func() int { s, _, _ := attacker.do("GET", "/metrics", bearerHeader("guess-11"), ""); return s },
 		func() int { s, _, _ := attacker.do("POST", "/api/login", formHeader, "token=guess-3"); return s },
 		func() int { s, _, _ := attacker.do("POST", "/api/login", bearerHeader("guess-4"), ""); return s },
 		func() int {
@@ -183,11 +197,21 @@ func TestBruteForceIsLockedOutOthersUnaffected(t *testing.T) {
 	if _, s := attacker.dial(termPath, bearerHeader(tokAll)); s != http.StatusTooManyRequests {
 		t.Errorf("attach while locked out: %d, want 429", s)
 	}
-	// Requests without a credential are not held up: the page still loads.
+	// Requests without a credential are not held up: the page still loads;
+	// and the browser that logged in before still works.
 	for _, path := range []string{"/", "/healthz"} {
 		if s, _, _ := attacker.do("GET", path, nil, ""); s != http.StatusOK {
 			t.Errorf("GET %s while locked out: %d", path, s)
 		}
+	}
+	if s, _, body := attacker.do("GET", "/api/sessions", withCookie(login[0], ""), ""); s != http.StatusOK {
+		t.Errorf("a login cookie from the locked-out address: %d %s", s, body)
+	}
+	if w, s := attacker.dial(termPath, withCookie(login[0], e.base)); s != http.StatusSwitchingProtocols {
+		t.Errorf("attach by login cookie from the locked-out address: %d", s)
+	} else {
+		w.event("attached")
+		w.hangUp()
 	}
 
 	// The user, on another address, is unaffected.
@@ -216,7 +240,7 @@ func TestBruteForceIsLockedOutOthersUnaffected(t *testing.T) {
 
 	var failures, lockouts int
 	for _, ev := range auditLines(t, &auditBuf) {
-		if ev["event"] != audit.AuthFailure {
+		if ev["event"] != audit.AuthFailure || ev["reason"] != "invalid token" {
 			continue
 		}
 		failures++
@@ -228,7 +252,7 @@ func TestBruteForceIsLockedOutOthersUnaffected(t *testing.T) {
 		}
 	}
 	if failures != 10 || lockouts != 1 {
-		t.Errorf("audit: %d failures, %d lock-outs; want 10 and 1 (the 429s are not audited one by one)", failures, lockouts)
+		t.Errorf("audit: %d wrong tokens, %d lock-outs; want 10 and 1 (the 429s are not audited one by one)", failures, lockouts)
 	}
 }
 

@@ -120,11 +120,11 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.lockedOut(w, r) {
+	if err != nil {
+		s.credentialRefused(w, r, err.Error())
 		return
 	}
-	if err != nil {
-		s.authFailed(w, r, err.Error())
+	if s.lockedOut(w, r) {
 		return
 	}
 	id, ok := s.cfg.Tokens.Check(token)

@@ -60,12 +60,12 @@ type Config struct {
 	// Retry-After. A negative RequestRate turns the limit off.
 	RequestRate  float64
 	RequestBurst int
-	// AuthFailures is how many failed authentications (bad token, unknown
-	// or expired login cookie, malformed Authorization header) one client
-	// address may make before every request of it that carries a
-	// credential gets 429, checked or not (default 10); one more failure
-	// is allowed every AuthFailureEvery (default 30s). A negative
-	// AuthFailures turns the lock-out off.
+	// AuthFailures is how many wrong tokens (bearer header or login form)
+	// one client address may present before every token from it gets 429
+	// unchecked (default 10); one more is allowed every AuthFailureEvery
+	// (default 30s). Login cookies are not guessable and not limited: a
+	// browser logged in before keeps working from a locked-out address. A
+	// negative AuthFailures turns the lock-out off.
 	AuthFailures     int
 	AuthFailureEvery time.Duration
 	// MaxBodyBytes bounds request bodies (default 64 KiB; a larger one gets
