@@ -17,12 +17,52 @@
 // out in exchange for a token. The cookie holds a random opaque value that
 // maps, in a bounded server-side table with an expiry, to the token it was
 // made from; the token is checked again on every use, so removing it from
-// the token file also ends its browser logins. Tokens are never logged and
-// never accepted in the URL query (a request that carries one there is
-// refused with 401, whatever else it carries).
+// the token file also ends its browser logins. Tokens are never logged (nor
+// written to the audit trail) and never accepted in the URL: a request whose
+// query has a parameter named like a credential (token, access_token, …, in
+// any case) is refused with 401 on every route, the page's included. The
+// browser URL the gateway prints carries a new token after # (a fragment is
+// never sent to a server); the page posts it to /api/login.
 //
 // The page itself is public: it holds no data, and a browser must be able to
 // load it before it has a cookie.
+//
+// # Limits
+//
+// Per client address (the connection's IPv4 address, or its IPv6 /64;
+// X-Forwarded-For is never read): a token bucket of requests (Config.
+// RequestRate, RequestBurst: 20/s, bursts of 100; then 429 with
+// Retry-After), and one of wrong tokens (AuthFailures, AuthFailureEvery: 10,
+// one more every 30 s), after which every token from that address gets 429
+// without being checked. Malformed headers and stale cookies are refused
+// but cost nothing, and a valid login cookie works from a locked-out
+// address. A foreign Origin is refused before any credential is looked at,
+// so a page on another site cannot spend its visitor's allowance. Both
+// tables are bounded. Bodies over 64 KiB get 413, request lines and headers
+// over 32 KiB 431; headers must arrive within 10 s, a whole request within
+// 30 s.
+//
+// # Headers
+//
+// Every response, the page's and the errors included, carries
+// ContentSecurityPolicy (no inline or eval'd script; inline styles for
+// xterm.js), X-Content-Type-Options nosniff, Referrer-Policy no-referrer,
+// X-Frame-Options DENY, Cross-Origin-Opener-Policy and
+// Cross-Origin-Resource-Policy same-origin, and Cache-Control no-store
+// (the page's handler may relax caching for its static files). No CORS
+// header is ever sent.
+//
+// # TLS and audit
+//
+// With Config.TLS, Serve speaks HTTPS only: TLS 1.2 or later, HTTP/1.1 (no
+// HTTP/2: WebSocket upgrades need HTTP/1.1), login cookies Secure;
+// CertFiles reloads a PEM pair. Config.Audit gets an event for every wrong
+// or refused credential (with the reason; locked_out on the failure that
+// used up an address's allowance), refused Origin, token in the URL and
+// forbidden instance; for every successful login, WebSocket authentication
+// and reset authentication; and for every attach, detach and reset (HTTP
+// POST or control message). Events name the token (its name in the token
+// file), never its value.
 //
 // # Origin checks
 //
