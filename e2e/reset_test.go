@@ -39,7 +39,23 @@ func TestResetRoutes(t *testing.T) {
 	for i := range routes {
 		suffixes = append(suffixes, "web-reset"+string(rune('a'+i)))
 	}
-	g := newGateway(t, options{containers: suffixes})
+	g := newGateway(t, options{containers: append(suffixes, "web-fresh")})
+	t.Run("without a session", func(t *testing.T) {
+		t.Parallel()
+		name := g.name("web-fresh")
+		status, body := g.resetHTTP(t, tokAdmin, name)
+		if status != http.StatusOK || body["session"] == "" {
+			t.Fatalf("POST reset of an instance without a session: %d %v, want 200 and a session", status, body)
+		}
+		if info, ok := g.session(t, name); !ok || info.Session != body["session"] || info.Clients != 0 {
+			t.Errorf("after the reset the session table says %+v (present %v), want session %s with no client", info, ok, body["session"])
+		}
+		w := g.ws(t, tokAdmin, name)
+		if w.attached.New || w.attached.Session != body["session"] {
+			t.Errorf("attach after the reset: %s, want new:false in session %s", w.attached.raw, body["session"])
+		}
+		w.roundTrip()
+	})
 	for i, r := range routes {
 		name := g.name(suffixes[i])
 		t.Run(r.name, func(t *testing.T) {
