@@ -60,6 +60,7 @@ type options struct {
 // and removes the containers.
 type gateway struct {
 	t        *testing.T
+	stateDir string // --state-dir: authorized_keys, api_token, host key
 	prefix   string // every container name starts with it: "tge2e-<id>-"
 	label    string // --instance-label, carried by every container
 	sshAddr  string // 127.0.0.1:PORT
@@ -102,7 +103,7 @@ func newGateway(t *testing.T, o options) *gateway {
 	}
 	t.Cleanup(g.cleanup)
 
-	stateDir := g.writeState(t)
+	g.writeState(t)
 	var wg sync.WaitGroup
 	errs := make([]error, len(o.containers))
 	for i, suffix := range o.containers {
@@ -112,7 +113,7 @@ func newGateway(t *testing.T, o options) *gateway {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	g.start(t, stateDir, o.idleTimeout)
+	g.start(t, o.idleTimeout)
 	return g
 }
 
@@ -133,10 +134,10 @@ func (g *gateway) startContainer(suffix string) error {
 }
 
 // writeState writes the keys, authorized_keys and token file the gateway
-// starts with, and returns the state directory.
-func (g *gateway) writeState(t *testing.T) string {
+// starts with.
+func (g *gateway) writeState(t *testing.T) {
 	t.Helper()
-	stateDir := t.TempDir()
+	g.stateDir = t.TempDir()
 	keyDir := t.TempDir()
 	web := g.prefix + "web-*"
 	var ak strings.Builder
@@ -164,17 +165,16 @@ func (g *gateway) writeState(t *testing.T) string {
 			fmt.Fprintf(&ak, "instances=%q %s %s\n", web, pub, name)
 		}
 	}
-	writeFile(t, filepath.Join(stateDir, "authorized_keys"), []byte(ak.String()))
+	writeFile(t, filepath.Join(g.stateDir, "authorized_keys"), []byte(ak.String()))
 	g.tokens[tokAdmin] = randomHex(t, 24)
 	g.tokens[tokWeb] = randomHex(t, 24)
-	writeFile(t, filepath.Join(stateDir, "api_token"), fmt.Appendf(nil,
+	writeFile(t, filepath.Join(g.stateDir, "api_token"), fmt.Appendf(nil,
 		"%s admin\n%s limited instances=%s\n", g.tokens[tokAdmin], g.tokens[tokWeb], web))
-	return stateDir
 }
 
 // start runs the gateway and waits until /healthz answers. A port taken
 // between choosing and binding it is retried with new ports.
-func (g *gateway) start(t *testing.T, stateDir string, idle time.Duration) {
+func (g *gateway) start(t *testing.T, idle time.Duration) {
 	t.Helper()
 	for attempt := 1; ; attempt++ {
 		g.sshAddr, g.httpAddr = freeAddr(t), freeAddr(t)
@@ -183,7 +183,7 @@ func (g *gateway) start(t *testing.T, stateDir string, idle time.Duration) {
 		g.cmd = exec.Command(gatewayBin,
 			"--ssh-addr", g.sshAddr,
 			"--http-addr", g.httpAddr,
-			"--state-dir", stateDir,
+			"--state-dir", g.stateDir,
 			"--backend", "docker",
 			"--instance-label", g.label,
 			"--idle-timeout", idle.String(),
@@ -216,7 +216,7 @@ func (g *gateway) start(t *testing.T, stateDir string, idle time.Duration) {
 		}
 		t.Fatalf("gateway did not become healthy: %v\ngateway log:\n%s", err, g.logs)
 	}
-	pemBytes, err := os.ReadFile(filepath.Join(stateDir, "ssh_host_ed25519_key"))
+	pemBytes, err := os.ReadFile(filepath.Join(g.stateDir, "ssh_host_ed25519_key"))
 	if err != nil {
 		t.Fatalf("the gateway wrote no host key: %v", err)
 	}
