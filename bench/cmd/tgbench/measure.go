@@ -232,7 +232,7 @@ const echoWarmup = 20
 func latency(ctx context.Context, cfg *config, shells map[string]*shell, rep *Report) {
 	total := echoWarmup + cfg.keystrokes
 	failed := map[string]error{}
-	ends := map[string][]byte{}
+	ends := map[string]*scanner{}
 	for _, p := range paths {
 		s := shells[p]
 		if s == nil || s.term == nil {
@@ -241,7 +241,7 @@ func latency(ctx context.Context, cfg *config, shells map[string]*shell, rep *Re
 		}
 		rdy, printRdy := marker("RDY")
 		end, printEnd := marker("END")
-		ends[p] = end
+		ends[p] = newScanner(end)
 		s.bound(15 * time.Second)
 		line := fmt.Sprintf("stty raw -echo; %s; dd bs=1 count=%d 2>/dev/null; stty sane; %s\r", printRdy, total, printEnd)
 		if _, err := s.Write([]byte(line)); err != nil {
@@ -267,10 +267,15 @@ func latency(ctx context.Context, cfg *config, shells map[string]*shell, rep *Re
 				failed[p] = fmt.Errorf("keystroke %d: %w", i, cause(ctx, err))
 				continue
 			}
-			if err := s.readByte(key[0]); err != nil {
+			rest, err := s.readByte(key[0])
+			if err == nil && len(rest) > 0 && i < total-1 {
+				err = fmt.Errorf("unexpected output %q after the echo of %q", rest, key[0])
+			}
+			if err != nil {
 				failed[p] = fmt.Errorf("keystroke %d: %w", i, cause(ctx, err))
 				continue
 			}
+			ends[p].feed(rest)
 			if i >= echoWarmup {
 				samples[p] = append(samples[p], float64(time.Since(t0).Nanoseconds())/1e3)
 			}
@@ -279,7 +284,7 @@ func latency(ctx context.Context, cfg *config, shells map[string]*shell, rep *Re
 	for _, p := range paths {
 		if failed[p] == nil {
 			shells[p].bound(10 * time.Second)
-			if _, err := shells[p].readUntil(ends[p]); err != nil {
+			if _, err := shells[p].scanUntil(ends[p]); err != nil {
 				failed[p] = fmt.Errorf("after the keystrokes: %w", cause(ctx, err))
 			}
 		}
@@ -296,16 +301,26 @@ func latency(ctx context.Context, cfg *config, shells map[string]*shell, rep *Re
 	}
 }
 
-// readByte reads until b arrives (raw mode echoes nothing else but the
-// newline after the ready marker).
-func (s *shell) readByte(b byte) error {
+// readByte reads the echo of b and returns what followed it in the same
+// read. In raw mode nothing may come before the echo but the newline after
+// the ready marker; anything else means that dd was not the one reading
+// (the keystrokes went elsewhere), and is reported. After the last
+// keystroke, the end marker may follow the echo at once.
+func (s *shell) readByte(b byte) (rest []byte, err error) {
 	for {
 		n, err := s.Read(s.buf)
-		if n > 0 && bytes.IndexByte(s.buf[:n], b) >= 0 {
-			return nil
+		if n > 0 {
+			got := s.buf[:n]
+			lead := bytes.TrimLeft(got, "\r\n")
+			if len(lead) > 0 && lead[0] == b {
+				return lead[1:], nil
+			}
+			if len(lead) > 0 {
+				return nil, fmt.Errorf("echo of %q: unexpected output %q", b, got[:min(n, 200)])
+			}
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
 }

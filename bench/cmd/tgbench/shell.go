@@ -102,8 +102,17 @@ func (s *shell) command(cmd string, timeout time.Duration) (int64, time.Duration
 // readUntil reads until m has been seen and returns the bytes read. Bytes
 // after m in the same read are dropped with it.
 func (s *shell) readUntil(m []byte) (int64, error) {
-	sc := newScanner(m)
+	return s.scanUntil(newScanner(m))
+}
+
+// scanUntil reads until sc has found its marker (sc may have been fed
+// already).
+func (s *shell) scanUntil(sc *scanner) (int64, error) {
+	m := sc.m
 	var total int64
+	if sc.found {
+		return 0, nil
+	}
 	for {
 		n, err := s.Read(s.buf)
 		total += int64(n)
@@ -123,9 +132,10 @@ func (s *shell) readUntil(m []byte) (int64, error) {
 
 // scanner finds a marker in a stream read in chunks of any size.
 type scanner struct {
-	m   []byte
-	win []byte // the last len(m)-1 bytes seen
-	tmp []byte
+	found bool
+	m     []byte
+	win   []byte // the last len(m)-1 bytes seen
+	tmp   []byte
 }
 
 func newScanner(m []byte) *scanner {
@@ -133,8 +143,16 @@ func newScanner(m []byte) *scanner {
 	return &scanner{m: m, win: make([]byte, 0, k), tmp: make([]byte, 0, 2*k)}
 }
 
-// feed reports whether the marker ends in p (or straddles into it).
+// feed reports whether the marker ends in p (or straddles into it), or
+// was found before.
 func (s *scanner) feed(p []byte) bool {
+	if !s.found {
+		s.found = s.scan(p)
+	}
+	return s.found
+}
+
+func (s *scanner) scan(p []byte) bool {
 	k := len(s.m) - 1
 	if len(s.win) > 0 {
 		s.tmp = append(append(s.tmp[:0], s.win...), p[:min(len(p), k)]...)

@@ -173,12 +173,20 @@ func (s *sshTerm) Read(p []byte) (int, error) {
 	if err == io.EOF {
 		// Let the stderr notice arrive: it is sent before the exit status.
 		waitDone := make(chan struct{})
-		go func() { _ = s.sess.Wait(); close(waitDone) }()
+		var werr error
+		go func() { werr = s.sess.Wait(); close(waitDone) }()
+		status := ""
 		select {
 		case <-waitDone:
+			var exit *ssh.ExitError
+			if werr == nil {
+				status = " (exit status 0)"
+			} else if errors.As(werr, &exit) {
+				status = fmt.Sprintf(" (exit status %d)", exit.ExitStatus())
+			}
 		case <-time.After(time.Second):
 		}
-		err = fmt.Errorf("ssh session ended%s", s.said())
+		err = fmt.Errorf("ssh session ended%s%s", status, s.said())
 	}
 	return n, err
 }
