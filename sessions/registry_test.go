@@ -395,3 +395,34 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+type listingBackend struct {
+	*fakeBackend
+	names []string
+}
+
+func (b listingBackend) List(context.Context) ([]Instance, error) {
+	var out []Instance
+	for _, n := range b.names {
+		out = append(out, Instance{Name: n, ID: "id-" + n})
+	}
+	return out, nil
+}
+
+func TestInstancesListsBackendAndSessionsFiltered(t *testing.T) {
+	fb := newFakeBackend()
+	r, err := New(Config{Backend: listingBackend{fb, []string{"web1", "web2", "db1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown(context.Background())
+	c := attach(t, r, "web2", AttachOptions{})
+	defer c.Detach()
+	list, err := r.Instances(context.Background(), func(n string) bool { return strings.HasPrefix(n, "web") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].Name != "web1" || list[0].Session != nil || list[1].Name != "web2" || list[1].Session == nil || list[1].Session.Clients != 1 {
+		t.Fatalf("Instances = %+v", list)
+	}
+}

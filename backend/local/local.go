@@ -79,3 +79,13 @@ func (b *Backend) Sweep(context.Context) error { return nil }
 
 // Ping always succeeds.
 func (b *Backend) Ping(context.Context) error { return nil }
+
+// List returns the allowed instances when Config.Instances names them;
+// with every name allowed there is nothing to list.
+func (b *Backend) List(context.Context) ([]sessions.Instance, error) {
+	out := make([]sessions.Instance, 0, len(b.cfg.Instances))
+	for _, name := range b.cfg.Instances {
+		out = append(out, sessions.Instance{Name: name, ID: "local:" + name})
+	}
+	return out, nil
+}

@@ -1,0 +1,52 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"sort"
+)
+
+// Lister is an optional Backend capability: listing the running instances.
+type Lister interface {
+	List(ctx context.Context) ([]Instance, error)
+}
+
+// ErrNoListing: the backend cannot list its instances.
+var ErrNoListing = errors.New("this backend cannot list its instances")
+
+// InstanceInfo is one instance with its session, if it has one.
+type InstanceInfo struct {
+	Name    string `json:"name"`
+	Session *Info  `json:"session"`
+}
+
+// Instances lists the backend's running instances with their sessions;
+// may filters what the caller is allowed to see. Instances that have a
+// session but that the backend does not list (local instances without an
+// allow-list) are included too.
+func (r *Registry) Instances(ctx context.Context, may func(string) bool) ([]InstanceInfo, error) {
+	byName := map[string]*InstanceInfo{}
+	if l, ok := r.cfg.Backend.(Lister); ok {
+		list, err := l.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, in := range list {
+			byName[in.Name] = &InstanceInfo{Name: in.Name}
+		}
+	}
+	for _, s := range r.Sessions() {
+		if byName[s.Instance] == nil {
+			byName[s.Instance] = &InstanceInfo{Name: s.Instance}
+		}
+		byName[s.Instance].Session = &s
+	}
+	out := make([]InstanceInfo, 0, len(byName))
+	for name, in := range byName {
+		if may == nil || may(name) {
+			out = append(out, *in)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
