@@ -34,6 +34,10 @@ type Config struct {
 	// StartTimeout bounds starting a shell; KillTimeout bounds killing one
 	// and other backend calls made while tearing down (defaults 15s, 10s).
 	StartTimeout, KillTimeout time.Duration
+	// StopGrace is how long a shell killed by a signal waits for its
+	// instance to be reported stopped before the signal is taken for the
+	// shell's own exit status (default 2s).
+	StopGrace time.Duration
 	// NewReplayer picks the replay strategy (default NewRawReplayer).
 	NewReplayer func(*Ring) Replayer
 	// OnEnd, when set, is called once for every session that ends, with
@@ -89,6 +93,9 @@ func New(cfg Config) (*Registry, error) {
 	}
 	if cfg.KillTimeout <= 0 {
 		cfg.KillTimeout = 10 * time.Second
+	}
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = 2 * time.Second
 	}
 	if cfg.NewReplayer == nil {
 		cfg.NewReplayer = NewRawReplayer

@@ -147,6 +147,7 @@ func TestResumeFromOffset(t *testing.T) {
 	readAtLeast(t, c, 10)
 	c.Detach()
 	p.emit("three\r\n")
+	waitBytes(t, r, 17)
 
 	c = attach(t, r, "web1", AttachOptions{Session: c.Info().Session, Since: 10})
 	if b, _ := readAtLeast(t, c, 7); string(b) != "three\r\n" || c.Info().Gap || c.Info().Offset != 17 {
@@ -157,6 +158,7 @@ func TestResumeFromOffset(t *testing.T) {
 
 	// Push the resume point out of the ring: the normal replay and a gap.
 	p.emit(strings.Repeat("x", MinBufferSize) + "\r\nlast\r\n")
+	waitBytes(t, r, 17+MinBufferSize+8)
 	c = attach(t, r, "web1", AttachOptions{Session: id, Since: 10})
 	if !c.Info().Gap {
 		t.Fatalf("info %+v: want gap", c.Info())
@@ -424,5 +426,38 @@ func TestInstancesListsBackendAndSessionsFiltered(t *testing.T) {
 	}
 	if len(list) != 2 || list[0].Name != "web1" || list[0].Session != nil || list[1].Name != "web2" || list[1].Session == nil || list[1].Session.Clients != 1 {
 		t.Fatalf("Instances = %+v", list)
+	}
+}
+
+// waitBytes waits until the pump has delivered n bytes: emit returns once
+// the pump has read them, not once they are in the ring.
+func waitBytes(t *testing.T, r *Registry, n int64) {
+	t.Helper()
+	waitFor(t, func() bool {
+		s := r.Sessions()
+		return len(s) == 1 && s[0].BytesOut >= n
+	})
+}
+
+func TestSignalExitDuringInstanceStopIsInstanceGone(t *testing.T) {
+	r, fb := newTestRegistry(t, Config{StopGrace: 300 * time.Millisecond})
+	c := attach(t, r, "web1", AttachOptions{})
+	p := fb.last()
+	p.exit(137)
+	go func() { // the engine reports the container stopped a little later
+		time.Sleep(50 * time.Millisecond)
+		fb.mu.Lock()
+		fb.missing["web1"] = true
+		fb.mu.Unlock()
+	}()
+	if _, err := readErr(t, c); !errors.Is(err, ErrInstanceGone) {
+		t.Fatalf("cause %v, want ErrInstanceGone", err)
+	}
+
+	c = attach(t, r, "web2", AttachOptions{})
+	fb.last().exit(137) // kill -9 $$ inside a running instance
+	var ee *ExitError
+	if _, err := readErr(t, c); !errors.As(err, &ee) || ee.Code != 137 {
+		t.Fatalf("cause %v, want exit status 137", err)
 	}
 }

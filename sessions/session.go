@@ -194,15 +194,12 @@ func (s *Session) pump() {
 
 // endCause turns the end of the output stream into what clients are told.
 func (s *Session) endCause(readErr error) error {
-	s.mu.Lock()
-	closing := s.state != stateRunning
-	s.mu.Unlock()
-	if closing {
+	if s.closing() {
 		return nil // the Close cause stands
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
 	defer cancel()
-	if _, err := s.cfg.Backend.Lookup(ctx, s.inst.Name); errors.Is(err, ErrNotFound) {
+	if s.instanceGone(ctx) {
 		return ErrInstanceGone
 	}
 	if !errors.Is(readErr, io.EOF) {
@@ -214,7 +211,43 @@ func (s *Session) endCause(readErr error) error {
 		s.log.Warn("shell exit status unknown", "err", err)
 		return ErrBackendLost
 	}
+	if code >= 128 && s.stoppingInstance(ctx) {
+		return ErrInstanceGone
+	}
 	return &ExitError{Code: code}
+}
+
+func (s *Session) closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.state != stateRunning
+}
+
+func (s *Session) instanceGone(ctx context.Context) bool {
+	_, err := s.cfg.Backend.Lookup(ctx, s.inst.Name)
+	return errors.Is(err, ErrNotFound)
+}
+
+// stoppingInstance tells a shell killed by a signal because its instance is
+// stopping (the engine kills the exec before it reports the container as
+// stopped) from one killed inside the instance: it watches the instance for
+// up to StopGrace. The backend's stop event may also end the session
+// meanwhile, which makes the wait moot.
+func (s *Session) stoppingInstance(ctx context.Context) bool {
+	deadline := s.clock.Now().Add(s.cfg.StopGrace)
+	for {
+		if s.closing() || s.instanceGone(ctx) {
+			return true
+		}
+		if !s.clock.Now().Before(deadline) {
+			return false
+		}
+		select {
+		case <-s.clock.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 // deliver records a chunk and queues it for every client.
