@@ -42,6 +42,21 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// handleInstances serves GET /api/instances: the running instances the
+// caller may reach, each with its session (null when it has none).
+func (s *Server) handleInstances(w http.ResponseWriter, r *http.Request) {
+	c, _ := callerFrom(r.Context())
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	list, err := s.cfg.Registry.Instances(ctx, c.id.May)
+	if err != nil {
+		s.log.Warn("list instances", "err", err)
+		writeError(w, http.StatusServiceUnavailable, "could not list instances: the backend did not answer")
+		return
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
 func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }

@@ -6,6 +6,7 @@
 //	GET  /api/instances/{name}/terminal        WebSocket attach
 //	POST /api/instances/{name}/terminal/reset  reset the instance's session
 //	GET  /api/sessions                         the sessions the caller may see
+//	GET  /api/instances                        the running instances the caller may reach, with their sessions
 //	POST /api/login · POST /api/logout         token ↔ browser cookie
 //	GET  /healthz · /readyz · /metrics         liveness · backend · Prometheus
 //	GET  /                                     the browser terminal (Config.Page)

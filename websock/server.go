@@ -212,6 +212,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/instances/{name}/terminal", s.authed(actRoute, s.handleTerminal))
 	mux.Handle("POST /api/instances/{name}/terminal/reset", s.authed(actRoute, s.handleReset))
 	mux.Handle("GET /api/sessions", s.authed(readRoute, s.handleSessions))
+	mux.Handle("GET /api/instances", s.authed(readRoute, s.handleInstances))
 	mux.HandleFunc("POST /api/login", s.handleLogin)
 	mux.HandleFunc("POST /api/logout", s.handleLogout)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
