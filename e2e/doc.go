@@ -2,7 +2,7 @@
 // (built once by TestMain) against real containers of the local Docker
 // engine, driven by in-process SSH and WebSocket clients and, for one
 // scenario, the OpenSSH client. The tests assert what a user sees, as
-// /work/shared/CONTRACT.md (the external contract) describes it.
+// ../shared/CONTRACT.md (the external contract) describes it.
 //
 // Run them with
 //
@@ -12,7 +12,9 @@
 // which TestMain builds with scripts/test-image.sh (no pull). Without an
 // engine the package is skipped, unless TERMGATE_REQUIRE_DOCKER=1, which
 // turns that into a failure (CI sets it); likewise TERMGATE_REQUIRE_OPENSSH=1
-// for the OpenSSH scenario.
+// for the OpenSSH scenario. TERMGATE_E2E_BINARY=PATH tests that binary
+// instead of building one; TERMGATE_E2E_LOGS=1 prints every gateway's log,
+// not only those of failed tests.
 //
 // Every test starts its own gateway process on 127.0.0.1 (free ports, a
 // temporary --state-dir with generated keys and tokens) and its own
