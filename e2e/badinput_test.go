@@ -19,7 +19,8 @@ func TestBadInput(t *testing.T) {
 	g := newGateway(t, options{containers: []string{"web-1", "db1", "web-ctl", "web-big", "web-size"}})
 	web, db := g.name("web-1"), g.name("db1")
 	unknown := g.name("web-nope") // matches the web key's pattern, but no such container
-	badNames := []string{"../etc", "a/b", strings.Repeat("a", 200)}
+	badNames := []string{"../etc", "a/b", strings.Repeat("a", 200), strings.Repeat("a", 129), "-oProxyCommand=x", ".hidden", "a b", "é"}
+	longest := strings.Repeat("a", 128) // valid, and no such container
 	notFound := func(name string) string { return `instance "` + name + `" not found or not running` }
 
 	// Sessions on web-1 and db1, for the listing and permission checks.
@@ -31,7 +32,11 @@ func TestBadInput(t *testing.T) {
 		t.Run("ssh invalid names", func(t *testing.T) {
 			t.Parallel()
 			for _, name := range badNames {
-				for _, c := range []struct{ user, cmd string }{{name, ""}, {"me", "reset " + name}, {name, "reset"}} {
+				cases := []struct{ user, cmd string }{{name, ""}, {name, "reset"}}
+				if !strings.Contains(name, " ") { // "reset a b" is a usage error
+					cases = append(cases, struct{ user, cmd string }{"me", "reset " + name})
+				}
+				for _, c := range cases {
 					r := g.ssh(t, keyAdmin, c.user, c.cmd)
 					if r.code != 1 || !strings.Contains(r.stderr, "invalid instance name") {
 						t.Errorf("ssh %.20q@ %q: status %d, stderr %q; want 1 and an invalid-name message", c.user, c.cmd, r.code, r.stderr)
@@ -46,10 +51,12 @@ func TestBadInput(t *testing.T) {
 		})
 		t.Run("ssh unknown instance", func(t *testing.T) {
 			t.Parallel()
-			for _, c := range []struct{ user, cmd string }{{unknown, ""}, {"me", "reset " + unknown}, {unknown, "reset"}} {
-				r := g.ssh(t, keyAdmin, c.user, c.cmd)
-				if r.code != 1 || !strings.Contains(r.stderr, notFound(unknown)) {
-					t.Errorf("ssh %s@ %q: status %d, stderr %q; want 1 and %q", c.user, c.cmd, r.code, r.stderr, notFound(unknown))
+			for _, name := range []string{unknown, longest} {
+				for _, c := range []struct{ user, cmd string }{{name, ""}, {"me", "reset " + name}, {name, "reset"}} {
+					r := g.ssh(t, keyAdmin, c.user, c.cmd)
+					if r.code != 1 || !strings.Contains(r.stderr, notFound(name)) {
+						t.Errorf("ssh %.20s@ %q: status %d, stderr %q; want 1 and %q", c.user, c.cmd, r.code, r.stderr, notFound(name))
+					}
 				}
 			}
 		})
@@ -63,11 +70,13 @@ func TestBadInput(t *testing.T) {
 					t.Errorf("websocket to %.20q: %v (%s), want 400", name, err, describeResponse(resp))
 				}
 			}
-			if status, body := g.request(t, http.MethodPost, "/api/instances/"+unknown+"/terminal/reset", tokAdmin, nil); status != http.StatusNotFound || errorMessage(body) != notFound(unknown) {
-				t.Errorf("POST reset %s: %d %s, want 404 not found", unknown, status, body)
-			}
-			if _, resp, err := g.dialWS(t, unknown, "", bearer(g.tokens[tokAdmin])); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
-				t.Errorf("websocket to %s: %v (%s), want 404", unknown, err, describeResponse(resp))
+			for _, name := range []string{unknown, longest} {
+				if status, body := g.request(t, http.MethodPost, "/api/instances/"+name+"/terminal/reset", tokAdmin, nil); status != http.StatusNotFound || errorMessage(body) != notFound(name) {
+					t.Errorf("POST reset %.20s: %d %s, want 404 not found", name, status, body)
+				}
+				if _, resp, err := g.dialWS(t, name, "", bearer(g.tokens[tokAdmin])); err == nil || resp == nil || resp.StatusCode != http.StatusNotFound {
+					t.Errorf("websocket to %.20s: %v (%s), want 404", name, err, describeResponse(resp))
+				}
 			}
 		})
 		t.Run("unauthorized key", func(t *testing.T) {
