@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -34,6 +35,11 @@ type Config struct {
 	// 12 characters), which is never an instance; empty means detect it
 	// (see DetectSelfID).
 	SelfID string
+	// GatewayID identifies this gateway's shells (stable across restarts,
+	// distinct between gateways sharing an engine): markers become
+	// GATEWAYID.SESSION and Sweep ends only markers with this prefix. Empty
+	// means one gateway per engine: Sweep ends every termgate shell.
+	GatewayID string
 }
 
 // Backend implements sessions.Backend over the Docker Engine API.
@@ -47,19 +53,26 @@ type Backend struct {
 	shell     []string
 	log       *slog.Logger
 	selfID    string
+	gatewayID string
 }
 
 var _ sessions.Backend = (*Backend)(nil)
+
+var gatewayIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // New returns a Backend for cfg. It does not contact the engine; call Ping
 // for that.
 func New(cfg Config) (*Backend, error) {
 	b := &Backend{
-		cli:    cfg.Client,
-		shell:  append([]string(nil), cfg.Shell...),
-		log:    cfg.Logger,
-		selfID: strings.ToLower(strings.TrimSpace(cfg.SelfID)),
-		label:  cfg.Label,
+		cli:       cfg.Client,
+		shell:     append([]string(nil), cfg.Shell...),
+		log:       cfg.Logger,
+		selfID:    strings.ToLower(strings.TrimSpace(cfg.SelfID)),
+		label:     cfg.Label,
+		gatewayID: cfg.GatewayID,
+	}
+	if b.gatewayID != "" && !gatewayIDPattern.MatchString(b.gatewayID) {
+		return nil, fmt.Errorf("gateway id %q: use 1 to 64 letters, digits, '_' or '-'", cfg.GatewayID)
 	}
 	if b.log == nil {
 		b.log = slog.Default()

@@ -17,9 +17,10 @@ import (
 )
 
 // killScript ends marked processes. It runs as `sh -c killScript
-// termgate-kill MODE` in a non-TTY exec, where MODE is a session id (the
-// processes whose environment holds TERMGATE_SESSION=MODE) or --all (any
-// TERMGATE_SESSION). The id is only ever compared, never expanded as code.
+// termgate-kill MODE` in a non-TTY exec, where MODE is a session marker (the
+// processes whose environment holds TERMGATE_SESSION=MODE), --prefix=P (any
+// marker starting with P: one gateway's shells) or --all (any
+// TERMGATE_SESSION). MODE is only ever compared, never expanded as code.
 //
 // Each marked process is SIGKILLed, and so is every process in its session
 // (field 6 of /proc/PID/stat, read after the last ')' because the command
@@ -58,6 +59,17 @@ mark_of() {
 	mk=${mk%%"$nl"*}
 	[ -n "$mk" ]
 }
+matches() {
+	case $want in
+	--all) return 0 ;;
+	--prefix=*)
+		case $mk in
+		"${want#--prefix=}"*) return 0 ;;
+		esac
+		return 1 ;;
+	esac
+	[ "$mk" = "$want" ]
+}
 stat_of "$self" || exit 1
 self_sid=$st_sid
 init_sid=none
@@ -75,7 +87,7 @@ while [ "$found" = 1 ] && [ "$round" -lt 8 ]; do
 		[ "$st_state" = Z ] && continue
 		[ "$st_sid" = "$self_sid" ] && [ "$self_sid" != 0 ] && continue
 		mark_of "$p" || continue
-		[ "$want" = --all ] || [ "$mk" = "$want" ] || continue
+		matches || continue
 		case $st_sid in
 		0|"$self_sid"|"$init_sid") ;;
 		*) sids="$sids$st_sid " ;;
@@ -98,8 +110,17 @@ done
 exit 0
 `
 
-// allSessions is killScript's MODE for every marker (Sweep).
+// allSessions is killScript's MODE for every marker (Sweep without a
+// gateway id).
 const allSessions = "--all"
+
+// sweepMode is what Sweep ends: this gateway's shells when it has an id.
+func (b *Backend) sweepMode() string {
+	if b.gatewayID == "" {
+		return allSessions
+	}
+	return "--prefix=" + b.gatewayID + "."
+}
 
 // killTimeout bounds the cleanup Start does on its own.
 const killTimeout = 10 * time.Second
@@ -259,7 +280,7 @@ func (b *Backend) Sweep(ctx context.Context) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			procs, err := b.killMarked(ctx, c.ID, allSessions)
+			procs, err := b.killMarked(ctx, c.ID, b.sweepMode())
 			if err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("sweep %q: %w", name, err))

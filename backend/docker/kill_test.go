@@ -109,7 +109,8 @@ func TestSweepEndsOrphans(t *testing.T) {
 	label := "termgate.sweep=" + randomHex(6) // no other test's containers
 	labelled, _ := runContainer(t, "--label", label)
 	plain, _ := runContainer(t)
-	old := newBackend(t, Config{})
+	old := newBackend(t, Config{GatewayID: "gw1"})
+	other := newBackend(t, Config{GatewayID: "gw2"}) // another gateway on the engine
 
 	orphan := func(name string) int {
 		tm, _, _ := startShell(t, old, name, sessions.DefaultSize)
@@ -120,13 +121,15 @@ func TestSweepEndsOrphans(t *testing.T) {
 		return pid
 	}
 	pidL, pidP := orphan(labelled), orphan(plain)
+	tmOther, _, _ := startShell(t, other, labelled, sessions.DefaultSize)
+	pidOther := shellPID(t, tmOther)
 	dockerCLI(t, "exec", "-d", labelled, "sleep", "1005") // not ours
 	time.Sleep(500 * time.Millisecond)
 	if got := live(t, labelled, sleeps("1003", "1004")); len(got) != 2 {
 		t.Fatalf("orphaned jobs before Sweep: %+v", got)
 	}
 
-	b := newBackend(t, Config{Label: label})
+	b := newBackend(t, Config{Label: label, GatewayID: "gw1"})
 	if err := b.Sweep(testContext(t)); err != nil {
 		t.Fatalf("Sweep: %v", err)
 	}
@@ -135,6 +138,9 @@ func TestSweepEndsOrphans(t *testing.T) {
 	}
 	if got := live(t, labelled, sleeps("1005")); len(got) != 1 {
 		t.Errorf("Sweep ended an unmarked process: %+v", procs(t, labelled))
+	}
+	if got := live(t, labelled, inSession(pidOther)); len(got) != 1 {
+		t.Errorf("Sweep ended another gateway's live shell: %+v", procs(t, labelled))
 	}
 	if got := live(t, plain, inSession(pidP)); len(got) != 2 {
 		t.Errorf("Sweep reached into an unlabelled container: %+v", got)

@@ -48,6 +48,10 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 	if !sessionIDPattern.MatchString(spec.SessionID) {
 		return nil, fmt.Errorf("start shell in %q: invalid session id %q", inst.Name, spec.SessionID)
 	}
+	marker := spec.SessionID
+	if b.gatewayID != "" {
+		marker = b.gatewayID + "." + spec.SessionID
+	}
 	size := spec.Size
 	if size.IsZero() {
 		size = sessions.DefaultSize
@@ -65,7 +69,7 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 		AttachStdout: true,
 		AttachStderr: true,
 		DetachKeys:   detachKeys,
-		Env:          []string{"TERM=" + term, EnvSession + "=" + spec.SessionID},
+		Env:          []string{"TERM=" + term, EnvSession + "=" + marker},
 		Cmd:          b.command(spec.Shell),
 	})
 	if err != nil {
@@ -79,7 +83,7 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 		// The exec may have started before the attach failed; make sure
 		// no shell is left behind.
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
-		_, kerr := b.killMarked(kctx, inst.ID, spec.SessionID)
+		_, kerr := b.killMarked(kctx, inst.ID, marker)
 		cancel()
 		if kerr != nil {
 			b.log.Warn("docker: cleaning up after a failed attach", "instance", inst.Name, "err", kerr)
@@ -91,7 +95,7 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 		name:      inst.Name,
 		container: inst.ID,
 		execID:    created.ID,
-		session:   spec.SessionID,
+		session:   marker,
 		conn:      hr.Conn,
 		r:         hr.Reader,
 	}

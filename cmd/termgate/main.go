@@ -4,7 +4,9 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +21,8 @@ import (
 	"time"
 
 	"github.com/termgate/termgate/audit"
+	gossh "golang.org/x/crypto/ssh"
+
 	"github.com/termgate/termgate/backend/docker"
 	"github.com/termgate/termgate/backend/local"
 	"github.com/termgate/termgate/keys"
@@ -134,7 +138,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		reloaders = append(reloaders, cert)
 	}
 
-	backend, closeBackend, err := newBackend(ctx, o, log)
+	backend, closeBackend, err := newBackend(ctx, o, gatewayID(hostKey.PublicKey()), log)
 	if err != nil {
 		return err
 	}
@@ -243,12 +247,21 @@ func shutdown(timeout time.Duration, log *slog.Logger, reg *sessions.Registry, s
 	wg.Wait()
 }
 
-func newBackend(ctx context.Context, o *options, log *slog.Logger) (sessions.Backend, func(), error) {
+// gatewayID names this gateway's shells in the instances: derived from the
+// host key, it survives restarts (so the start-up sweep finds the shells an
+// earlier run left) and differs between gateways sharing a Docker engine
+// (so one never sweeps another's live shells).
+func gatewayID(hostKey gossh.PublicKey) string {
+	sum := sha256.Sum256(hostKey.Marshal())
+	return "tg" + hex.EncodeToString(sum[:6])
+}
+
+func newBackend(ctx context.Context, o *options, id string, log *slog.Logger) (sessions.Backend, func(), error) {
 	if o.backend == "local" {
 		log.Warn("local backend: instances are shells on this host, as the gateway's user")
 		return local.New(local.Config{Instances: o.localInstances, Logger: log}), func() {}, nil
 	}
-	b, err := docker.New(docker.Config{Label: o.instanceLabel, Shell: shellArgv(o.shell), Logger: log})
+	b, err := docker.New(docker.Config{Label: o.instanceLabel, Shell: shellArgv(o.shell), Logger: log, GatewayID: id})
 	if err != nil {
 		return nil, nil, err
 	}
