@@ -29,7 +29,8 @@ type Config struct {
 	// Shell is the command started in an instance; empty means automatic.
 	Shell []string
 	// ClientQueue is how many bytes of output may wait for one client before
-	// it is dropped as too slow (default 4 MiB).
+	// it is dropped as too slow (default 16 MiB: about half a second of a
+	// container printing flat out, so a loaded host does not drop readers).
 	ClientQueue int
 	// StartTimeout bounds starting a shell; KillTimeout bounds killing one
 	// and other backend calls made while tearing down (defaults 15s, 10s).
@@ -83,7 +84,7 @@ func New(cfg Config) (*Registry, error) {
 		cfg.IdleTimeout = 30 * time.Minute
 	}
 	if cfg.ClientQueue <= 0 {
-		cfg.ClientQueue = 4 << 20
+		cfg.ClientQueue = 16 << 20
 	}
 	if cfg.ClientQueue < cfg.BufferSize {
 		cfg.ClientQueue = cfg.BufferSize // the replay must fit
