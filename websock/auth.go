@@ -12,9 +12,13 @@ import (
 	"github.com/termgate/termgate/keys"
 )
 
-// TokenChecker checks an HTTP bearer token (keys.TokenStore satisfies it).
+// TokenChecker checks HTTP bearer tokens, and the token identifiers that
+// login cookies carry (keys.TokenStore satisfies it).
 type TokenChecker interface {
+	// Check looks a presented token up.
 	Check(token string) (keys.Identity, bool)
+	// CheckHash looks a token up by its identifier, keys.TokenHash(token).
+	CheckHash(tokenHash []byte) (keys.Identity, bool)
 }
 
 var errTokenInQuery = errors.New("tokens are not accepted in the URL query (it ends up in logs and browser history): send an Authorization: Bearer header, or log in at POST /api/login (the browser page takes a token after # in its address, which is never sent to the server)")
@@ -87,11 +91,12 @@ func (s *Server) authed(kind routeKind, h http.HandlerFunc) http.Handler {
 // Only a token is ever guessed: a wrong one gets 401, is audited and spends
 // one of the address's failed authentications, and a token from an address
 // that has none left gets 429 without being checked. A malformed header, or
-// a login cookie that is unknown, expired or whose token was removed, gets
-// 401 and is audited but costs nothing: cookie values are 256 random bits
-// (nothing to guess), and browsers keep presenting stale ones after a
-// gateway restart. For the same reason a valid login cookie works from a
-// locked-out address. A request without any credential gets 401 only.
+// a login cookie that is malformed, not signed with this gateway's cookie
+// key, expired or whose token was removed, gets 401 and is audited but
+// costs nothing: forging a cookie means breaking HMAC-SHA256 with a 256-bit
+// key (nothing to guess), and browsers keep presenting stale ones. For the
+// same reason a valid login cookie works from a locked-out address. A
+// request without any credential gets 401 only.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (caller, bool) {
 	token, hasBearer, err := bearer(r)
 	if err != nil {
@@ -114,14 +119,13 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (caller, b
 		s.unauthorized(w, r, "authentication required: send an Authorization: Bearer header, or log in at POST /api/login")
 		return caller{}, false
 	}
-	token, ok := s.logins.token(ck.Value)
-	if !ok {
-		s.credentialRefused(w, r, "login expired or unknown: log in again")
+	tokenHash, err := s.cookies.verify(ck.Value)
+	if err != nil {
+		s.credentialRefused(w, r, err.Error())
 		return caller{}, false
 	}
-	id, ok := s.cfg.Tokens.Check(token)
+	id, ok := s.cfg.Tokens.CheckHash(tokenHash)
 	if !ok {
-		s.logins.remove(ck.Value)
 		s.credentialRefused(w, r, "the token of this login is no longer valid: log in again")
 		return caller{}, false
 	}

@@ -15,15 +15,25 @@
 //
 // Every route but /healthz and the page needs a credential: the header
 // "Authorization: Bearer TOKEN", or the cookie that POST /api/login hands
-// out in exchange for a token. The cookie holds a random opaque value that
-// maps, in a bounded server-side table with an expiry, to the token it was
-// made from; the token is checked again on every use, so removing it from
-// the token file also ends its browser logins. Tokens are never logged (nor
-// written to the audit trail) and never accepted in the URL: a request whose
-// query has a parameter named like a credential (token, access_token, …, in
-// any case) is refused with 401 on every route, the page's included. The
-// browser URL the gateway prints carries a new token after # (a fragment is
-// never sent to a server); the page posts it to /api/login.
+// out in exchange for a token. The gateway keeps no logins: the cookie is
+// base64url(payload) "." base64url(HMAC-SHA256(Config.CookieKey, payload)),
+// the payload holding a version, the expiry (Config.LoginTTL, 12 h) and
+// keys.TokenHash of the token (16 bytes of its SHA-256, never the token).
+// Every use checks the MAC (hmac.Equal), then the expiry, then looks the
+// identifier up in the current token file (TokenChecker.CheckHash): removing
+// a token from the file ends its browser logins, and logins survive a
+// gateway restart that keeps the key (cmd/termgate keeps it in
+// <state-dir>/cookie_key). The trade-off: POST /api/logout only clears the
+// cookie in the browser (Max-Age 0); a copy of the value stays valid until
+// it expires or its token is removed (or the key is replaced, which ends
+// every login).
+//
+// Tokens are never logged (nor written to the audit trail) and never
+// accepted in the URL: a request whose query has a parameter named like a
+// credential (token, access_token, …, in any case) is refused with 401 on
+// every route, the page's included. The browser URL the gateway prints
+// carries a new token after # (a fragment is never sent to a server); the
+// page posts it to /api/login.
 //
 // The page itself is public: it holds no data, and a browser must be able to
 // load it before it has a cookie.
@@ -35,9 +45,10 @@
 // RequestRate, RequestBurst: 20/s, bursts of 100; then 429 with
 // Retry-After), and one of wrong tokens (AuthFailures, AuthFailureEvery: 10,
 // one more every 30 s), after which every token from that address gets 429
-// without being checked. Malformed headers and stale cookies are refused
-// but cost nothing, and a valid login cookie works from a locked-out
-// address. A foreign Origin is refused before any credential is looked at,
+// without being checked. Malformed headers and stale, altered or foreign
+// cookies are refused but cost nothing (a cookie cannot be guessed: it is
+// MACed with a 256-bit key), and a valid login cookie works from a
+// locked-out address. A foreign Origin is refused before any credential is looked at,
 // so a page on another site cannot spend its visitor's allowance. Both
 // tables are bounded. Bodies over 64 KiB get 413, request lines and headers
 // over 32 KiB 431; headers must arrive within 10 s, a whole request within

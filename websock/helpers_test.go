@@ -43,6 +43,15 @@ func (f fakeTokens) Check(token string) (keys.Identity, bool) {
 	return id, ok
 }
 
+func (f fakeTokens) CheckHash(tokenHash []byte) (keys.Identity, bool) {
+	for tok, id := range f {
+		if bytes.Equal(keys.TokenHash(tok), tokenHash) {
+			return id, true
+		}
+	}
+	return keys.Identity{}, false
+}
+
 var testTokens = fakeTokens{
 	tokAll: {Name: "alice"},
 	tokWeb: {Name: "webonly", Instances: []string{"web*"}},

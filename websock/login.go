@@ -1,98 +1,113 @@
 package websock
 
 import (
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"net/http"
-	"sync"
+	"strings"
 	"time"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
 )
 
 // cookieName is the browser login cookie.
 const cookieName = "termgate_login"
 
-// logins maps login cookie values to the tokens they were exchanged for. The
-// cookie value is random and opaque; the table is keyed by its SHA-256, so
-// lookups take the same time whatever a guess shares with a real value.
-// The token is kept (in memory only) so that every use checks it again:
-// a token removed from the token file ends its logins too.
-type logins struct {
+// CookieKeyLen is the length of Config.CookieKey (the least accepted; New
+// generates one this long when none is given).
+const CookieKeyLen = 32
+
+// A login cookie is stateless: the gateway keeps no table of logins, so
+// they survive a restart (with the same key), and it never holds a token.
+// Its value is base64url(payload) "." base64url(HMAC-SHA256(key, payload)),
+// unpadded, where payload is
+//
+//	version (1 byte, 1) | expiry, Unix seconds (8 bytes, big endian) |
+//	keys.TokenHash of the token (16 bytes)
+//
+// Every use checks the MAC, then the expiry, then looks the token up by its
+// identifier in the current token file: removing a token ends its logins.
+// Nothing can invalidate one value earlier: a copied cookie stays good until
+// it expires or its token is removed (or the key changes).
+const (
+	cookieVersion    = 1
+	cookiePayloadLen = 1 + 8 + keys.TokenHashLen
+)
+
+var cookieB64 = base64.RawURLEncoding.Strict()
+
+// Reasons a login cookie is refused (audited; answered with 401).
+var (
+	errCookieMalformed = errors.New("malformed login cookie: log in again")
+	errCookieSignature = errors.New("login cookie not signed by this gateway (its cookie key changed?): log in again")
+	errCookieExpired   = errors.New("login expired: log in again")
+)
+
+// cookies signs and verifies login cookie values.
+type cookies struct {
+	key []byte
 	ttl time.Duration
-	max int
 	now func() time.Time
-
-	mu sync.Mutex // guards m
-	m  map[[32]byte]login
 }
 
-type login struct {
-	token   string
-	expires time.Time
+// newCookieKey returns CookieKeyLen random bytes.
+func newCookieKey() []byte {
+	key := make([]byte, CookieKeyLen)
+	_, _ = rand.Read(key) // crypto/rand.Read never returns an error
+	return key
 }
 
-func newLogins(ttl time.Duration, max int, now func() time.Time) *logins {
-	return &logins{ttl: ttl, max: max, now: now, m: map[[32]byte]login{}}
+// issue returns a cookie value for the token with identifier tokenHash,
+// valid for the TTL.
+func (c *cookies) issue(tokenHash []byte) (value string, expires time.Time) {
+	expires = c.now().Add(c.ttl).Truncate(time.Second)
+	payload := make([]byte, 0, cookiePayloadLen)
+	payload = append(payload, cookieVersion)
+	payload = binary.BigEndian.AppendUint64(payload, uint64(expires.Unix()))
+	payload = append(payload, tokenHash...)
+	return c.seal(payload), expires
 }
 
-// add records a login for token and returns the cookie value.
-func (l *logins) add(token string) (value string, expires time.Time) {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never returns an error
-	value = base64.RawURLEncoding.EncodeToString(b[:])
-	now := l.now()
-	expires = now.Add(l.ttl)
+// seal signs payload: base64url(payload) "." base64url(MAC).
+func (c *cookies) seal(payload []byte) string {
+	return cookieB64.EncodeToString(payload) + "." + cookieB64.EncodeToString(c.mac(payload))
+}
 
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if len(l.m) >= l.max {
-		l.evictLocked(now)
+func (c *cookies) mac(payload []byte) []byte {
+	m := hmac.New(sha256.New, c.key)
+	m.Write(payload)
+	return m.Sum(nil)
+}
+
+// verify checks a cookie value's MAC and expiry and returns the token
+// identifier it carries. The MAC is checked before anything in the payload
+// is believed.
+func (c *cookies) verify(value string) ([]byte, error) {
+	p64, m64, ok := strings.Cut(value, ".")
+	if !ok || len(p64) != cookieB64.EncodedLen(cookiePayloadLen) || len(m64) != cookieB64.EncodedLen(sha256.Size) {
+		return nil, errCookieMalformed
 	}
-	l.m[sha256.Sum256([]byte(value))] = login{token: token, expires: expires}
-	return value, expires
-}
-
-// evictLocked drops expired logins, and the oldest one if none had expired.
-func (l *logins) evictLocked(now time.Time) {
-	var oldest [32]byte
-	var oldestExp time.Time
-	for k, v := range l.m {
-		if !now.Before(v.expires) {
-			delete(l.m, k)
-			continue
-		}
-		if oldestExp.IsZero() || v.expires.Before(oldestExp) {
-			oldest, oldestExp = k, v.expires
-		}
+	payload, err1 := cookieB64.DecodeString(p64)
+	mac, err2 := cookieB64.DecodeString(m64)
+	if err1 != nil || err2 != nil {
+		return nil, errCookieMalformed
 	}
-	if len(l.m) >= l.max {
-		delete(l.m, oldest)
+	if !hmac.Equal(mac, c.mac(payload)) {
+		return nil, errCookieSignature
 	}
-}
-
-// token returns the token behind a cookie value that has not expired.
-func (l *logins) token(value string) (string, bool) {
-	k := sha256.Sum256([]byte(value))
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	in, ok := l.m[k]
-	if !ok {
-		return "", false
+	if payload[0] != cookieVersion {
+		return nil, errCookieMalformed
 	}
-	if !l.now().Before(in.expires) {
-		delete(l.m, k)
-		return "", false
+	expires := time.Unix(int64(binary.BigEndian.Uint64(payload[1:9])), 0)
+	if !c.now().Before(expires) {
+		return nil, errCookieExpired
 	}
-	return in.token, true
-}
-
-func (l *logins) remove(value string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.m, sha256.Sum256([]byte(value)))
+	return payload[9:], nil
 }
 
 // handleLogin exchanges a valid token (Authorization header or form field
@@ -132,7 +147,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.authFailed(w, r, "invalid token")
 		return
 	}
-	value, expires := s.logins.add(token)
+	value, expires := s.cookies.issue(keys.TokenHash(token))
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,
 		Value:    value,
@@ -148,17 +163,16 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"name": id.Name})
 }
 
-// handleLogout forgets the login cookie. A request carrying the cookie must
-// come from an allowed origin, like any cookie-authenticated POST.
+// handleLogout clears the login cookie in the browser (Max-Age 0). The
+// gateway keeps no logins to forget: the value itself stays valid until it
+// expires or its token is removed (see cookies). A request carrying the
+// cookie must come from an allowed origin, like any cookie-authenticated
+// POST, so another site cannot sign a user out.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
-	c, cookieErr := r.Cookie(cookieName)
-	hasCookie := cookieErr == nil
-	if err := s.origins.check(r, hasCookie); err != nil {
+	_, cookieErr := r.Cookie(cookieName)
+	if err := s.origins.check(r, cookieErr == nil); err != nil {
 		s.refuseOrigin(w, r, caller{}, err)
 		return
-	}
-	if hasCookie {
-		s.logins.remove(c.Value)
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,

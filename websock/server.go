@@ -1,9 +1,11 @@
 package websock
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -79,11 +81,18 @@ type Config struct {
 	MaxHeaderBytes int
 	HeaderTimeout  time.Duration
 
-	// LoginTTL is how long a browser login cookie stays valid (default 12h);
-	// MaxLogins bounds the live logins kept (default 10000; the oldest is
-	// dropped when a new one would exceed it).
-	LoginTTL  time.Duration
-	MaxLogins int
+	// LoginTTL is how long a browser login cookie stays valid (default
+	// 12h). Logins are not kept anywhere: the cookie is signed with
+	// CookieKey and names its token by keys.TokenHash, which is looked up
+	// in Tokens on every use. A copied cookie therefore stays valid until
+	// it expires or its token is removed; signing out only clears it in
+	// the browser.
+	LoginTTL time.Duration
+	// CookieKey is the HMAC-SHA256 key of the login cookies, at least
+	// CookieKeyLen (32) bytes. Logins survive a restart that keeps the key
+	// (cmd/termgate keeps it in <state-dir>/cookie_key); a new key ends
+	// them all. Nil: New makes an ephemeral random key.
+	CookieKey []byte
 	// WriteTimeout bounds every WebSocket write (default 10s). PingInterval
 	// is how often the server pings (default 25s); PongTimeout is how long
 	// a connection may stay silent, pongs included, before it is dropped
@@ -98,7 +107,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	origins  origins
-	logins   *logins
+	cookies  *cookies
 	upgrader websocket.Upgrader
 	handler  http.Handler
 	http     *http.Server
@@ -130,8 +139,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.LoginTTL <= 0 {
 		cfg.LoginTTL = 12 * time.Hour
 	}
-	if cfg.MaxLogins <= 0 {
-		cfg.MaxLogins = 10000
+	switch {
+	case cfg.CookieKey == nil:
+		cfg.CookieKey = newCookieKey()
+	case len(cfg.CookieKey) < CookieKeyLen:
+		return nil, fmt.Errorf("websock: CookieKey has %d bytes, want at least %d", len(cfg.CookieKey), CookieKeyLen)
+	default:
+		cfg.CookieKey = bytes.Clone(cfg.CookieKey)
 	}
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = 10 * time.Second
@@ -174,7 +188,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		origins: o,
-		logins:  newLogins(cfg.LoginTTL, cfg.MaxLogins, time.Now),
+		cookies: &cookies{key: cfg.CookieKey, ttl: cfg.LoginTTL, now: time.Now},
 		conns:   map[*conn]struct{}{},
 	}
 	if cfg.RequestRate > 0 {

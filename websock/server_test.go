@@ -29,6 +29,7 @@ func TestNewChecksConfig(t *testing.T) {
 		{"no tokens", Config{Registry: reg}, "no token checker"},
 		{"bad origin", Config{Registry: reg, Tokens: testTokens, AllowedOrigins: []string{"*"}}, `allowed origin "*"`},
 		{"ping too slow", Config{Registry: reg, Tokens: testTokens, PingInterval: time.Minute}, "PingInterval"},
+		{"short cookie key", Config{Registry: reg, Tokens: testTokens, CookieKey: make([]byte, 31)}, "CookieKey has 31 bytes"},
 	} {
 		if _, err := New(tc.cfg); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error about %q", tc.name, err, tc.want)
