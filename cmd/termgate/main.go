@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,6 +115,13 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	defer tokens.Close()
+	cookieKey, created, err := loadOrCreateCookieKey(filepath.Join(o.stateDir, cookieKeyFile))
+	if err != nil {
+		return err
+	}
+	if created {
+		log.Info("generated the browser login cookie key", "path", filepath.Join(o.stateDir, cookieKeyFile))
+	}
 	reloaders := []interface{ Reload() error }{keyStore, tokens}
 	var userCAs sshd.CertAuthorizer // nil: certificates are refused
 	if o.trustedUserCAKeys != "" {
@@ -162,6 +170,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	webSrv, err := websock.New(websock.Config{
 		Registry:       reg,
 		Tokens:         tokens,
+		CookieKey:      cookieKey,
 		AllowedOrigins: o.allowedOrigins,
 		Logger:         log,
 		Audit:          auditLog,
