@@ -58,6 +58,8 @@ type Registry struct {
 
 	watchCancel context.CancelFunc
 	watchDone   chan struct{}
+	shutDown    chan struct{} // closed when Shutdown has ended every session
+	closeDone   sync.Once
 }
 
 // slot lets concurrent first attaches wait for one shell instead of
@@ -107,7 +109,7 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	r := &Registry{cfg: cfg, slots: map[string]*slot{}, watchDone: make(chan struct{})}
+	r := &Registry{cfg: cfg, slots: map[string]*slot{}, watchDone: make(chan struct{}), shutDown: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.watchCancel = cancel
 	go func() {
@@ -307,6 +309,7 @@ func (r *Registry) Shutdown(ctx context.Context) error {
 		}
 		wg.Wait()
 		<-r.watchDone
+		r.closeDone.Do(func() { close(r.shutDown) })
 	}()
 	select {
 	case <-done:
@@ -315,6 +318,9 @@ func (r *Registry) Shutdown(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// Done is closed once Shutdown has ended every session.
+func (r *Registry) Done() <-chan struct{} { return r.shutDown }
 
 func newID() string {
 	var b [8]byte

@@ -365,6 +365,11 @@ func TestShutdownEndsEverySession(t *testing.T) {
 	if err := r.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
+	select {
+	case <-r.Done():
+	default:
+		t.Fatal("Done not closed after Shutdown")
+	}
 	for _, p := range fb.procs {
 		if !p.killCalled.Load() {
 			t.Fatalf("shell in %s not killed at shutdown", p.inst.Name)

@@ -242,10 +242,30 @@ func shutdown(timeout time.Duration, log *slog.Logger, reg *sessions.Registry, s
 	var wg sync.WaitGroup
 	for _, s := range servers {
 		wg.Go(func() {
-			if err := s.Shutdown(ctx); err != nil {
-				log.Warn("listener shutdown cut short", "err", err)
+			// Once every session has ended, a listener only waits for
+			// clients to hang up: allow them closeGrace, then drop the
+			// rest (an SSH connection whose session channel closed can
+			// stay open, and would hold the exit to the deadline).
+			sctx, scancel := context.WithCancel(ctx)
+			defer scancel()
+			go func() {
+				select {
+				case <-reg.Done():
+				case <-sctx.Done():
+					return
+				}
+				select {
+				case <-time.After(closeGrace):
+					scancel()
+				case <-sctx.Done():
+				}
+			}()
+			if err := s.Shutdown(sctx); err != nil {
 				if c, ok := s.(interface{ Close() error }); ok {
-					_ = c.Close() // drop what is left, e.g. idle SSH connections
+					_ = c.Close()
+				}
+				if ctx.Err() != nil {
+					log.Warn("listener shutdown cut short", "err", err)
 				}
 			}
 		})
@@ -255,6 +275,9 @@ func shutdown(timeout time.Duration, log *slog.Logger, reg *sessions.Registry, s
 	}
 	wg.Wait()
 }
+
+// closeGrace is how long clients have to hang up once their sessions ended.
+const closeGrace = time.Second
 
 // gatewayID names this gateway's shells in the instances: derived from the
 // host key, it survives restarts (so the start-up sweep finds the shells an
