@@ -36,11 +36,13 @@ func TestMain(m *testing.M) {
 }
 
 // TestBrowser drives the page in headless Chromium against the real gateway
-// binary on loopback and a real container: sign-in with /?token=, opening
-// an instance, typing, a network drop with output missed meanwhile, a
-// reload, a window resize, typing seen by an SSH client attached to the
-// same session, and Reset. Screenshots go to $TERMGATE_ARTIFACTS/browser
-// when that is set (a temporary directory otherwise).
+// binary on loopback and a real container: sign-in with /?token=, the
+// instance list before any session exists, opening an instance, typing, a
+// network drop with output missed meanwhile, a reload, a window resize,
+// typing seen by an SSH client attached to the same session, a gateway
+// restart that keeps the sign-in, and Reset. Screenshots go to
+// $TERMGATE_ARTIFACTS/browser when that is set (a temporary directory
+// otherwise).
 func TestBrowser(t *testing.T) {
 	chromium := needChromium(t)
 	needDocker(t)
@@ -69,7 +71,15 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("address after sign-in = %q, want %q (token removed)", loc, base+"/")
 	}
 	b.checkCookie()
-	b.shot("02-picker")
+
+	// The list shows the instance before anything attached to it: the
+	// running containers the token may reach, not only their sessions.
+	b.waitFunc("the instance in the list", fmt.Sprintf(
+		`[...document.querySelectorAll('#instances tbody tr')].some(r => r.cells[0].textContent === %q && r.cells[1].textContent === 'no session')`, name))
+	if href := eval[string](b, fmt.Sprintf(`document.querySelector('#instances tr[data-instance=%q] a').getAttribute('href')`, name)); href != "/t/"+name {
+		t.Errorf("the instance's link = %q, want /t/%s", href, name)
+	}
+	b.shot("02-instances")
 
 	// Open the instance from the picker's field: /t/NAME, titled with it.
 	b.do(chromedp.SendKeys(chromedp.ID("open-name"), name+"\r"), chromedp.WaitVisible(chromedp.ID("terminal")))
@@ -146,9 +156,13 @@ func TestBrowser(t *testing.T) {
 	}
 	b.shot("05-reloaded")
 
-	// A gateway restart ends the session, and the browser logins with it
-	// (the gateway keeps them in memory): the page tells why it retries,
-	// then asks to sign in again, and lands in a fresh shell.
+	// A gateway restart ends the session but not the sign-in (the cookie is
+	// signed with the key in the state directory): the page tells why it
+	// retries, then reconnects by itself, never showing the sign-in form,
+	// and lands in a fresh shell.
+	b.do(chromedp.Evaluate[chromedp.Void](`window.signInShown = false;
+		new MutationObserver(() => { if (!document.getElementById('signin').hidden) window.signInShown = true; })
+			.observe(document.getElementById('signin'), { attributes: true })`))
 	gw.stop()
 	b.waitFunc("the reconnecting status", `document.querySelector('#status.reconnecting') !== null`)
 	if s := b.textOf("status"); !strings.Contains(s, "shutting down") {
@@ -159,15 +173,18 @@ func TestBrowser(t *testing.T) {
 	px.retarget(gw.httpAddr)
 	// Skip the backoff's wait, as when the network comes back (the drop
 	// above waited it out).
-	b.do(chromedp.Evaluate[chromedp.Void](`window.dispatchEvent(new Event('online'))`), chromedp.WaitVisible(chromedp.ID("signin")))
-	if msg := b.textOf("signin-error"); !strings.Contains(msg, "sign in again") {
-		t.Errorf("sign-in message after the restart = %q", msg)
-	}
-	b.do(chromedp.SendKeys(chromedp.ID("signin-token"), gw.token()+"\r"), chromedp.WaitVisible(chromedp.ID("terminal")))
+	b.do(chromedp.Evaluate[chromedp.Void](`window.dispatchEvent(new Event('online'))`))
 	b.waitConnected()
-	if !eval[bool](b, `termgate.conn.lastAttach.new`) {
+	if shown := eval[string](b, `String(window.signInShown)`); shown != "false" {
+		t.Errorf("after the restart the sign-in form was shown or the page reloaded (signInShown = %s)", shown)
+	}
+	if p := eval[string](b, `location.pathname`); p != "/t/"+name {
+		t.Errorf("address after the restart = %q, want /t/%s", p, name)
+	}
+	if !eval[bool](b, `termgate.conn.lastAttach.new && !termgate.conn.lastAttach.resumed`) {
 		t.Errorf("after the restart the page did not start a new session (lastAttach %s)", eval[string](b, `JSON.stringify(termgate.conn.lastAttach)`))
 	}
+	b.shot("07-restarted")
 	st = attachSSH(t, gw, name)
 	b.typeKeys("echo pid=$$\r")
 	pid = b.waitMatch(`(?m)^pid=(\d+)\s*$`)[1]
@@ -186,16 +203,22 @@ func TestBrowser(t *testing.T) {
 	if n := b.dialogs(); n != 1 {
 		t.Errorf("%d confirmation dialogs, want 1", n)
 	}
-	b.shot("07-reset")
+	b.shot("08-reset")
 
-	// Back to the list: the session, with the SSH client still attached.
+	// Back to the list: the session, with the SSH client still attached;
+	// its link opens the terminal again.
 	b.do(chromedp.Click(chromedp.ID("back")), chromedp.WaitVisible(chromedp.ID("picker")))
 	b.waitFunc("the session in the list", fmt.Sprintf(
-		`[...document.querySelectorAll('#sessions tbody tr')].some(r => r.cells[0].textContent === %q && r.cells[1].textContent === '1' && r.cells[2].textContent === 'attached')`, name))
+		`[...document.querySelectorAll('#instances tbody tr')].some(r => r.cells[0].textContent === %q && r.cells[1].textContent === 'attached: 1 client')`, name))
 	if title := eval[string](b, `document.title`); title != "termgate" {
 		t.Errorf("the list's title = %q", title)
 	}
-	b.shot("08-sessions")
+	b.shot("09-instances")
+	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`#instances tr[data-instance=%q] a`, name))), chromedp.WaitVisible(chromedp.ID("terminal")))
+	b.waitConnected()
+	if p := eval[string](b, `location.pathname`); p != "/t/"+name {
+		t.Errorf("the list's link opened %q, want /t/%s", p, name)
+	}
 	b.checkConsole()
 	t.Logf("browser test took %v; screenshots in %s", time.Since(start).Round(time.Millisecond), b.shots)
 }
@@ -377,22 +400,6 @@ func (gw *gateway) stop() {
 		gw.t.Error("the gateway did not stop within 15 s of SIGTERM")
 	}
 	gw.cmd = nil
-}
-
-// token is the token the gateway generated at its first start.
-func (gw *gateway) token() string {
-	gw.t.Helper()
-	b, err := os.ReadFile(filepath.Join(gw.state, "api_token"))
-	if err != nil {
-		gw.t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(f[0], "#") {
-			return f[0]
-		}
-	}
-	gw.t.Fatalf("no token in api_token:\n%s", b)
-	return ""
 }
 
 // logWriter keeps the gateway's output and reads the listening addresses

@@ -1,6 +1,7 @@
-// termgate's browser terminal: a sign-in form, the session list with a field
-// to open any instance, and a full-window terminal at /t/NAME that stays
-// attached to the instance's persistent session. The protocol is described
+// termgate's browser terminal: a sign-in form, the list of the instances the
+// token may reach (with their sessions) and a field to open any other by
+// name, and a full-window terminal at /t/NAME that stays attached to the
+// instance's persistent session. The protocol is described
 // in ../../websock/doc.go and the README ("HTTP and WebSocket").
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
@@ -45,10 +46,11 @@ async function signedIn() {
   }
 }
 
-// expired shows the sign-in form after the login stopped working (the
-// gateway restarted, the token was removed), and drops the stale cookie so
-// that other tabs stop presenting it: the gateway counts each use as a
-// failed authentication.
+// expired shows the sign-in form after the login stopped working (it
+// expired, its token was removed from the token file, the gateway's cookie
+// key was replaced; a gateway restart alone keeps it), and drops the dead
+// cookie, which can never work again, so that other tabs stop presenting
+// it too.
 function expired() {
   fetch('/api/logout', { method: 'POST' }).catch(() => {});
   showSignIn('Your sign-in has expired: sign in again.');
@@ -69,7 +71,7 @@ $('signin-form').addEventListener('submit', async (e) => {
   else location.reload(); // start afresh, signed in, at the same address
 });
 
-// ---- the session list ------------------------------------------------------
+// ---- the instance list -----------------------------------------------------
 
 function ago(iso) {
   const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
@@ -86,17 +88,31 @@ function bytes(n) {
   return `${(n / (1 << 20)).toFixed(1)} MiB`;
 }
 
-function cell(row, content) {
+function cell(row, content, className) {
   const td = row.insertCell();
   if (typeof content === 'string') td.textContent = content;
   else td.append(content);
+  if (className) td.className = className;
+  return td;
 }
 
-async function refreshSessions() {
-  const err = $('sessions-error');
+// sessionState describes an instance's session: none, attached (how many
+// clients), or idle since when.
+function sessionState(s) {
+  if (!s) return ['no session', 'none'];
+  if (s.clients > 0) return [`attached: ${s.clients} ${s.clients === 1 ? 'client' : 'clients'}`, 'attached'];
+  if (s.idle_since) return [`idle for ${ago(s.idle_since)}`, 'idle'];
+  return ['idle', 'idle'];
+}
+
+// refreshInstances redraws the list from GET /api/instances: the running
+// instances the token may reach, each with its session or null. It returns
+// false once the login stopped working.
+async function refreshInstances() {
+  const err = $('instances-error');
   let res;
   try {
-    res = await fetch('/api/sessions', { cache: 'no-store' });
+    res = await fetch('/api/instances', { cache: 'no-store' });
   } catch {
     err.textContent = 'The gateway is unreachable; retrying.';
     err.hidden = false;
@@ -112,22 +128,24 @@ async function refreshSessions() {
     return true;
   }
   err.hidden = true;
-  const list = (await res.json()).sort((a, b) => a.instance.localeCompare(b.instance));
-  const body = $('sessions').tBodies[0];
+  const list = (await res.json()).sort((a, b) => a.name.localeCompare(b.name));
+  const body = $('instances').tBodies[0];
   body.replaceChildren();
-  for (const s of list) {
+  for (const { name, session: s } of list) {
     const row = body.insertRow();
+    row.dataset.instance = name;
     const a = document.createElement('a');
-    a.href = `/t/${encodeURIComponent(s.instance)}`;
-    a.textContent = s.instance;
+    a.href = `/t/${encodeURIComponent(name)}`;
+    a.textContent = name;
     cell(row, a);
-    cell(row, String(s.clients));
-    cell(row, s.clients > 0 || !s.idle_since ? 'attached' : `idle for ${ago(s.idle_since)}`);
-    cell(row, `${ago(s.created)} ago`);
-    cell(row, bytes(s.bytes_out));
+    const [state, kind] = sessionState(s);
+    const td = cell(row, state, `state ${kind}`);
+    if (s && s.idle_since && !s.clients) td.title = `idle since ${new Date(s.idle_since).toLocaleString()}`;
+    cell(row, s ? `${ago(s.created)} ago` : '');
+    cell(row, s ? bytes(s.bytes_out) : '');
   }
-  $('sessions').hidden = list.length === 0;
-  $('sessions-empty').hidden = list.length !== 0;
+  $('instances').hidden = list.length === 0;
+  $('instances-empty').hidden = list.length !== 0;
   return true;
 }
 
@@ -135,7 +153,7 @@ async function showPicker() {
   show('picker');
   document.title = 'termgate';
   $('open-name').focus();
-  while (await refreshSessions()) await new Promise((r) => setTimeout(r, 5000));
+  while (await refreshInstances()) await new Promise((r) => setTimeout(r, 5000));
 }
 
 $('open-form').addEventListener('submit', (e) => {
