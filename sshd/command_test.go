@@ -124,8 +124,9 @@ func TestCommandList(t *testing.T) {
 	}
 
 	// A key limited to web* sees web1 only.
+	// (Match whole lines: a session ID may contain "db1".)
 	r = f.run(t, "web", "me", "list")
-	if r.code != 0 || strings.Contains(r.stdout, "db1") || !strings.Contains(r.stdout, "web1") {
+	if r.code != 0 || regexp.MustCompile(`(?m)^db1 `).MatchString(r.stdout) || !regexp.MustCompile(`(?m)^web1 `).MatchString(r.stdout) {
 		t.Fatalf("limited list: status %d, stdout %q", r.code, r.stdout)
 	}
 }

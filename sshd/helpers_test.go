@@ -266,6 +266,32 @@ func (tm *term) expect(re string) []string {
 	return m
 }
 
+// expectSize asks the shell for its terminal size until it is want
+// ("ROWS COLS"). Window changes reach the shell asynchronously (the
+// session's resizer), so a command typed right after one may still see an
+// earlier size; every size seen on the way must match allowed.
+func (tm *term) expectSize(want string, allowed *regexp.Regexp) {
+	tm.t.Helper()
+	re := regexp.MustCompile(`size=(\d+ \d+)\.`)
+	deadline := time.Now().Add(waitFor)
+	for {
+		tm.send(`echo "size=$(stty size)."`)
+		m, at := tm.out.waitFor(re, tm.seen)
+		if m == nil {
+			tm.t.Fatalf("no size in the output: %q", tm.out.String())
+		}
+		tm.seen = at
+		switch {
+		case m[1] == want:
+			return
+		case !allowed.MatchString(m[1]):
+			tm.t.Fatalf("size %q while waiting for %q", m[1], want)
+		case time.Now().After(deadline):
+			tm.t.Fatalf("the size never became %q; output %q", want, tm.out.String())
+		}
+	}
+}
+
 // pid asks the shell for its PID.
 func (tm *term) pid() string {
 	tm.t.Helper()
