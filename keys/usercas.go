@@ -79,10 +79,11 @@ func ParseUserCAs(data []byte) (*UserCAs, []string) {
 			continue
 		}
 		if text[0] == '@' {
-			marker, rest, _ := bytes.Cut(text, []byte(" "))
-			if tab := bytes.IndexByte(marker, '\t'); tab >= 0 {
-				marker, rest = text[:tab], text[tab+1:]
+			end := bytes.IndexAny(text, " \t")
+			if end < 0 {
+				end = len(text)
 			}
+			marker, rest := text[:end], text[end:]
 			if string(marker) != "@revoked" {
 				warnings = append(warnings, fmt.Sprintf("line %d: skipped: unknown marker %q (only @revoked is understood)", n, displayName(string(marker), 40)))
 				continue
