@@ -3,6 +3,9 @@ package websock
 import (
 	"fmt"
 	"net/http"
+	"strings"
+
+	"github.com/gorilla/websocket"
 )
 
 // ContentSecurityPolicy is sent with every response. Scripts, styles,
@@ -68,17 +71,30 @@ func (s *Server) limitBody(h http.Handler) http.Handler {
 	})
 }
 
+// isSignInPage reports a GET of the page's own routes, where a token in the
+// query is a sign-in link for the page's script, not a credential the
+// server uses.
+func isSignInPage(r *http.Request) bool {
+	return (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		(r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, "/t/")) &&
+		!websocket.IsWebSocketUpgrade(r)
+}
+
 func bodyTooLarge(max int64) string {
 	return fmt.Sprintf("request body too large (at most %d bytes)", max)
 }
 
-// refuseTokensInURL answers 401 to any request, on any route, whose query
-// carries a credential: a URL ends up in logs, proxies and browser history.
-// The refusal is audited (without the token) but does not count towards
-// the address's lockout: the token was not checked.
+// refuseTokensInURL answers 401 to any request whose query carries a
+// credential: a URL ends up in logs, proxies and browser history. The one
+// exception is the browser page itself (GET / and /t/NAME): the server
+// never reads the token there, the page exchanges it for the login cookie
+// and removes it from the address bar at once (issue 4's sign-in link;
+// the URL printed at start puts the token after # instead, which never
+// reaches any server). The refusal is audited (without the token) but does
+// not count towards the address's lockout: the token was not checked.
 func (s *Server) refuseTokensInURL(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if queryHasToken(r) {
+		if queryHasToken(r) && !isSignInPage(r) {
 			s.auditFailure(r, caller{}, "", "token in the URL query")
 			s.unauthorized(w, r, errTokenInQuery.Error())
 			return

@@ -146,9 +146,16 @@ func TestContentSecurityPolicy(t *testing.T) {
 // even next to a valid header.
 func TestTokenInURLRefusedEverywhere(t *testing.T) {
 	e := newEnv(t, newFakeBackend("web1"), nil, nil)
+	// The page's sign-in link is the exception: the page is served (the
+	// server never reads the token; the page's script trades it for the
+	// cookie and removes it from the address bar).
+	for _, path := range []string{"/?token=" + tokAll, "/t/web1?token=" + tokAll} {
+		// (The placeholder page has no /t/ route: 404 there, not 401.)
+		if resp := e.do("GET", path, nil, nil); resp.StatusCode == http.StatusUnauthorized || len(resp.Cookies()) != 0 {
+			t.Errorf("GET %s: %s, want the page and no cookie", path, respText(resp))
+		}
+	}
 	for _, path := range []string{
-		"/?token=" + tokAll,
-		"/t/web1?token=" + tokAll,
 		"/healthz?access_token=" + tokAll,
 		"/api/sessions?TOKEN=" + tokAll,
 		"/api/sessions?Api_Key=" + tokAll,
