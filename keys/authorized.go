@@ -47,21 +47,29 @@ type keyLine struct {
 // empty set (reported in warnings); err is set only when the file exists
 // but cannot be read. Warnings are prefixed with the path.
 func LoadAuthorizedKeys(path string) (*AuthorizedKeys, []string, error) {
+	return loadTrustFile(path, "authorized keys", "no SSH key is authorized", "add keys", &AuthorizedKeys{}, ParseAuthorizedKeys)
+}
+
+// loadTrustFile reads a file that grants access (authorized keys, user
+// CAs): a missing one grants nothing and says so, one others may write is
+// loaded with a warning, and warnings are prefixed with the path.
+func loadTrustFile[T any](path, what, missing, risk string, empty T, parse func([]byte) (T, []string)) (T, []string, error) {
 	data, fi, err := readFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &AuthorizedKeys{}, []string{fmt.Sprintf("%s does not exist: no SSH key is authorized", path)}, nil
+		return empty, []string{fmt.Sprintf("%s does not exist: %s", path, missing)}, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read authorized keys: %w", err)
+		var zero T
+		return zero, nil, fmt.Errorf("read %s: %w", what, err)
 	}
-	ak, warnings := ParseAuthorizedKeys(data)
+	v, warnings := parse(data)
 	if fi.Mode().Perm()&0o022 != 0 {
-		warnings = append([]string{fmt.Sprintf("is writable by group or others (mode %04o): anyone who can write it can add keys; run chmod 600", fi.Mode().Perm())}, warnings...)
+		warnings = append([]string{fmt.Sprintf("is writable by group or others (mode %04o): anyone who can write it can %s; run chmod 600", fi.Mode().Perm(), risk)}, warnings...)
 	}
 	for i, w := range warnings {
 		warnings[i] = path + ": " + w
 	}
-	return ak, warnings, nil
+	return v, warnings, nil
 }
 
 // ParseAuthorizedKeys parses the contents of an authorized_keys file line by

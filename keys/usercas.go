@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"net/netip"
 	"strings"
@@ -44,21 +43,7 @@ type UserCAs struct {
 // (reported in warnings); err is set only when the file exists but cannot be
 // read. Warnings are prefixed with the path.
 func LoadUserCAs(path string) (*UserCAs, []string, error) {
-	data, fi, err := readFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return &UserCAs{}, []string{fmt.Sprintf("%s does not exist: no user CA is trusted", path)}, nil
-	}
-	if err != nil {
-		return nil, nil, fmt.Errorf("read trusted user CA keys: %w", err)
-	}
-	cas, warnings := ParseUserCAs(data)
-	if fi.Mode().Perm()&0o022 != 0 {
-		warnings = append([]string{fmt.Sprintf("is writable by group or others (mode %04o): anyone who can write it can add a CA; run chmod 600", fi.Mode().Perm())}, warnings...)
-	}
-	for i, w := range warnings {
-		warnings[i] = path + ": " + w
-	}
-	return cas, warnings, nil
+	return loadTrustFile(path, "trusted user CA keys", "no user CA is trusted", "add a CA", &UserCAs{}, ParseUserCAs)
 }
 
 // ParseUserCAs parses a trusted user CA file: one CA public key per line in
