@@ -97,6 +97,10 @@ func StripQueries(b []byte) []byte {
 			} else if c == 0x1b && i+1 == len(b) {
 				i = len(b) // incomplete ST at the very end
 				continue
+			} else if c == 0x1b { // ESC not starting ST aborts the string and starts a sequence
+				out = append(out, b[seqStart:i]...)
+				state, seqStart = stEsc, i
+				continue
 			}
 			if end < 0 {
 				continue

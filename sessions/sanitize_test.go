@@ -35,6 +35,8 @@ func TestStripQueries(t *testing.T) {
 		{"incomplete osc at end kept", "ab\x1b]0;ti", "ab\x1b]0;ti"},
 		{"utf8 kept", "héllo 世界 🙂", "héllo 世界 🙂"},
 		{"esc esc", "\x1b\x1b[6nx", "\x1bx"},
+		{"query after an aborted string", "\x1bXsos\x1b[6nx", "\x1bXsosx"},
+		{"query after an aborted osc", "\x1b]0;t\x1b[cx", "\x1b]0;tx"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
