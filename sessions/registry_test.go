@@ -466,3 +466,21 @@ func TestSignalExitDuringInstanceStopIsInstanceGone(t *testing.T) {
 		t.Fatalf("cause %v, want exit status 137", err)
 	}
 }
+
+// A terminal stream that breaks (the Docker engine restarted) ends the
+// session with ErrBackendLost, and the next attach starts a fresh shell.
+func TestBrokenStreamEndsSessionAsBackendLost(t *testing.T) {
+	r, fb := newTestRegistry(t, Config{})
+	c := attach(t, r, "web1", AttachOptions{})
+	old := fb.last()
+	_ = old.outW.CloseWithError(errors.New("connection reset by peer"))
+	if _, err := readErr(t, c); !errors.Is(err, ErrBackendLost) {
+		t.Fatalf("cause %v, want ErrBackendLost", err)
+	}
+	waitFor(t, func() bool { return len(r.Sessions()) == 0 })
+	c2 := attach(t, r, "web1", AttachOptions{})
+	defer c2.Detach()
+	if !c2.Info().New || fb.last() == old {
+		t.Fatalf("attach after the loss %+v: want a new session", c2.Info())
+	}
+}
