@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"crypto/sha256"
-	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -26,7 +24,6 @@ import (
 
 	"github.com/termgate/termgate/backend/docker"
 	"github.com/termgate/termgate/backend/local"
-	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/metrics"
 	"github.com/termgate/termgate/sessions"
 	"github.com/termgate/termgate/sshd"
@@ -82,71 +79,13 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	defer auditFile.Close()
-	hostKey, created, err := keys.LoadOrCreateHostKey(o.hostKey)
+	creds, err := loadCredentials(o, log)
 	if err != nil {
 		return err
 	}
-	if created {
-		log.Info("generated SSH host key", "path", o.hostKey)
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		seeded, err := keys.SeedAuthorizedKeys(o.authorizedKeys, home)
-		if err != nil {
-			log.Warn("could not seed authorized_keys", "err", err)
-		}
-		if len(seeded) > 0 {
-			log.Info("created authorized_keys from your ~/.ssh/*.pub", "path", o.authorizedKeys, "keys", seeded)
-		}
-	}
-	if _, err := os.Stat(o.authorizedKeys); err != nil {
-		log.Warn("no authorized_keys: nobody can log in over SSH until you add a public key", "path", o.authorizedKeys)
-	}
-	keyStore, err := keys.NewKeyStore(keys.Config{Path: o.authorizedKeys, Logger: log})
-	if err != nil {
-		return err
-	}
-	defer keyStore.Close()
-	_, newToken, err := keys.LoadOrCreateTokens(o.tokenFile)
-	if err != nil {
-		return err
-	}
-	tokens, err := keys.NewTokenStore(keys.Config{Path: o.tokenFile, Logger: log})
-	if err != nil {
-		return err
-	}
-	defer tokens.Close()
-	cookieKey, created, err := loadOrCreateCookieKey(filepath.Join(o.stateDir, cookieKeyFile))
-	if err != nil {
-		return err
-	}
-	if created {
-		log.Info("generated the browser login cookie key", "path", filepath.Join(o.stateDir, cookieKeyFile))
-	}
-	reloaders := []interface{ Reload() error }{keyStore, tokens}
-	var userCAs sshd.CertAuthorizer // nil: certificates are refused
-	if o.trustedUserCAKeys != "" {
-		if _, err := os.Stat(o.trustedUserCAKeys); err != nil {
-			return fmt.Errorf("--trusted-user-ca-keys: %w", err)
-		}
-		caStore, err := keys.NewCAStore(keys.Config{Path: o.trustedUserCAKeys, Logger: log})
-		if err != nil {
-			return err
-		}
-		defer caStore.Close()
-		userCAs = caStore
-		reloaders = append(reloaders, caStore)
-	}
-	var tlsConfig *tls.Config
-	if o.tlsCert != "" {
-		cert, err := websock.LoadCertFiles(o.tlsCert, o.tlsKey)
-		if err != nil {
-			return err
-		}
-		tlsConfig = cert.Config()
-		reloaders = append(reloaders, cert)
-	}
+	defer creds.close()
 
-	backend, closeBackend, err := newBackend(ctx, o, gatewayID(hostKey.PublicKey()), log)
+	backend, closeBackend, err := newBackend(ctx, o, gatewayID(creds.hostKey.PublicKey()), log)
 	if err != nil {
 		return err
 	}
@@ -163,18 +102,18 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 
-	sshSrv, err := sshd.New(sshd.Config{HostSigner: hostKey, Keys: keyStore, UserCAs: userCAs, Audit: auditLog, Registry: reg, Logger: log})
+	sshSrv, err := sshd.New(sshd.Config{HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, Audit: auditLog, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}
 	webSrv, err := websock.New(websock.Config{
 		Registry:       reg,
-		Tokens:         tokens,
-		CookieKey:      cookieKey,
+		Tokens:         creds.tokens,
+		CookieKey:      creds.cookieKey,
 		AllowedOrigins: o.allowedOrigins,
 		Logger:         log,
 		Audit:          auditLog,
-		TLS:            tlsConfig,
+		TLS:            creds.tls,
 		RequestRate:    requestRate(o.httpRateLimit),
 		RequestBurst:   requestBurst(o.httpRateLimit),
 		Metrics:        metrics.Handler(reg),
@@ -192,7 +131,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		sshLn.Close()
 		return fmt.Errorf("HTTP listener: %w (choose another --http-addr)", err)
 	}
-	announce(os.Stderr, o, log, sshLn.Addr(), httpLn.Addr(), newToken, webSrv.TLS())
+	announce(os.Stderr, o, log, sshLn.Addr(), httpLn.Addr(), creds.newToken, webSrv.TLS())
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -213,12 +152,7 @@ loop:
 			runErr = err
 			break loop
 		case <-hup:
-			for _, r := range reloaders {
-				if err := r.Reload(); err != nil {
-					log.Warn("reload on SIGHUP", "err", err)
-				}
-			}
-			log.Info("reloaded authorized_keys, tokens, trusted user CA keys and the TLS certificate (if any)")
+			creds.reload(log)
 		}
 	}
 	shutdown(o.shutdownTimeout, log, reg, sshSrv, webSrv)

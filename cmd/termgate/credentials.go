@@ -1,0 +1,127 @@
+package main
+
+import (
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/sshd"
+	"github.com/termgate/termgate/websock"
+)
+
+// credentials is what the gateway authenticates with and against: the host
+// key, authorized keys, API tokens, login cookie key, trusted user CAs and
+// TLS certificate. Generated ones are created on first start.
+type credentials struct {
+	hostKey   gossh.Signer
+	keys      *keys.KeyStore
+	tokens    *keys.TokenStore
+	newToken  string // set when the token file was just created
+	cookieKey []byte
+	userCAs   sshd.CertAuthorizer // nil: certificates are refused
+	tls       *tls.Config         // nil: plain HTTP
+
+	reloaders []interface{ Reload() error } // SIGHUP
+	closers   []func() error                // file watchers
+}
+
+func loadCredentials(o *options, log *slog.Logger) (_ *credentials, err error) {
+	c := &credentials{}
+	defer func() {
+		if err != nil {
+			c.close()
+		}
+	}()
+	var created bool
+	if c.hostKey, created, err = keys.LoadOrCreateHostKey(o.hostKey); err != nil {
+		return nil, err
+	}
+	if created {
+		log.Info("generated SSH host key", "path", o.hostKey)
+	}
+	seedAuthorizedKeys(o.authorizedKeys, log)
+	if c.keys, err = keys.NewKeyStore(keys.Config{Path: o.authorizedKeys, Logger: log}); err != nil {
+		return nil, err
+	}
+	c.watch(c.keys)
+	if _, c.newToken, err = keys.LoadOrCreateTokens(o.tokenFile); err != nil {
+		return nil, err
+	}
+	if c.tokens, err = keys.NewTokenStore(keys.Config{Path: o.tokenFile, Logger: log}); err != nil {
+		return nil, err
+	}
+	c.watch(c.tokens)
+	cookiePath := filepath.Join(o.stateDir, cookieKeyFile)
+	if c.cookieKey, created, err = loadOrCreateCookieKey(cookiePath); err != nil {
+		return nil, err
+	}
+	if created {
+		log.Info("generated the browser login cookie key", "path", cookiePath)
+	}
+	if o.trustedUserCAKeys != "" {
+		if _, err := os.Stat(o.trustedUserCAKeys); err != nil {
+			return nil, fmt.Errorf("--trusted-user-ca-keys: %w", err)
+		}
+		cas, err := keys.NewCAStore(keys.Config{Path: o.trustedUserCAKeys, Logger: log})
+		if err != nil {
+			return nil, err
+		}
+		c.watch(cas)
+		c.userCAs = cas
+	}
+	if o.tlsCert != "" {
+		cert, err := websock.LoadCertFiles(o.tlsCert, o.tlsKey)
+		if err != nil {
+			return nil, err
+		}
+		c.tls = cert.Config()
+		c.reloaders = append(c.reloaders, cert)
+	}
+	return c, nil
+}
+
+// seedAuthorizedKeys gives a first start without authorized_keys the
+// invoking user's ~/.ssh/*.pub, and says what it did.
+func seedAuthorizedKeys(path string, log *slog.Logger) {
+	if home, err := os.UserHomeDir(); err == nil {
+		seeded, err := keys.SeedAuthorizedKeys(path, home)
+		if err != nil {
+			log.Warn("could not seed authorized_keys", "err", err)
+		}
+		if len(seeded) > 0 {
+			log.Info("created authorized_keys from your ~/.ssh/*.pub", "path", path, "keys", seeded)
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		log.Warn("no authorized_keys: nobody can log in over SSH until you add a public key", "path", path)
+	}
+}
+
+// watch registers a file-backed store for SIGHUP reloads and close.
+func (c *credentials) watch(s interface {
+	Reload() error
+	Close() error
+}) {
+	c.reloaders = append(c.reloaders, s)
+	c.closers = append(c.closers, s.Close)
+}
+
+func (c *credentials) reload(log *slog.Logger) {
+	for _, r := range c.reloaders {
+		if err := r.Reload(); err != nil {
+			log.Warn("reload on SIGHUP", "err", err)
+		}
+	}
+	log.Info("reloaded authorized_keys, tokens, trusted user CA keys and the TLS certificate (if any)")
+}
+
+func (c *credentials) close() {
+	for _, f := range c.closers {
+		_ = f()
+	}
+}
