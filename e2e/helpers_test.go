@@ -17,64 +17,22 @@ import (
 
 	"github.com/gorilla/websocket"
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // ---- output streams ----
 
 // stream accumulates output and lets a test wait for a pattern in it.
-type stream struct {
-	mu      sync.Mutex // guards buf and changed
-	buf     []byte
-	changed chan struct{} // closed and replaced on every write
-}
+type stream struct{ *termtest.Stream }
 
-func newStream() *stream { return &stream{changed: make(chan struct{})} }
-
-func (s *stream) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.buf = append(s.buf, p...)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	return len(p), nil
-}
-
-func (s *stream) Bytes() []byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]byte(nil), s.buf...)
-}
-
-func (s *stream) String() string { return string(s.Bytes()) }
+func newStream() *stream { return &stream{termtest.NewStream()} }
 
 // waitFor waits, at most waitFor, until re matches the stream from offset
 // from on; it returns the submatches and the offset just after the match,
 // or nil and from.
 func (s *stream) waitFor(re *regexp.Regexp, from int) ([]string, int) {
-	timer := time.NewTimer(waitFor)
-	defer timer.Stop()
-	for {
-		s.mu.Lock()
-		loc := re.FindSubmatchIndex(s.buf[from:])
-		var m []string
-		for i := 0; loc != nil && i < len(loc); i += 2 {
-			if loc[i] < 0 {
-				m = append(m, "")
-				continue
-			}
-			m = append(m, string(s.buf[from+loc[i]:from+loc[i+1]]))
-		}
-		changed := s.changed
-		s.mu.Unlock()
-		if loc != nil {
-			return m, from + loc[1]
-		}
-		select {
-		case <-changed:
-		case <-timer.C:
-			return nil, from
-		}
-	}
+	return s.WaitFor(re, from, waitFor)
 }
 
 // tags makes the markers that tests echo unique within a run.

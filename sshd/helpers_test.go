@@ -21,6 +21,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/backend/local"
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
@@ -312,57 +313,14 @@ func (tm *term) wait() int {
 }
 
 // stream is an output sink that can be waited on.
-type stream struct {
-	mu      sync.Mutex
-	buf     []byte
-	changed chan struct{} // closed and replaced on every write
-}
+type stream struct{ *termtest.Stream }
 
-func newStream() *stream { return &stream{changed: make(chan struct{})} }
-
-func (s *stream) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.buf = append(s.buf, p...)
-	close(s.changed)
-	s.changed = make(chan struct{})
-	return len(p), nil
-}
-
-func (s *stream) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return string(s.buf)
-}
+func newStream() *stream { return &stream{termtest.NewStream()} }
 
 // waitFor waits until re matches the stream from offset from on and returns
 // the submatches and the offset after the match (nil after waitFor).
 func (s *stream) waitFor(re *regexp.Regexp, from int) ([]string, int) {
-	deadline := time.After(waitFor)
-	for {
-		s.mu.Lock()
-		loc := re.FindSubmatchIndex(s.buf[from:])
-		var m []string
-		if loc != nil {
-			for i := 0; i < len(loc); i += 2 {
-				if loc[i] < 0 {
-					m = append(m, "")
-					continue
-				}
-				m = append(m, string(s.buf[from+loc[i]:from+loc[i+1]]))
-			}
-		}
-		changed := s.changed
-		s.mu.Unlock()
-		if m != nil {
-			return m, from + loc[1]
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			return nil, from
-		}
-	}
+	return s.WaitFor(re, from, waitFor)
 }
 
 type syncBuffer struct {
