@@ -80,11 +80,17 @@ func (p *process) Wait(ctx context.Context) (int, error) {
 // closes the terminal.
 func (p *process) Kill(ctx context.Context) error {
 	p.kill.Do(func() {
+		// SIGKILL is delivered asynchronously: repeat until a round finds
+		// no live process in the session (new forks included), so that
+		// Kill returns with nothing of the session left running.
 		sid := p.cmd.Process.Pid
-		for range 3 {
-			if killSession(sid) == 0 {
-				break
+		for killSession(sid) > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(5 * time.Millisecond):
+				continue
 			}
+			break
 		}
 		_ = p.ptmx.Close()
 	})
