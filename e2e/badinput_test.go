@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // Scenario 7: bad input of every kind is refused with the contract's
@@ -45,7 +47,7 @@ func TestBadInput(t *testing.T) {
 			}
 			// With a PTY, as a terminal user would.
 			tm := g.attach(t, keyAdmin, "../etc", 80, 24)
-			if code := exitStatus(t, tm.wait()); code != 1 || !strings.Contains(tm.errOut.String(), "invalid instance name") {
+			if code := termtest.ExitStatus(t, tm.wait()); code != 1 || !strings.Contains(tm.errOut.String(), "invalid instance name") {
 				t.Errorf("interactive ssh ../etc@: status %d, stderr %q", code, tm.errOut)
 			}
 		})

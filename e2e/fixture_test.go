@@ -24,6 +24,8 @@ import (
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 const (
@@ -71,7 +73,7 @@ type gateway struct {
 	keyFiles map[string]string // OpenSSH private key files, by key name
 	tokens   map[string]string // by token name
 	http     *http.Client
-	logs     *syncBuffer // the gateway's stdout and stderr
+	logs     *termtest.SyncBuffer // the gateway's stdout and stderr
 
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd.Wait returned
@@ -99,7 +101,7 @@ func newGateway(t *testing.T, o options) *gateway {
 		tokens:   map[string]string{},
 		// No keep-alive: no idle connection (and goroutine) outlives a request.
 		http: &http.Client{Timeout: waitFor, Transport: &http.Transport{DisableKeepAlives: true}},
-		logs: &syncBuffer{},
+		logs: &termtest.SyncBuffer{},
 	}
 	t.Cleanup(g.cleanup)
 
@@ -179,7 +181,7 @@ func (g *gateway) start(t *testing.T, idle time.Duration) {
 	for attempt := 1; ; attempt++ {
 		g.sshAddr, g.httpAddr = freeAddr(t), freeAddr(t)
 		g.baseURL = "http://" + g.httpAddr
-		g.logs = &syncBuffer{}
+		g.logs = &termtest.SyncBuffer{}
 		g.cmd = exec.Command(gatewayBin,
 			"--ssh-addr", g.sshAddr,
 			"--http-addr", g.httpAddr,
@@ -592,22 +594,4 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes and reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }

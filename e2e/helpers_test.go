@@ -104,21 +104,7 @@ func (g *gateway) ssh(t *testing.T, key, user, cmd string) result {
 		<-done
 		t.Fatalf("ssh %s@ %q did not finish within %s; stdout %q, stderr %q", user, cmd, waitFor, stdout.String(), stderr.String())
 	}
-	return result{stdout.String(), stderr.String(), exitStatus(t, err)}
-}
-
-// exitStatus is the exit status in a Session.Wait/Run error.
-func exitStatus(t *testing.T, err error) int {
-	t.Helper()
-	var ee *gossh.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		return ee.ExitStatus()
-	}
-	t.Fatalf("no exit status: %v", err)
-	return -1
+	return result{stdout.String(), stderr.String(), termtest.ExitStatus(t, err)}
 }
 
 // term is an interactive SSH session with a PTY.

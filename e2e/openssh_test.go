@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // Scenario 8: the same user journey through the OpenSSH client: attach,
@@ -31,7 +33,7 @@ func TestOpenSSH(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		cmd := exec.CommandContext(ctx, sshBin, append(append([]string{}, base...), args...)...)
 		cmd.Env = append(gatewayEnv(home), "TERM=xterm")
-		r := &opensshRun{t: t, cmd: cmd, out: newStream(), errOut: &syncBuffer{}, done: make(chan struct{})}
+		r := &opensshRun{t: t, cmd: cmd, out: newStream(), errOut: &termtest.SyncBuffer{}, done: make(chan struct{})}
 		cmd.Stdout, cmd.Stderr = r.out, r.errOut
 		var err error
 		if r.stdin, err = cmd.StdinPipe(); err != nil {
@@ -127,7 +129,7 @@ type opensshRun struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	out    *stream
-	errOut *syncBuffer
+	errOut *termtest.SyncBuffer
 	seen   int
 	done   chan struct{} // closed when cmd.Wait returned
 	err    error         // cmd.Wait's result; read after done

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // Scenario 9: SIGTERM tells the attached clients, ends every session (no
@@ -42,7 +44,7 @@ func TestSIGTERM(t *testing.T) {
 	if code := w.waitClosed(); code != websocket.CloseGoingAway && code != websocket.CloseNormalClosure {
 		t.Errorf("the WebSocket ended with %d (%v), want a close frame (1001)", code, w.readErr)
 	}
-	code := exitStatus(t, s.wait())
+	code := termtest.ExitStatus(t, s.wait())
 	if notice := regexp.MustCompile(`\[termgate\][^\r\n]*shutting down`); !notice.MatchString(s.errOut.String() + s.out.String()) {
 		t.Errorf("the SSH client got no notice of the shutdown; stderr %q, stdout %q", s.errOut, s.out.String()[s.seen:])
 	}

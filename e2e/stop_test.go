@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // Scenario 6: when the container stops (or is removed), its session ends:
@@ -54,7 +56,7 @@ func TestInstanceStops(t *testing.T) {
 			}
 
 			// The channel has closed: everything the gateway sent is in.
-			code := exitStatus(t, s.wait())
+			code := termtest.ExitStatus(t, s.wait())
 			if notice := regexp.MustCompile(`\[termgate\][^\r\n]*stopped`); !notice.MatchString(s.errOut.String() + s.out.String()) {
 				t.Errorf("the SSH client got no notice that the instance stopped; stderr %q, stdout %q", s.errOut, s.out.String()[s.seen:])
 			}

@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 func TestAttachSameShellAfterReattach(t *testing.T) {
@@ -149,7 +151,7 @@ func TestAttachWithoutPTY(t *testing.T) {
 	if m, _ := out.waitFor(regexp.MustCompile(`54z`), 0); m == nil {
 		t.Fatalf("no output: %q", out.String())
 	}
-	if code := exitCode(t, s.Wait()); code != 4 {
+	if code := termtest.ExitStatus(t, s.Wait()); code != 4 {
 		t.Fatalf("exit status %d, want 4", code)
 	}
 }

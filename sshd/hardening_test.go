@@ -18,6 +18,8 @@ import (
 
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // dialFrom opens an SSH connection from the loopback address local
@@ -50,7 +52,7 @@ func (f *fixture) lockedOut(ip string) bool {
 }
 
 // auditLog collects the audit trail as JSON lines.
-type auditLog struct{ buf syncBuffer }
+type auditLog struct{ buf termtest.SyncBuffer }
 
 func (a *auditLog) events(t *testing.T) []map[string]any {
 	t.Helper()
@@ -449,7 +451,7 @@ func TestPerKeyCaps(t *testing.T) {
 	}
 	var stderr strings.Builder
 	s.Stderr = &stderr
-	if code := exitCode(t, s.Run("list")); code != 1 || !strings.Contains(stderr.String(), "already has 2 sessions open") {
+	if code := termtest.ExitStatus(t, s.Run("list")); code != 1 || !strings.Contains(stderr.String(), "already has 2 sessions open") {
 		t.Fatalf("third session: status %d, stderr %q", code, stderr.String())
 	}
 	_ = b.sess.Close()
@@ -503,7 +505,7 @@ func TestEnvRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _ = fmt.Fprint(stdin, "echo \"lang=$LANG lc=$LC_ALL ld=$LD_PRELOAD.\"; exit 3\r")
-	if code := exitCode(t, s.Wait()); code != 3 {
+	if code := termtest.ExitStatus(t, s.Wait()); code != 3 {
 		t.Fatalf("status %d; output %q", code, out.String())
 	}
 	if strings.Contains(out.String(), "xx_TEST") || !strings.Contains(out.String(), "ld=.") {
@@ -588,7 +590,7 @@ func TestCertificates(t *testing.T) {
 			}
 			var stdout, stderr strings.Builder
 			s.Stdout, s.Stderr = &stdout, &stderr
-			code := exitCode(t, s.Run(cmd))
+			code := termtest.ExitStatus(t, s.Run(cmd))
 			switch cmd {
 			case "reset db1":
 				if code != 1 || !strings.Contains(stderr.String(), `instance "db1" not found or not running`) {
@@ -605,7 +607,7 @@ func TestCertificates(t *testing.T) {
 			s, _ := c.NewSession()
 			var stderr strings.Builder
 			s.Stderr = &stderr
-			if code := exitCode(t, s.Run("")); code != 1 || !strings.Contains(stderr.String(), "not found or not running") {
+			if code := termtest.ExitStatus(t, s.Run("")); code != 1 || !strings.Contains(stderr.String(), "not found or not running") {
 				t.Fatalf("attach db1 outside the principals: status %d, stderr %q", code, stderr.String())
 			}
 		}
@@ -661,9 +663,7 @@ func TestCertificates(t *testing.T) {
 			if !strings.Contains(fmt.Sprint(ev["reason"]), tc.reason) {
 				t.Fatalf("reason %q, want %q", ev["reason"], tc.reason)
 			}
-			cf.audit.buf.mu.Lock()
-			cf.audit.buf.b.Reset()
-			cf.audit.buf.mu.Unlock()
+			cf.audit.buf.Reset()
 		})
 	}
 
@@ -710,7 +710,7 @@ func runWith(t *testing.T, f *fixture, cfg *gossh.ClientConfig, cmd string) resu
 	if cmd == "" && err != nil && !errors.As(err, new(*gossh.ExitError)) {
 		t.Fatal(err)
 	}
-	return result{stdout.String(), stderr.String(), exitCode(t, err)}
+	return result{stdout.String(), stderr.String(), termtest.ExitStatus(t, err)}
 }
 
 func TestAuditTrail(t *testing.T) {

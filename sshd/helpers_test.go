@@ -12,7 +12,6 @@ import (
 	"net"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -43,7 +42,7 @@ type fixture struct {
 	keys    map[string]gossh.Signer
 	privs   map[string]ed25519.PrivateKey
 	auth    *swapAuthorizer
-	logs    *syncBuffer
+	logs    *termtest.SyncBuffer
 	served  chan error
 }
 
@@ -70,7 +69,7 @@ func newSigner(t testing.TB) (gossh.Signer, ed25519.PrivateKey) {
 
 func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	t.Helper()
-	f := &fixture{keys: map[string]gossh.Signer{}, privs: map[string]ed25519.PrivateKey{}, logs: &syncBuffer{}, served: make(chan error, 1)}
+	f := &fixture{keys: map[string]gossh.Signer{}, privs: map[string]ed25519.PrivateKey{}, logs: &termtest.SyncBuffer{}, served: make(chan error, 1)}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var ak strings.Builder
 	for _, name := range []string{"admin", "web", "nopty", "stranger"} {
@@ -192,20 +191,7 @@ func (f *fixture) run(t *testing.T, key, user, cmd string) result {
 		<-done
 		t.Fatalf("%q did not finish", cmd)
 	}
-	return result{stdout.String(), stderr.String(), exitCode(t, err)}
-}
-
-func exitCode(t *testing.T, err error) int {
-	t.Helper()
-	var ee *gossh.ExitError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ee):
-		return ee.ExitStatus()
-	}
-	t.Fatalf("no exit status: %v", err)
-	return -1
+	return result{stdout.String(), stderr.String(), termtest.ExitStatus(t, err)}
 }
 
 // term is an attached interactive session.
@@ -305,7 +291,7 @@ func (tm *term) wait() int {
 	tm.t.Helper()
 	select {
 	case err := <-tm.done:
-		return exitCode(tm.t, err)
+		return termtest.ExitStatus(tm.t, err)
 	case <-time.After(waitFor):
 		tm.t.Fatalf("session did not end; output %q, stderr %q", tm.out.String(), tm.errOut.String())
 	}
@@ -321,23 +307,6 @@ func newStream() *stream { return &stream{termtest.NewStream()} }
 // the submatches and the offset after the match (nil after waitFor).
 func (s *stream) waitFor(re *regexp.Regexp, from int) ([]string, int) {
 	return s.WaitFor(re, from, waitFor)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // eventually waits, bounded, for cond; for state that has no event to wait

@@ -15,6 +15,8 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/keys"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // fakeContext is an ssh.Context without a connection.
@@ -105,7 +107,7 @@ func TestChainOrder(t *testing.T) {
 }
 
 func TestRecovererUnit(t *testing.T) {
-	var logs syncBuffer
+	var logs termtest.SyncBuffer
 	fs := &fakeSession{ctx: newFakeContext()}
 	sess := newSession(fs, 0)
 	sess.log = slog.New(slog.NewTextHandler(&logs, nil))

@@ -14,6 +14,8 @@ import (
 	"golang.org/x/crypto/ssh/agent"
 
 	"github.com/termgate/termgate/keys"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 func TestNewNeedsConfig(t *testing.T) {
@@ -72,7 +74,7 @@ func TestAuthKeyRemovedAfterHandshake(t *testing.T) {
 	var stderr strings.Builder
 	s.Stderr = &stderr
 	err = s.Run("list")
-	if code := exitCode(t, err); code != 1 || stderr.String() != "permission denied\n" {
+	if code := termtest.ExitStatus(t, err); code != 1 || stderr.String() != "permission denied\n" {
 		t.Fatalf("status %d, stderr %q", code, stderr.String())
 	}
 }

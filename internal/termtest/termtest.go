@@ -1,12 +1,17 @@
 // Package termtest holds helpers shared by the tests that drive terminals
 // (the SSH listener's and the end-to-end tests): an output sink a test can
-// wait on for a pattern.
+// wait on for a pattern, a concurrency-safe buffer, SSH exit statuses.
 package termtest
 
 import (
+	"bytes"
+	"errors"
 	"regexp"
 	"sync"
+	"testing"
 	"time"
+
+	gossh "golang.org/x/crypto/ssh"
 )
 
 // Stream accumulates output and lets a test wait for a pattern in it.
@@ -66,4 +71,44 @@ func (s *Stream) WaitFor(re *regexp.Regexp, from int, timeout time.Duration) ([]
 			return nil, from
 		}
 	}
+}
+
+// ExitStatus is the remote exit status in an x/crypto/ssh Session.Run or
+// Wait error (0 for nil); any other error fails the test.
+func ExitStatus(t testing.TB, err error) int {
+	t.Helper()
+	var ee *gossh.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.ExitStatus()
+	}
+	t.Fatalf("no exit status: %v", err)
+	return -1
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writes and reads.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *SyncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *SyncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// Reset empties the buffer.
+func (b *SyncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.b.Reset()
 }
