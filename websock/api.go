@@ -73,13 +73,29 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// handleMetrics serves GET /metrics to tokens without instances= limits
+// only: the metrics name every instance with a session, when it was
+// attached and how many bytes it wrote (a keystroke's echo is a byte), so a
+// limited token would learn about instances it may not use. Filtering the
+// Prometheus text would have to understand every metric's labels; a
+// monitoring system wants a token of its own anyway.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	c, _ := callerFrom(r.Context())
+	if len(c.id.Instances) > 0 {
+		s.log.Info("metrics refused to a limited token", "remote", r.RemoteAddr, "identity", c.id.Name)
+		s.auditFailure(r, c, "", "metrics need a token without instances= limits")
+		writeError(w, http.StatusForbidden, msgMetricsLimited)
+		return
+	}
 	if s.cfg.Metrics == nil {
 		writeError(w, http.StatusNotFound, "metrics are not enabled")
 		return
 	}
 	s.cfg.Metrics.ServeHTTP(w, r)
 }
+
+const msgMetricsLimited = "/metrics shows every instance, and this token is limited by instances=: " +
+	"use a token without instances= limits (for example a separate one for monitoring)"
 
 // instanceFor checks the {name} path value and the caller's permission on
 // it: 400 for a bad name, 404 (the unknown-instance answer, so names do not
