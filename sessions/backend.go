@@ -13,6 +13,16 @@ type Instance struct {
 	ID string
 }
 
+// InstanceEvent is a change to an instance that a Backend's Watch reports.
+type InstanceEvent struct {
+	// Instance carries the instance's ID and, for a rename, its new name.
+	Instance Instance
+	// Gone: the instance stopped or was removed; its session ends. Otherwise
+	// the instance was renamed: the session follows the new name and its
+	// clients' authorization is checked against it.
+	Gone bool
+}
+
 // StartSpec describes the shell a Backend starts for a session.
 type StartSpec struct {
 	// SessionID marks every process of the session (the backend puts it in
@@ -53,9 +63,10 @@ type Backend interface {
 	Lookup(ctx context.Context, name string) (Instance, error)
 	// Start starts a shell in the instance.
 	Start(ctx context.Context, inst Instance, spec StartSpec) (Process, error)
-	// Watch calls gone for every instance that stops or is removed, until ctx
-	// is done. It reconnects by itself when the backend's event source drops.
-	Watch(ctx context.Context, gone func(Instance)) error
+	// Watch reports every instance that stops, is removed or is renamed,
+	// until ctx is done. It reconnects by itself when the backend's event
+	// source drops. ev runs on Watch's goroutine.
+	Watch(ctx context.Context, ev func(InstanceEvent)) error
 	// Sweep ends the shells an earlier run of the gateway left behind.
 	Sweep(ctx context.Context) error
 	// Ping reports whether the backend is reachable.

@@ -24,13 +24,16 @@ type AttachInfo struct {
 
 // Client is one attached terminal. Read returns the replay, then live
 // output; once the session is gone under it, Read drains what was queued and
-// then returns the cause (*ResetError, *ExitError, ErrIdle, ErrInstanceGone,
-// ErrSlowClient, ErrShutdown, ErrBackendLost).
+// then returns the cause (*ResetError, *ExitError, *RevokedError, ErrIdle,
+// ErrInstanceGone, ErrSlowClient, ErrShutdown, ErrBackendLost). Done is
+// closed at the same moment, so a listener can select on it.
 type Client struct {
-	sess  *Session
-	info  AttachInfo
-	label string
-	since time.Time
+	sess    *Session
+	info    AttachInfo
+	label   string
+	since   time.Time
+	allowed func(instance string) error // nil: no re-check
+	done    chan struct{}               // closed with the first cause
 
 	mu     sync.Mutex // guards the fields below
 	queue  [][]byte   // chunks not yet read; shared, never modified
@@ -41,8 +44,22 @@ type Client struct {
 	wake   chan struct{}
 }
 
-func newClient(s *Session, info AttachInfo, label string, limit int) *Client {
-	return &Client{sess: s, info: info, label: label, limit: limit, wake: make(chan struct{}, 1), since: s.clock.Now()}
+func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {
+	return &Client{
+		sess: s, info: info, label: opts.Label, allowed: opts.Allowed, limit: limit,
+		wake: make(chan struct{}, 1), done: make(chan struct{}), since: s.clock.Now(),
+	}
+}
+
+// Done is closed once the client is closed, for whatever cause; queued
+// output may still be waiting for Read.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Cause returns why the client was closed, or nil while it is attached.
+func (c *Client) Cause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cause
 }
 
 // Info returns where the attach landed.
@@ -79,8 +96,12 @@ func (c *Client) Read(p []byte) (int, error) {
 	}
 }
 
-// Write sends input to the shell.
-func (c *Client) Write(p []byte) (int, error) { return c.sess.input(p) }
+// Write sends input to the shell. It blocks while the shell takes the
+// input, but returns early with the client's cause once the client is
+// closed (a Detach from another goroutine unblocks it), and with
+// ErrInputStalled when the shell took nothing for Config.InputTimeout; the
+// bytes not written by then are dropped.
+func (c *Client) Write(p []byte) (int, error) { return c.sess.input(c, p) }
 
 // Resize asks for a new window size (the latest request wins, see README).
 // Sizes outside 1..MaxDim are refused with ErrBadSize.
@@ -94,25 +115,38 @@ func (c *Client) Detach() {
 	}
 }
 
-// enqueue adds a chunk without blocking; it reports false when the client
-// is closed or has just been dropped for falling behind. Called with
-// Session.mu held.
-func (c *Client) enqueue(chunk []byte) bool {
+// enqueueResult says what became of a chunk offered to a client.
+type enqueueResult int
+
+const (
+	enqueued enqueueResult = iota
+	// alreadyClosed: the client was closed by someone else (a detach racing
+	// the output); whoever closed it reports it.
+	alreadyClosed
+	// droppedSlow: this chunk overflowed the queue; the client is now
+	// closed with ErrSlowClient.
+	droppedSlow
+)
+
+// enqueue adds a chunk without blocking. Called with Session.mu held.
+func (c *Client) enqueue(chunk []byte) enqueueResult {
 	c.mu.Lock()
 	if c.cause != nil {
 		c.mu.Unlock()
-		return false
+		return alreadyClosed
 	}
 	if c.queued+len(chunk) > c.limit {
 		c.mu.Unlock()
-		c.close(ErrSlowClient, true)
-		return false
+		if c.close(ErrSlowClient, true) {
+			return droppedSlow
+		}
+		return alreadyClosed
 	}
 	c.queue = append(c.queue, chunk)
 	c.queued += len(chunk)
 	c.mu.Unlock()
 	c.signal()
-	return true
+	return enqueued
 }
 
 // close records the cause (the first one wins) and wakes the reader. With
@@ -127,6 +161,7 @@ func (c *Client) close(cause error, discard bool) bool {
 	if discard {
 		c.queue, c.head, c.queued = nil, 0, 0
 	}
+	close(c.done)
 	c.mu.Unlock()
 	c.signal()
 	return true

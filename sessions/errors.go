@@ -25,6 +25,15 @@ var (
 	ErrShutdown     = errors.New("gateway is shutting down; session ended")
 	ErrBackendLost  = errors.New("lost the connection to the instance; session ended")
 	ErrDetached     = errors.New("detached")
+
+	// ErrInputStalled is what Client.Write returns when the shell has not
+	// taken input for Config.InputTimeout: the bytes not yet written are
+	// dropped, so the listener can go back to reading its connection.
+	ErrInputStalled = errors.New("the shell is not reading its input; input dropped")
+	// ErrPreviousShellAlive refuses a new shell while the processes of the
+	// instance's previous session could not be killed yet (the engine is
+	// unreachable, say); the kill is retried until it succeeds.
+	ErrPreviousShellAlive = errors.New("the previous shell's processes are still being ended (the instance's engine does not answer); try again shortly")
 )
 
 // NamePattern is the contract's instance name syntax.
@@ -55,6 +64,20 @@ func (e *ResetError) Error() string {
 		return fmt.Sprintf("session reset by %s; a fresh shell was started", e.By)
 	}
 	return "session reset; a fresh shell was started"
+}
+
+// RevokedError is the cause a client sees when its credentials no longer
+// allow the instance (a key or token removed, a limit narrowed, the instance
+// renamed out of its reach): it is disconnected and never follows a reset.
+type RevokedError struct {
+	Reason string
+}
+
+func (e *RevokedError) Error() string {
+	if e.Reason == "" {
+		return "access revoked; disconnected"
+	}
+	return "access revoked: " + e.Reason + "; disconnected"
 }
 
 // ExitError is the cause a client sees when the shell exited by itself.

@@ -14,7 +14,7 @@ type fakeBackend struct {
 	missing map[string]bool
 	procs   []*fakeProc
 	starts  atomic.Int32
-	gone    func(Instance)
+	events  func(InstanceEvent)
 	watchOn chan struct{}
 }
 
@@ -41,9 +41,9 @@ func (b *fakeBackend) Start(_ context.Context, inst Instance, spec StartSpec) (P
 	return p, nil
 }
 
-func (b *fakeBackend) Watch(ctx context.Context, gone func(Instance)) error {
+func (b *fakeBackend) Watch(ctx context.Context, ev func(InstanceEvent)) error {
 	b.mu.Lock()
-	b.gone = gone
+	b.events = ev
 	b.mu.Unlock()
 	close(b.watchOn)
 	<-ctx.Done()
@@ -72,6 +72,11 @@ type fakeProc struct {
 	killed     chan struct{}
 	killOnce   sync.Once
 	killCalled atomic.Bool
+	// stuck, when set, blocks Write until Kill (a shell not reading).
+	stuck atomic.Bool
+	// killFails makes that many Kill calls fail before one succeeds.
+	killFails atomic.Int32
+	kills     atomic.Int32
 }
 
 func (p *fakeProc) emit(s string) { _, _ = p.outW.Write([]byte(s)) }
@@ -87,6 +92,10 @@ func (p *fakeProc) exit(code int) {
 func (p *fakeProc) Read(b []byte) (int, error) { return p.outR.Read(b) }
 
 func (p *fakeProc) Write(b []byte) (int, error) {
+	if p.stuck.Load() {
+		<-p.killed
+		return 0, errors.New("killed")
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.input = append(p.input, b...)
@@ -107,6 +116,10 @@ func (p *fakeProc) Wait(context.Context) (int, error) {
 }
 
 func (p *fakeProc) Kill(context.Context) error {
+	p.kills.Add(1)
+	if p.killFails.Add(-1) >= 0 {
+		return errors.New("engine unreachable")
+	}
 	p.killOnce.Do(func() {
 		p.killCalled.Store(true)
 		_ = p.outW.CloseWithError(errors.New("killed"))

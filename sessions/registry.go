@@ -39,6 +39,9 @@ type Config struct {
 	// instance to be reported stopped before the signal is taken for the
 	// shell's own exit status (default 2s).
 	StopGrace time.Duration
+	// InputTimeout is how long Client.Write waits for a shell that takes
+	// no input before it gives up with ErrInputStalled (default 5s).
+	InputTimeout time.Duration
 	// NewReplayer picks the replay strategy (default NewRawReplayer).
 	NewReplayer func(*Ring) Replayer
 	// OnEnd, when set, is called once for every session that ends, with
@@ -46,6 +49,8 @@ type Config struct {
 	OnEnd  func(info Info, cause error)
 	Clock  clockwork.Clock
 	Logger *slog.Logger
+
+	stop chan struct{} // closed when Shutdown gives up: kill retries end
 }
 
 // Registry holds one session per instance, shared by every listener.
@@ -60,6 +65,7 @@ type Registry struct {
 	watchDone   chan struct{}
 	shutDown    chan struct{} // closed when Shutdown has ended every session
 	closeDone   sync.Once
+	stopOnce    sync.Once
 }
 
 // slot lets concurrent first attaches wait for one shell instead of
@@ -68,6 +74,16 @@ type slot struct {
 	ready chan struct{}
 	sess  *Session // set before ready is closed; nil with err
 	err   error
+}
+
+// ended reports whether the slot's start has finished (successfully or not).
+func (sl *slot) ended() bool {
+	select {
+	case <-sl.ready:
+		return true
+	default:
+		return false
+	}
 }
 
 // New checks cfg, fills in defaults and starts watching the backend for
@@ -100,6 +116,9 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.StopGrace <= 0 {
 		cfg.StopGrace = 2 * time.Second
 	}
+	if cfg.InputTimeout <= 0 {
+		cfg.InputTimeout = 5 * time.Second
+	}
 	if cfg.NewReplayer == nil {
 		cfg.NewReplayer = NewRawReplayer
 	}
@@ -109,12 +128,13 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	cfg.stop = make(chan struct{})
 	r := &Registry{cfg: cfg, slots: map[string]*slot{}, watchDone: make(chan struct{}), shutDown: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.watchCancel = cancel
 	go func() {
 		defer close(r.watchDone)
-		if err := cfg.Backend.Watch(ctx, r.instanceGone); err != nil && ctx.Err() == nil {
+		if err := cfg.Backend.Watch(ctx, r.instanceEvent); err != nil && ctx.Err() == nil {
 			cfg.Logger.Error("watching instances stopped", "err", err)
 		}
 	}()
@@ -129,6 +149,11 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 	inst, err := r.cfg.Backend.Lookup(ctx, name)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Allowed != nil {
+		if err := opts.Allowed(inst.Name); err != nil {
+			return nil, &RevokedError{Reason: err.Error()}
+		}
 	}
 	for {
 		sl, created, err := r.slotFor(inst)
@@ -152,8 +177,20 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 		}
 		c, err := sl.sess.attach(opts, created)
 		if errors.Is(err, errSessionClosing) {
+			// The session is ending under us: once its processes are
+			// killed its slot goes, and the next round starts or joins
+			// the next session. Never start a second shell beside a
+			// previous one whose kill keeps failing.
+			if sl.sess.killFailed.Load() {
+				return nil, ErrPreviousShellAlive
+			}
+			select {
+			case <-sl.sess.Done():
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 			r.forget(inst.ID, sl)
-			continue // the session ended under us: start or join the next one
+			continue
 		}
 		return c, err
 	}
@@ -218,6 +255,10 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 		return nil, ErrClosed
 	}
 	old := r.slots[inst.ID]
+	if old != nil && old.ended() && old.sess != nil && old.sess.killFailed.Load() {
+		r.mu.Unlock()
+		return nil, ErrPreviousShellAlive
+	}
 	sl := &slot{ready: make(chan struct{})}
 	r.slots[inst.ID] = sl
 	r.mu.Unlock()
@@ -228,7 +269,21 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 		if old.sess != nil {
 			size, term = old.sess.currentSize(), old.sess.term
 			old.sess.Close(&ResetError{OldSession: old.sess.id, NewSession: id, By: by})
-			old.sess.Wait()
+			select {
+			case <-old.sess.Done():
+			case <-ctx.Done():
+				// The old shell is not dead yet (its kill is being
+				// retried): keep it in its place so nobody starts a
+				// second shell beside it.
+				r.mu.Lock()
+				if r.slots[inst.ID] == sl {
+					r.slots[inst.ID] = old
+				}
+				r.mu.Unlock()
+				sl.err = ErrPreviousShellAlive
+				close(sl.ready)
+				return nil, ErrPreviousShellAlive
+			}
 		}
 	}
 	r.fill(sl, inst, id, size, term)
@@ -239,20 +294,29 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 	return sl.sess, nil
 }
 
-// instanceGone ends the session of an instance that stopped.
-func (r *Registry) instanceGone(inst Instance) {
+// instanceEvent ends the session of an instance that stopped, and makes
+// the session of a renamed instance follow the new name.
+func (r *Registry) instanceEvent(ev InstanceEvent) {
 	r.mu.Lock()
-	sl := r.slots[inst.ID]
+	sl := r.slots[ev.Instance.ID]
 	r.mu.Unlock()
 	if sl == nil {
 		return
 	}
 	select {
 	case <-sl.ready:
-		if sl.sess != nil {
-			sl.sess.Close(ErrInstanceGone)
-		}
 	default: // still starting: the start fails or its stream ends by itself
+		return
+	}
+	if sl.sess == nil {
+		return
+	}
+	if ev.Gone {
+		sl.sess.Close(ErrInstanceGone)
+		return
+	}
+	if sl.sess.rename(ev.Instance.Name) {
+		sl.sess.recheck()
 	}
 }
 
@@ -315,6 +379,7 @@ func (r *Registry) Shutdown(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
+		r.stopOnce.Do(func() { close(r.cfg.stop) }) // end kill retries
 		return ctx.Err()
 	}
 }

@@ -295,7 +295,7 @@ func TestInstanceGoneEndsSession(t *testing.T) {
 	r, fb := newTestRegistry(t, Config{})
 	c := attach(t, r, "web1", AttachOptions{})
 	<-fb.watchOn
-	fb.gone(Instance{Name: "web1", ID: "id-web1"})
+	fb.events(InstanceEvent{Instance: Instance{Name: "web1", ID: "id-web1"}, Gone: true})
 	if _, err := readErr(t, c); !errors.Is(err, ErrInstanceGone) {
 		t.Fatalf("cause %v, want ErrInstanceGone", err)
 	}

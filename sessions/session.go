@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -52,6 +53,9 @@ type Session struct {
 	pumpGone    chan struct{} // closed when the pump has returned
 	resizerGone chan struct{} // closed when the resizer has returned
 	resizeCh    chan struct{}
+	inputCh     chan *inputReq
+	inputGone   chan struct{} // closed when the inputter has returned
+	killFailed  atomic.Bool   // a kill failed and is being retried
 	done        chan struct{} // closed when the session is fully closed
 }
 
@@ -81,6 +85,8 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 		pumpGone:    make(chan struct{}),
 		resizerGone: make(chan struct{}),
 		resizeCh:    make(chan struct{}, 1),
+		inputCh:     make(chan *inputReq),
+		inputGone:   make(chan struct{}),
 		done:        make(chan struct{}),
 	}
 	s.replay.Resize(size)
@@ -90,14 +96,19 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 // ID is the session's identifier (it changes on reset).
 func (s *Session) ID() string { return s.id }
 
-// Instance is the instance the shell runs in.
-func (s *Session) Instance() Instance { return s.inst }
+// Instance is the instance the shell runs in, under its current name.
+func (s *Session) Instance() Instance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inst
+}
 
 func (s *Session) start() {
 	// The backend applied the initial size; the resizer starts from it.
 	applied := s.size
 	go func() { defer close(s.resizerGone); s.resizer(applied) }()
 	go s.pump()
+	go s.inputter()
 	s.mu.Lock()
 	s.startIdleLocked() // a session started by a reset may never be attached
 	s.mu.Unlock()
@@ -163,11 +174,8 @@ func (s *Session) run() {
 	<-s.resizerGone // it stops on closeReq; no Resize may race the Kill
 	// Kill even after the shell exited by itself: background jobs it left
 	// must not outlive the session.
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
-	if err := s.proc.Kill(ctx); err != nil {
-		s.log.Warn("kill session processes", "err", err)
-	}
-	cancel()
+	s.kill()
+	<-s.inputGone
 	<-s.pumpGone
 	s.log.Info("session ended", "cause", cause.Error())
 	if s.cfg.OnEnd != nil {
@@ -223,9 +231,15 @@ func (s *Session) closing() bool {
 	return s.state != stateRunning
 }
 
+// instanceGone reports whether the instance no longer runs. A rename
+// between two lookups is not taken for a stop: the backend's ID decides.
 func (s *Session) instanceGone(ctx context.Context) bool {
-	_, err := s.cfg.Backend.Lookup(ctx, s.inst.Name)
-	return errors.Is(err, ErrNotFound)
+	inst := s.Instance()
+	got, err := s.cfg.Backend.Lookup(ctx, inst.Name)
+	if errors.Is(err, ErrNotFound) {
+		return true
+	}
+	return err == nil && got.ID != inst.ID
 }
 
 // stoppingInstance tells a shell killed by a signal because its instance is
@@ -258,10 +272,14 @@ func (s *Session) deliver(chunk []byte) {
 	s.replay.Write(chunk)
 	s.bytesOut += int64(len(chunk))
 	for c := range s.clients {
-		if !c.enqueue(chunk) {
+		switch c.enqueue(chunk) {
+		case droppedSlow:
 			delete(s.clients, c)
 			s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
 			s.startIdleLocked()
+		case alreadyClosed:
+			// Closed by a Detach or a revocation racing this output: that
+			// path removes and reports it.
 		}
 	}
 }
@@ -278,6 +296,12 @@ type AttachOptions struct {
 	Since   int64
 	// Label names the client in logs ("ssh 10.0.0.5:41234").
 	Label string
+	// Allowed, when set, says whether the client's credentials still allow
+	// the instance (by its current name). Attach asks it before joining (so
+	// a client following a reset is checked again), and Registry.Recheck
+	// and renames ask it of attached clients: a refusal disconnects the
+	// client with a *RevokedError carrying the returned reason.
+	Allowed func(instance string) error
 }
 
 // attach registers a client; the replay and the registration happen in one
@@ -301,7 +325,7 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		replay = s.replay.Replay()
 	}
 	info.Replay = len(replay)
-	c := newClient(s, info, opts.Label, s.cfg.ClientQueue)
+	c := newClient(s, info, opts, s.cfg.ClientQueue)
 	if len(replay) > 0 {
 		c.enqueue(replay)
 	}
@@ -318,14 +342,17 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 	return c, nil
 }
 
-func (s *Session) detach(c *Client) {
+func (s *Session) detach(c *Client) { s.remove(c, "client detached") }
+
+// remove takes a closed client off the session and logs why.
+func (s *Session) remove(c *Client, msg string, attrs ...any) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.clients[c]; !ok {
 		return
 	}
 	delete(s.clients, c)
-	s.log.Info("client detached", "client", c.label, "clients", len(s.clients))
+	s.log.Info(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()
 }
 
@@ -345,16 +372,6 @@ func (s *Session) startIdleLocked() {
 		}
 	})
 	s.idleTimer = t
-}
-
-func (s *Session) input(p []byte) (int, error) {
-	s.mu.Lock()
-	running := s.state == stateRunning
-	s.mu.Unlock()
-	if !running {
-		return 0, errSessionClosing
-	}
-	return s.proc.Write(p)
 }
 
 func (s *Session) resize(size Size) error {

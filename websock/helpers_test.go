@@ -382,7 +382,7 @@ type fakeBackend struct {
 
 	mu    sync.Mutex // guards procs and gone
 	procs map[string]*fakeProc
-	gone  func(sessions.Instance)
+	gone  func(sessions.InstanceEvent)
 }
 
 func newFakeBackend(names ...string) *fakeBackend {
@@ -414,7 +414,7 @@ func (b *fakeBackend) proc(name string) *fakeProc {
 	return b.procs[name]
 }
 
-func (b *fakeBackend) Watch(ctx context.Context, gone func(sessions.Instance)) error {
+func (b *fakeBackend) Watch(ctx context.Context, gone func(sessions.InstanceEvent)) error {
 	b.mu.Lock()
 	b.gone = gone
 	b.mu.Unlock()
@@ -434,7 +434,7 @@ func (b *fakeBackend) stop(t *testing.T, name string) {
 	b.mu.Lock()
 	gone := b.gone
 	b.mu.Unlock()
-	gone(sessions.Instance{Name: name, ID: "fake:" + name})
+	gone(sessions.InstanceEvent{Instance: sessions.Instance{Name: name, ID: "fake:" + name}, Gone: true})
 }
 func (b *fakeBackend) Sweep(context.Context) error { return nil }
 func (b *fakeBackend) Ping(context.Context) error  { return nil }

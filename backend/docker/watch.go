@@ -27,7 +27,8 @@ var goneActions = []events.Action{events.ActionDie, events.ActionDestroy, events
 // reconnects with exponential backoff (at most 5 s apart), asking the engine
 // for the events since the last one seen, so none is lost or repeated while
 // the engine keeps them. gone runs on Watch's goroutine.
-func (b *Backend) Watch(ctx context.Context, gone func(sessions.Instance)) error {
+func (b *Backend) Watch(ctx context.Context, ev func(sessions.InstanceEvent)) error {
+	gone := func(inst sessions.Instance) { ev(sessions.InstanceEvent{Instance: inst, Gone: true}) }
 	cur := cursor{since: time.Now()}
 	backoff := watchMinBackoff
 	for {

@@ -21,7 +21,13 @@ func watch(t *testing.T, b *Backend) <-chan sessions.Instance {
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := make(chan sessions.Instance, 64)
 	done := make(chan error, 1)
-	go func() { done <- b.Watch(ctx, func(inst sessions.Instance) { gone <- inst }) }()
+	go func() {
+		done <- b.Watch(ctx, func(ev sessions.InstanceEvent) {
+			if ev.Gone {
+				gone <- ev.Instance
+			}
+		})
+	}()
 	t.Cleanup(func() {
 		cancel()
 		select {

@@ -69,7 +69,7 @@ func autoShell() []string {
 }
 
 // Watch blocks until ctx is done: local instances never stop.
-func (b *Backend) Watch(ctx context.Context, _ func(sessions.Instance)) error {
+func (b *Backend) Watch(ctx context.Context, _ func(sessions.InstanceEvent)) error {
 	<-ctx.Done()
 	return nil
 }
