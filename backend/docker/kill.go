@@ -17,37 +17,51 @@ import (
 )
 
 // killScript ends marked processes. It runs as `sh -c killScript
-// termgate-kill MODE` in a non-TTY exec, where MODE is a session marker (the
-// processes whose environment holds TERMGATE_SESSION=MODE), --prefix=P (any
-// marker starting with P: one gateway's shells) or --all (any
-// TERMGATE_SESSION). MODE is only ever compared, never expanded as code.
+// termgate-kill MODE...` in a non-TTY exec, where MODE is one or more
+// session markers (the processes whose environment holds
+// TERMGATE_SESSION=MARKER for any of them), --prefix=P (any marker starting
+// with P: one gateway's shells) or --all (any TERMGATE_SESSION). MODE is only
+// ever compared, never expanded as code.
 //
 // Each marked process is SIGKILLed, and so is every process in its session
-// (field 6 of /proc/PID/stat, read after the last ')' because the command
-// name may contain anything): a TTY exec is a session leader, and job
+// (field 6 of /proc/PID/stat): a TTY exec is a session leader, and job
 // control puts background jobs in their own process groups of that session,
 // while `setsid` jobs keep the marker. It never touches PID 1, PID 1's
 // session, itself or its own session, and skips zombies. Rounds repeat while
 // they find something, to catch processes forked meanwhile.
 //
-// Only sh builtins, /proc and tr are needed. It prints "killed PID MARK
-// COMM" per signal sent (MARK is "-" for an unmarked session member).
+// The stat fields are read after the LAST ')' of the whole file: the command
+// name (comm) between the parentheses is the process's to choose and may
+// hold ')', spaces and newlines, so the first line or the first ')' would let
+// a process pose as a zombie (escaping its reset) or as a member of another
+// session (getting that session killed).
+//
+// Only sh builtins, /proc and tr are needed (busybox, dash and bash all run
+// it). It prints "killed PID MARK COMM" per signal sent (MARK is "-" for an
+// unmarked session member; COMM is cut at its first newline).
 const killScript = `
 IFS=' 	
 '
-want=$1
+wants=" $* "
 self=$$
 nl='
 '
 stat_of() {
 	_l=
-	{ read -r _l <"/proc/$1/stat"; } 2>/dev/null
-	[ -n "$_l" ] || return 1
+	_x=
+	{ while IFS= read -r _x; do _l="$_l$_x$nl"; _x=; done; } 2>/dev/null <"/proc/$1/stat"
+	_l="$_l$_x"
+	case $_l in
+	*\)*) ;;
+	*) return 1 ;;
+	esac
 	st_comm=${_l#*\(}
 	st_comm=${st_comm%\)*}
+	st_comm=${st_comm%%"$nl"*}
 	set -- ${_l##*\)}
 	st_state=$1
 	st_sid=$4
+	[ -n "$st_sid" ]
 }
 mark_of() {
 	_e="$nl$(tr '\0' '\n' 2>/dev/null <"/proc/$1/environ")$nl" || return 1
@@ -57,18 +71,22 @@ mark_of() {
 	esac
 	mk=${_e#*"${nl}TERMGATE_SESSION="}
 	mk=${mk%%"$nl"*}
-	[ -n "$mk" ]
+	case $mk in
+	''|*[!A-Za-z0-9_.-]*) return 1 ;;
+	esac
 }
 matches() {
-	case $want in
-	--all) return 0 ;;
-	--prefix=*)
+	case $wants in
+	" --all ") return 0 ;;
+	" --prefix="*)
+		_p=${wants# --prefix=}
 		case $mk in
-		"${want#--prefix=}"*) return 0 ;;
+		"${_p% }"*) return 0 ;;
 		esac
 		return 1 ;;
+	*" $mk "*) return 0 ;;
 	esac
-	[ "$mk" = "$want" ]
+	return 1
 }
 stat_of "$self" || exit 1
 self_sid=$st_sid
