@@ -80,8 +80,8 @@ func (s *Server) publicKey(ctx ssh.Context, key ssh.PublicKey) (ok bool) {
 // authenticate derives the session's identity from the key the client
 // authenticated with (the one whose signature was verified), asking the
 // Authorizer again, so a key removed since the handshake (or a certificate
-// that expired) opens no new session. It takes one of the key's session
-// slots for the session's lifetime. The identity goes into the
+// that expired) opens no new session. (The key's session slot was taken
+// when the channel opened, see sessionChannel.) The identity goes into the
 // connection's context, where identityFrom finds it.
 func (s *Server) authenticate(next ssh.Handler) ssh.Handler {
 	return func(gs ssh.Session) {
@@ -104,14 +104,6 @@ func (s *Server) authenticate(next ssh.Handler) ssh.Handler {
 			sess.end(1)
 			return
 		}
-		release, ok := s.lim.keySession(capKey(key))
-		if !ok {
-			sess.log.Info("session refused: too many sessions for this key", "limit", s.cfg.MaxSessionsPerKey)
-			sess.errorf(fmt.Sprintf("termgate: this key already has %d sessions open; close one and try again", s.cfg.MaxSessionsPerKey))
-			sess.end(1)
-			return
-		}
-		defer release()
 		gs.Context().SetValue(ctxKeyIdentity, id)
 		sess.log = sess.log.With("identity", id.Name)
 		next(gs)

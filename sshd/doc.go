@@ -62,9 +62,19 @@
 //     authenticated keep running, and other sources are not affected.
 //   - at most Config.MaxConnsPerKey (20) authenticated connections and
 //     Config.MaxSessionsPerKey (20) sessions per key (a certificate counts
-//     as its key); the client is told why (an authentication banner, or a
-//     message on stderr). Being over these caps is not counted as a
-//     failure.
+//     as its key), and Config.MaxChannelsPerConn (10) sessions per
+//     connection; the client is told why (an authentication banner, or the
+//     reason of a refused channel open). Every session channel counts from
+//     its open until it is gone, whether or not it ever asks for a shell or
+//     command. Being over these caps is not counted as a failure.
+//   - a session channel that asks for no shell or command within
+//     Config.ChannelStartTimeout (5s) is closed. x/crypto grants every
+//     channel a fixed 2 MiB window and keeps unread data as a list of the
+//     client's packets (about 48 bytes of heap per byte in one-byte
+//     packets), so each channel's data is pumped as it arrives into a
+//     64 KiB inbox (inbox.go); a channel that sends more than that before
+//     it starts is closed, and sessions that read no input (reset, list,
+//     help) discard it.
 //
 // # Routing
 //

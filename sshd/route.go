@@ -27,6 +27,9 @@ func (s *Server) route(gs ssh.Session) {
 		return
 	}
 	cmd, err := parseCommand(gs.RawCommand())
+	if err != nil || cmd.verb != verbAttach {
+		sess.discardInput() // commands read no input; do not hold it
+	}
 	if err != nil {
 		sess.log.Debug("usage error", "err", err)
 		sess.errorf("termgate: " + err.Error() + "\n\n" + usage)

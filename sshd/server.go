@@ -70,6 +70,15 @@ type Config struct {
 	// help) per key over all its connections (default 20; negative: no
 	// cap).
 	MaxSessionsPerKey int
+	// MaxChannelsPerConn caps the session channels open at once on one
+	// connection, started or not (default 10, as OpenSSH's MaxSessions;
+	// negative: no cap). Every channel also takes one of its key's
+	// MaxSessionsPerKey slots.
+	MaxChannelsPerConn int
+	// ChannelStartTimeout is how long a session channel may stay open
+	// without asking for a shell or a command before it is closed
+	// (default 5s).
+	ChannelStartTimeout time.Duration
 	// Clock drives the failure windows and lock-outs (default: the real
 	// clock).
 	Clock clockwork.Clock
@@ -130,6 +139,10 @@ func New(cfg Config) (*Server, error) {
 	defaultInt(&cfg.AuthFailLimit, 5)
 	defaultInt(&cfg.MaxConnsPerKey, 20)
 	defaultInt(&cfg.MaxSessionsPerKey, 20)
+	defaultInt(&cfg.MaxChannelsPerConn, 10)
+	if cfg.ChannelStartTimeout <= 0 {
+		cfg.ChannelStartTimeout = 5 * time.Second
+	}
 	if cfg.AuthFailWindow <= 0 {
 		cfg.AuthFailWindow = 5 * time.Minute
 	}
@@ -269,6 +282,7 @@ type connState struct {
 	verified gossh.PublicKey // the key whose signature was verified
 	identity keys.Identity   // the verified key's identity
 	keySlot  func()          // releases the key's connection slot; nil before
+	channels int             // session channels open (MaxChannelsPerConn)
 	authDone bool
 	// Failed authentication attempts (method "none" aside), for the
 	// lock-out and the audit trail: how many, how many of them only hit
@@ -340,6 +354,12 @@ func (cs *connState) attemptFailed(user, method string, err error, capRefusal bo
 	default:
 		cs.lastReason = err.Error()
 	}
+}
+
+func (cs *connState) releaseChannel() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.channels--
 }
 
 func (cs *connState) verifiedKey() gossh.PublicKey {

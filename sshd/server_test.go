@@ -41,7 +41,8 @@ func TestNewNeedsConfig(t *testing.T) {
 		s.cfg.KeepaliveInterval != 30*time.Second || s.cfg.KeepaliveMax != 3 ||
 		s.cfg.MaxPreAuthPerIP != 10 || s.cfg.MaxPreAuth != 100 || s.cfg.AuthFailLimit != 5 ||
 		s.cfg.AuthFailWindow != 5*time.Minute || s.cfg.AuthLockout != 10*time.Minute ||
-		s.cfg.MaxConnsPerKey != 20 || s.cfg.MaxSessionsPerKey != 20 || s.cfg.Clock == nil {
+		s.cfg.MaxConnsPerKey != 20 || s.cfg.MaxSessionsPerKey != 20 || s.cfg.Clock == nil ||
+		s.cfg.MaxChannelsPerConn != 10 || s.cfg.ChannelStartTimeout != 5*time.Second {
 		t.Fatalf("defaults: %+v", s.cfg)
 	}
 }

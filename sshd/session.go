@@ -117,6 +117,14 @@ func (s *session) waitClosed() {
 	<-s.raw.closed
 }
 
+// discardInput drops the client's data as it arrives, for sessions that
+// read none.
+func (s *session) discardInput() {
+	if s.raw != nil {
+		s.raw.discardInput()
+	}
+}
+
 // nl is the line end for text written outside the relay: "\r\n" when the
 // client's terminal is in raw mode (it has a PTY), else "\n".
 func (s *session) nl() string {

@@ -1,0 +1,168 @@
+package sshd
+
+import (
+	"io"
+	"sync"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+)
+
+// inboxSize bounds the client data the gateway holds per channel beyond
+// what x/crypto holds. x/crypto grants every channel a fixed 2 MiB window
+// and keeps whatever the client sends in a list of its packets, about 48
+// bytes of heap per byte when the client sends one-byte packets, until the
+// channel is read. So the gateway never lets a channel's data sit there: a
+// pump reads it as it arrives into an inbox of inboxSize bytes, which the
+// session's Read drains.
+const inboxSize = 64 << 10
+
+// unstartedGrace is how long a channel whose inbox filled before it asked
+// for a shell or command is given for that request to be seen (it may be
+// on its way through the request filter) before the channel is closed.
+const unstartedGrace = 500 * time.Millisecond
+
+// inbox is the channel's stdin as the session reads it. A pump goroutine
+// (pump) moves the channel's data into buf. Until the channel starts (a
+// shell or exec request), data beyond inboxSize closes the channel: no
+// legitimate client sends that much before its request. Once started, a
+// full inbox stops the pump until the session reads (flow control for
+// pastes); a session that does not read its input (reset, list, help) and a
+// channel that closed make the pump discard instead.
+type inbox struct {
+	mu      sync.Mutex // guards the fields below
+	cond    *sync.Cond // signalled when buf, started, discard or err change
+	buf     []byte
+	err     error // the channel read's error (io.EOF), once buf is drained
+	started bool
+	discard bool
+}
+
+func newInbox() *inbox {
+	in := &inbox{}
+	in.cond = sync.NewCond(&in.mu)
+	return in
+}
+
+// pump reads ch into the inbox until ch's reads end; onAbuse is called
+// (once) when the channel sent more than inboxSize bytes before it
+// started. After that the pump keeps draining: x/crypto grants no more
+// window once the channel is closed, so what is left is bounded.
+func (in *inbox) pump(ch gossh.Channel, onAbuse func()) {
+	tmp := make([]byte, 32<<10)
+	for {
+		in.mu.Lock()
+		room := inboxSize - len(in.buf)
+		if room <= 0 && !in.discard && !in.started {
+			in.mu.Unlock()
+			if in.waitStarted(unstartedGrace) && in.abandonUnstarted() {
+				onAbuse()
+			}
+			continue
+		}
+		for room <= 0 && !in.discard {
+			in.cond.Wait() // started: the session reads, or discard is set
+			room = inboxSize - len(in.buf)
+		}
+		discard := in.discard
+		in.mu.Unlock()
+		n := len(tmp)
+		if !discard && room < n {
+			n = room
+		}
+		n, err := ch.Read(tmp[:n])
+		in.mu.Lock()
+		if n > 0 && !in.discard {
+			in.buf = append(in.buf, tmp[:n]...)
+		}
+		if err != nil {
+			in.err = err
+		}
+		in.cond.Broadcast()
+		in.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// waitStarted waits up to d for the channel to start or to be discarded;
+// it reports whether d passed.
+func (in *inbox) waitStarted(d time.Duration) (expired bool) {
+	t := time.AfterFunc(d, func() {
+		in.mu.Lock()
+		in.cond.Broadcast()
+		in.mu.Unlock()
+	})
+	defer t.Stop()
+	deadline := time.Now().Add(d)
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for !in.started && !in.discard && time.Now().Before(deadline) {
+		in.cond.Wait()
+	}
+	return !in.started && !in.discard
+}
+
+// start marks the channel started: its data is kept for the session. It
+// reports false when the channel was already abandoned (closed for
+// starting nothing in time, or for sending too much first).
+func (in *inbox) start() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.discard {
+		return false
+	}
+	in.started = true
+	in.cond.Broadcast()
+	return true
+}
+
+// abandonUnstarted makes a channel that has not started discard its data
+// from now on, and reports whether it did (false: it started). start and
+// abandonUnstarted exclude each other: a channel is either run or closed.
+func (in *inbox) abandonUnstarted() bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if in.started {
+		return false
+	}
+	in.discard, in.buf = true, nil
+	in.cond.Broadcast()
+	return true
+}
+
+// setDiscard drops what the inbox holds and everything still to come.
+func (in *inbox) setDiscard() {
+	in.mu.Lock()
+	in.discard = true
+	in.buf = nil
+	in.cond.Broadcast()
+	in.mu.Unlock()
+}
+
+// Read reads the client's data; io.EOF once the client sent EOF or the
+// channel closed and everything before was read.
+func (in *inbox) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for len(in.buf) == 0 && in.err == nil && !in.discard {
+		in.cond.Wait()
+	}
+	if len(in.buf) == 0 {
+		if in.discard {
+			return 0, io.EOF // the session is ending or reads no input
+		}
+		return 0, in.err
+	}
+	n := copy(p, in.buf)
+	in.buf = in.buf[:copy(in.buf, in.buf[n:])]
+	if len(in.buf) == 0 {
+		in.buf = nil // an idle channel holds no buffer
+	}
+	in.cond.Broadcast()
+	return n, nil
+}
