@@ -40,8 +40,14 @@
 //     permit-pty extension it is NoPTY. The SSH user name is not matched
 //     against the principals.
 //   - The token file (ParseTokens, LoadTokens, LoadOrCreateTokens) holds one
-//     bearer token per line: "TOKEN [NAME] [instances=GLOB[,GLOB...]]". A
-//     missing file is created with one random token on first start.
+//     bearer token per line: "TOKEN [NAME] [instances=GLOB[,GLOB...]]
+//     [read-only]" (read-only sets Identity.ReadOnly). A missing file is
+//     created with one random token on first start. As with authorized_keys
+//     options, a line termgate cannot read exactly as written (an unknown
+//     or misspelt option such as instance= or Instances=, a quoted option,
+//     a NAME with '=', a quote or a glob character) is refused, and its
+//     token does not work, also on a later line: a typo never leaves a
+//     token unrestricted.
 //
 // Bad lines never reject a whole file: they are skipped and reported as
 // warnings ("line N: ..."). Warnings quote or sanitise the untrusted text

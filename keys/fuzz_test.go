@@ -94,6 +94,12 @@ func FuzzParseTokens(f *testing.F) {
 		`tok instances="db,[!x]*" name`,
 		"tok a b\ninstances=x\ntok2 instances=a instances=b\r\n",
 		"t\x00k\n\t\t tok name\t\n",
+		// Issue 9 item 6: option typos must never leave a token unrestricted.
+		"tok instance=web*\ntok\n",
+		"tok Instances=web*\n",
+		"tok \"instances=web*\"\n",
+		"tok ops read-only instances=\"web-*,db\"\ntok2 Read-Only\ntok3 web*\n",
+		"QUJDREVGR0hJSktMTU5PUA== ops=x 'a'\n",
 	} {
 		f.Add([]byte(s))
 	}
@@ -127,6 +133,38 @@ func FuzzParseTokens(f *testing.F) {
 		}
 		if _, ok := tk.Check(""); ok {
 			t.Fatal("the empty token was accepted")
+		}
+		// The first line with an accepted token says exactly what its
+		// identity is: every field after the token is instances=, read-only
+		// or one plain NAME, and nothing else (a typo would otherwise
+		// leave the token unrestricted).
+		checked := map[string]bool{}
+		for _, line := range strings.Split(string(data), "\n") {
+			fields := strings.Fields(line)
+			if len(fields) == 0 || strings.HasPrefix(fields[0], "#") || checked[fields[0]] {
+				continue
+			}
+			checked[fields[0]] = true
+			id, ok := tk.Check(fields[0])
+			if !ok {
+				continue
+			}
+			names, limited, readOnly := 0, false, false
+			for _, f := range fields[1:] {
+				switch {
+				case strings.HasPrefix(f, "instances="):
+					limited = true
+				case f == "read-only":
+					readOnly = true
+				case strings.ContainsAny(f, "=\"'*?[],"):
+					t.Fatalf("line %q accepted with field %q", line, f)
+				default:
+					names++
+				}
+			}
+			if names > 1 || limited != (len(id.Instances) > 0) || readOnly != id.ReadOnly {
+				t.Fatalf("line %q gave %+v", line, id)
+			}
 		}
 	})
 }

@@ -27,6 +27,11 @@ type Identity struct {
 	// NoPTY is set by the no-pty or restrict options: the SSH layer must
 	// refuse interactive attach for this key.
 	NoPTY bool
+	// ReadOnly is set by the token-file option read-only: the contract
+	// makes such a client an observer ("Observers and recordings"). The
+	// listeners do not enforce it yet (issue 12); until they do, loading
+	// such a token logs a warning saying so.
+	ReadOnly bool
 }
 
 // May reports whether the identity may use the instance. Names outside the

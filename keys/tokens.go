@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // minTokenLen is the length under which a token is reported as weak (it is
@@ -81,15 +82,33 @@ func NewToken() (string, error) {
 	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
-// ParseTokens parses a token file: one "TOKEN [NAME] [instances=GLOB,...]"
-// per line (fields separated by blanks, instances= may be quoted and may
-// come before NAME); blank lines and # comments are skipped. A bad line is
-// skipped and reported ("line N: ..."); a duplicate token keeps its first
-// line; a token shorter than 16 characters is accepted but reported.
+// tokenFormat is the token line syntax, shown with every refused line.
+const tokenFormat = "TOKEN [NAME] [instances=PAT,...] [read-only]"
+
+// ParseTokens parses a token file: one "TOKEN [NAME] [instances=PAT,...]
+// [read-only]" per line (fields separated by blanks, the options in any
+// order after the token, the instances= value optionally in double quotes);
+// blank lines and # comments are skipped.
+//
+// A line termgate cannot read exactly as written is refused and reported
+// ("line N: refused: ..."), and its token does not work: not on that line,
+// and not on a later line with the same token, so a typo never falls back
+// to an unrestricted token. Refused are: a field with '=' other than
+// instances= (a NAME may not contain '='; options are case-sensitive),
+// quotes anywhere but around the instances= value, a NAME with a glob or
+// list character (*?[],\) or one spelt like an option (readonly,
+// Read_Only, instance, ...), a second NAME, an option given twice, and a
+// token that starts with an option or a quote or has characters other than
+// printable ASCII. A duplicate token keeps its first line; a token shorter
+// than 16 characters is accepted but reported.
 func ParseTokens(data []byte) (*Tokens, []string) {
 	t := &Tokens{}
 	var warnings []string
-	seen := map[[sha256.Size]byte]int{}
+	type first struct {
+		line    int
+		refused bool
+	}
+	seen := map[[sha256.Size]byte]first{}
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		n := i + 1
 		line := strings.TrimSpace(string(raw))
@@ -97,59 +116,144 @@ func ParseTokens(data []byte) (*Tokens, []string) {
 			continue
 		}
 		tok, id, err := parseTokenLine(line)
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("line %d: skipped: %v", n, err))
-			continue
-		}
 		h := sha256.Sum256([]byte(tok))
-		if first, dup := seen[h]; dup {
-			warnings = append(warnings, fmt.Sprintf("line %d: skipped: same token as line %d", n, first))
+		if f, dup := seen[h]; dup && tok != "" {
+			why := ""
+			if f.refused {
+				why = fmt.Sprintf(", which is refused: fix line %d (this token does not work until then)", f.line)
+			}
+			warnings = append(warnings, fmt.Sprintf("line %d: skipped: same token as line %d%s", n, f.line, why))
 			continue
 		}
-		seen[h] = n
+		if err != nil {
+			if tok != "" {
+				seen[h] = first{line: n, refused: true}
+			}
+			warnings = append(warnings, fmt.Sprintf("line %d: refused: %v; this line's token does not work until you fix the line (format: %s)", n, err, tokenFormat))
+			continue
+		}
+		seen[h] = first{line: n}
 		if id.Name == "" {
 			id.Name = fmt.Sprintf("token-%d", len(t.entries)+1)
 		}
 		if len(tok) < minTokenLen {
 			warnings = append(warnings, fmt.Sprintf("line %d (%s): the token is short (%d characters): use at least %d random characters", n, id.Name, len(tok), minTokenLen))
 		}
+		if id.ReadOnly {
+			warnings = append(warnings, fmt.Sprintf("line %d (%s): %s", n, id.Name, readOnlyNotEnforced))
+		}
 		t.entries = append(t.entries, tokenEntry{hash: h, id: id})
 	}
 	return t, warnings
 }
 
-// parseTokenLine parses one non-blank, non-comment line. Errors never quote
-// the token.
+// readOnlyNotEnforced is reported for every read-only token until the
+// listeners enforce it (issue 12): the option is parsed into
+// Identity.ReadOnly, but nothing refuses such a client's input yet.
+const readOnlyNotEnforced = "read-only is not enforced by this version: this token can still type into and reset the instances it may use"
+
+// tokenReadOnly is the token-file option that makes a token an observer.
+const tokenReadOnly = "read-only"
+
+// parseTokenLine parses one non-blank, non-comment line. tok is set
+// whenever the first field could be a token, also when err is set (so
+// ParseTokens can refuse the token's later lines). Errors never quote the
+// token, nor a field long enough to be one.
 func parseTokenLine(line string) (tok string, id Identity, err error) {
 	fields := strings.Fields(line)
-	tok = fields[0]
-	if strings.HasPrefix(tok, "instances=") {
-		return "", id, errors.New("the line starts with instances= instead of a token")
-	}
-	if !printableASCII(tok) {
+	first := fields[0]
+	switch {
+	case strings.HasPrefix(first, "instances=") || first == tokenReadOnly:
+		return "", id, errors.New("the line starts with an option instead of a token")
+	case !printableASCII(first):
 		return "", id, errors.New("the token has characters other than printable ASCII")
+	case first[0] == '"' || first[0] == '\'':
+		return "", id, errors.New("the token starts with a quote: write tokens without quotes")
 	}
+	tok = first
 	sawInstances := false
 	for _, f := range fields[1:] {
 		if v, ok := strings.CutPrefix(f, "instances="); ok {
 			if sawInstances {
-				return "", id, errors.New("instances= given twice")
+				return tok, id, errors.New("instances= given twice")
 			}
 			sawInstances = true
-			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-				v = v[1 : len(v)-1]
-			}
-			if id.Instances, err = parseInstances(v); err != nil {
-				return "", id, err
+			if id.Instances, err = parseTokenInstances(v); err != nil {
+				return tok, id, err
 			}
 			continue
 		}
+		if f == tokenReadOnly {
+			if id.ReadOnly {
+				return tok, id, errors.New("read-only given twice")
+			}
+			id.ReadOnly = true
+			continue
+		}
+		if err := checkTokenName(f); err != nil {
+			return tok, id, err
+		}
 		if id.Name != "" {
-			return "", id, fmt.Errorf("unexpected field %q after the name (format: TOKEN [NAME] [instances=GLOB,...])", displayName(f, 40))
+			return tok, id, fmt.Errorf("unexpected %s after the name %q (only one NAME; options are instances= and read-only)", showField(f), id.Name)
 		}
 		id.Name = displayName(f, 64)
 	}
 	return tok, id, nil
+}
+
+// parseTokenInstances parses the value of a token line's instances=: the
+// patterns, optionally enclosed in double quotes. Any other quote is an
+// error: no instance name has one, so the pattern would match nothing and
+// the line would not do what it says.
+func parseTokenInstances(v string) ([]string, error) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	if strings.ContainsAny(v, `"'`) {
+		return nil, errors.New(`instances= has a stray quote: write instances=PAT,... or instances="PAT,..."`)
+	}
+	return parseInstances(v)
+}
+
+// checkTokenName refuses a field in the NAME position that is not plainly a
+// name: what a typo of an option, a quoted option or a pattern written
+// without instances= looks like. Read as a name, such a field would leave
+// the token unrestricted.
+func checkTokenName(f string) error {
+	if key, _, ok := strings.Cut(f, "="); ok {
+		hint := "the only options are instances=PAT,... and read-only; a NAME may not contain '='"
+		if strings.EqualFold(strings.Trim(key, `"'`), "instances") || strings.EqualFold(strings.Trim(key, `"'`), "instance") {
+			hint = "did you mean instances= (lower case, no quotes around it)?"
+		}
+		return fmt.Errorf("unknown option %s (%s)", showField(key+"="), hint)
+	}
+	if strings.ContainsAny(f, `"'`) {
+		return fmt.Errorf("unexpected quote in %s: quotes are only allowed around the value of instances= (instances=\"PAT,...\")", showField(f))
+	}
+	if strings.ContainsAny(f, `*?[],\`) {
+		return fmt.Errorf("the NAME %s has a pattern or list character (*?[],\\): to limit the token, write instances=PAT,...", showField(f))
+	}
+	norm := strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' {
+			return -1
+		}
+		return unicode.ToLower(r)
+	}, f)
+	switch norm {
+	case "readonly", "instances", "instance":
+		return fmt.Errorf("the NAME %s is spelt like an option: the options are read-only and instances=PAT,... (a NAME may not be one of them)", showField(f))
+	}
+	return nil
+}
+
+// showField quotes a field of a token line for a message, unless it is long
+// enough to be a token pasted in the wrong place: messages never show a
+// token.
+func showField(f string) string {
+	if len(f) >= minTokenLen {
+		return fmt.Sprintf("field (%d characters, not shown)", len(f))
+	}
+	return fmt.Sprintf("%q", displayName(f, minTokenLen))
 }
 
 func printableASCII(s string) bool {

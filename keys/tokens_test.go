@@ -31,11 +31,11 @@ func TestParseTokens(t *testing.T) {
 	wantWarnings := []string{
 		"line 3 (ci): the token is short (6 characters)",
 		"line 7: skipped: same token as line 3",
-		`line 8: skipped: unexpected field "b"`,
-		"line 9: skipped: the line starts with instances=",
-		"line 10: skipped: instances= pattern",
-		"line 11: skipped: instances= given twice",
-		"line 12: skipped: the token has characters other than printable ASCII",
+		`line 8: refused: unexpected "b" after the name "a"`,
+		"line 9: refused: the line starts with an option instead of a token",
+		"line 10: refused: instances= pattern",
+		"line 11: refused: instances= given twice",
+		"line 12: refused: the token has characters other than printable ASCII",
 	}
 	if len(warnings) != len(wantWarnings) {
 		t.Errorf("warnings = %q", warnings)
