@@ -49,8 +49,12 @@
 //
 //   - at most Config.MaxPreAuthPerIP (10) unauthenticated connections per
 //     source and Config.MaxPreAuth (100) in total; more are closed as soon
-//     as they are accepted, before any SSH is spoken. Authenticated
-//     connections hold no such slot.
+//     as they are accepted, before any SSH is spoken. When the total is
+//     full, a newcomer instead takes the slot of the oldest connection of
+//     the source holding the most, if that source holds more than the
+//     newcomer's would, else of the oldest connection once it is a second
+//     old (preauth.go): a few sources, or a crowd of idle ones, cannot
+//     lock logins out. Authenticated connections hold no such slot.
 //   - a connection that tried to authenticate and closed without
 //     succeeding is a failure of its source; Config.AuthFailLimit (5)
 //     failures within Config.AuthFailWindow (5m) lock the source out for

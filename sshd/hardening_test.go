@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -253,48 +254,57 @@ func TestHandshakeTimeoutCoversAuthentication(t *testing.T) {
 	}
 }
 
-func TestPreAuthCaps(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.MaxPreAuthPerIP = 2; c.MaxPreAuth = 3 })
-	// silent opens a TCP connection that never speaks SSH; it reports
-	// whether the server took it (it sends its version) or closed it.
-	silent := func(t *testing.T, ip string) (net.Conn, bool) {
-		t.Helper()
-		conn, err := f.tcpFrom(ip)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = conn.Close() })
-		_ = conn.SetReadDeadline(time.Now().Add(waitFor))
-		line, err := bufio.NewReader(conn).ReadString('\n')
-		if err == nil && strings.HasPrefix(line, "SSH-2.0-termgate") {
-			return conn, true
-		}
-		return conn, false
+// silentFrom opens a TCP connection from the loopback address ip that never
+// speaks SSH; it reports whether the server took it (it sent its version)
+// or closed it.
+func (f *fixture) silentFrom(t *testing.T, ip string) (net.Conn, bool) {
+	t.Helper()
+	conn, err := f.tcpFrom(ip)
+	if err != nil {
+		t.Fatal(err)
 	}
-	a1, ok1 := silent(t, "127.0.0.2")
-	_, ok2 := silent(t, "127.0.0.2")
-	_, ok3 := silent(t, "127.0.0.2")
+	t.Cleanup(func() { _ = conn.Close() })
+	_ = conn.SetReadDeadline(time.Now().Add(waitFor))
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err == nil && strings.HasPrefix(line, "SSH-2.0-termgate") {
+		return conn, true
+	}
+	return conn, false
+}
+
+// closedByServer reports whether the server closed conn (reads end with
+// an error other than a timeout within waitFor).
+func closedByServer(conn net.Conn) bool {
+	_ = conn.SetReadDeadline(time.Now().Add(waitFor))
+	_, err := io.Copy(io.Discard, conn)
+	var ne net.Error
+	return !(errors.As(err, &ne) && ne.Timeout())
+}
+
+func TestPreAuthCaps(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	f := newFixture(t, func(c *Config) { c.MaxPreAuthPerIP = 2; c.MaxPreAuth = 3; c.Clock = clock })
+	a1, ok1 := f.silentFrom(t, "127.0.0.2")
+	_, ok2 := f.silentFrom(t, "127.0.0.2")
+	_, ok3 := f.silentFrom(t, "127.0.0.2")
 	if !ok1 || !ok2 || ok3 {
 		t.Fatalf("from one source with MaxPreAuthPerIP 2: accepted %v %v %v, want true true false", ok1, ok2, ok3)
 	}
-	_, ok4 := silent(t, "127.0.0.3")
-	_, ok5 := silent(t, "127.0.0.3")
+	_, ok4 := f.silentFrom(t, "127.0.0.3")
+	_, ok5 := f.silentFrom(t, "127.0.0.3")
 	if !ok4 || ok5 {
-		t.Fatalf("from a second source with MaxPreAuth 3: accepted %v %v, want true false", ok4, ok5)
+		t.Fatalf("from a second source with MaxPreAuth 3: accepted %v %v, want true false (it would hold as many as the first)", ok4, ok5)
 	}
-	if c, err := f.dialFrom("127.0.0.4", f.clientConfig("admin", "me")); err == nil {
-		_ = c.Close()
-		t.Fatal("a connection over MaxPreAuth got in")
+	// Full, but a newcomer from another source takes the slot of the
+	// oldest connection of the source holding the most (127.0.0.2).
+	c, err := f.dialFrom("127.0.0.4", f.clientConfig("admin", "me"))
+	if err != nil {
+		t.Fatalf("a full pre-auth table locked a login from another source out: %v", err)
 	}
-	// A slot frees when its connection closes: the legitimate client gets in.
-	_ = a1.Close()
-	var c *gossh.Client
-	eventually(t, "a free pre-auth slot", func() bool {
-		var err error
-		c, err = f.dialFrom("127.0.0.4", f.clientConfig("admin", "me"))
-		return err == nil
-	})
 	defer c.Close()
+	if !closedByServer(a1) {
+		t.Fatal("the oldest connection of the most crowded source was not dropped")
+	}
 	// Authenticated connections hold no slot: with three of them open,
 	// one more unauthenticated connection (the third) still fits.
 	for range 2 {
@@ -305,13 +315,52 @@ func TestPreAuthCaps(t *testing.T) {
 		defer cc.Close()
 	}
 	eventually(t, "the freed slot", func() bool {
-		conn, ok := silent(t, "127.0.0.6")
-		_ = conn
+		_, ok := f.silentFrom(t, "127.0.0.6")
 		return ok
 	})
+	// Now three sources hold one connection each: a newcomer waits until
+	// the oldest has had preauthMinAge to finish its handshake.
+	if _, ok := f.silentFrom(t, "127.0.0.7"); ok {
+		t.Fatal("a newcomer dropped a connection younger than preauthMinAge")
+	}
+	clock.Advance(preauthMinAge)
+	if _, ok := f.silentFrom(t, "127.0.0.7"); !ok {
+		t.Fatal("sources holding one idle connection each kept a newcomer out")
+	}
 	if s, err := c.NewSession(); err != nil {
 		t.Fatalf("the legitimate connection stopped working: %v", err)
 	} else if out, err := s.Output("help"); err != nil || string(out) != usage {
+		t.Fatalf("help: %q, %v", out, err)
+	}
+}
+
+// TestPreAuthFloodFromManySources is issue 9 item 11(b): ten addresses
+// holding ten unauthenticated connections each filled the total cap of
+// 100 and locked every new SSH login out. A login from another address
+// still succeeds; the flooding addresses get no more.
+func TestPreAuthFloodFromManySources(t *testing.T) {
+	f := newFixture(t, nil)
+	for i := 2; i <= 11; i++ {
+		ip := fmt.Sprintf("127.0.0.%d", i)
+		for j := range 10 {
+			if _, ok := f.silentFrom(t, ip); !ok {
+				t.Fatalf("connection %d from %s refused", j+1, ip)
+			}
+		}
+	}
+	if _, ok := f.silentFrom(t, "127.0.0.5"); ok {
+		t.Fatal("an 11th unauthenticated connection from one address was accepted")
+	}
+	c, err := f.dialFrom("127.0.0.12", f.clientConfig("web", "me"))
+	if err != nil {
+		t.Fatalf("100 unauthenticated connections from 10 addresses locked a login out: %v", err)
+	}
+	defer c.Close()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.Output("help"); err != nil || string(out) != usage {
 		t.Fatalf("help: %q, %v", out, err)
 	}
 }

@@ -20,7 +20,7 @@ const maxTrackedSources = 1 << 16
 //
 //   - unauthenticated connections per source (MaxPreAuthPerIP) and in total
 //     (MaxPreAuth): a connection holds a slot from accept until it
-//     authenticates or closes;
+//     authenticates or closes; a full table makes room fairly (preauth.go);
 //   - the lock-out: a source with AuthFailLimit failed connections within
 //     AuthFailWindow is refused for AuthLockout;
 //   - authenticated connections (MaxConnsPerKey) and sessions
@@ -32,8 +32,8 @@ type limits struct {
 	cfg   *Config
 	clock clockwork.Clock
 
-	mu           sync.Mutex // guards the fields below; taken after Server.mu, never before
-	preauth      map[netip.Prefix]int
+	mu           sync.Mutex                      // guards the fields below; taken after Server.mu, never before
+	preauth      map[netip.Prefix][]*preauthConn // oldest first (preauth.go)
 	preauthTotal int
 	failures     map[netip.Prefix]*failures
 	keyConns     map[string]int // by capKey
@@ -49,7 +49,7 @@ type failures struct {
 func newLimits(cfg *Config) *limits {
 	return &limits{
 		cfg: cfg, clock: cfg.Clock,
-		preauth: map[netip.Prefix]int{}, failures: map[netip.Prefix]*failures{},
+		preauth: map[netip.Prefix][]*preauthConn{}, failures: map[netip.Prefix]*failures{},
 		keyConns: map[string]int{}, keySessions: map[string]int{},
 	}
 }
@@ -75,42 +75,8 @@ func sourceOf(remote net.Addr) netip.Prefix {
 	return p
 }
 
-// Reasons a connection is refused before its handshake.
-const (
-	refusedLockedOut = "source locked out after repeated authentication failures"
-	refusedPerSource = "too many unauthenticated connections from this source"
-	refusedTotal     = "too many unauthenticated connections"
-)
-
-// admit takes a pre-authentication slot for a new connection from src. It
-// returns the slot's release (safe to call more than once), or why the
-// connection is refused.
-func (l *limits) admit(src netip.Prefix) (release func(), refused string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if f := l.failures[src]; f != nil && l.clock.Now().Before(f.lockedUntil) {
-		return nil, refusedLockedOut
-	}
-	if max := l.cfg.MaxPreAuthPerIP; max > 0 && l.preauth[src] >= max {
-		return nil, refusedPerSource
-	}
-	if max := l.cfg.MaxPreAuth; max > 0 && l.preauthTotal >= max {
-		return nil, refusedTotal
-	}
-	l.preauth[src]++
-	l.preauthTotal++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			l.preauthTotal--
-			if l.preauth[src]--; l.preauth[src] <= 0 {
-				delete(l.preauth, src)
-			}
-		})
-	}, ""
-}
+// refusedLockedOut: a connection from a locked-out source is refused.
+const refusedLockedOut = "source locked out after repeated authentication failures"
 
 // lockedOut reports whether src is locked out now, and until when.
 func (l *limits) lockedOut(src netip.Prefix) (time.Time, bool) {

@@ -376,20 +376,29 @@ func (cs *connState) verifiedKey() gossh.PublicKey {
 // A connection over the pre-authentication caps, or from a locked-out
 // source, is closed here, before any byte of SSH is spent on it.
 func (s *Server) connOpened(ctx ssh.Context, conn net.Conn) net.Conn {
+	var dropped func()
+	defer func() {
+		if dropped != nil {
+			dropped() // outside s.mu: closing is I/O
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
 		return nil // gliderlabs closes it
 	}
 	src := sourceOf(conn.RemoteAddr())
-	release, refused := s.lim.admit(src)
+	id := s.nextID.Add(1)
+	log := s.log.With("conn", id, "remote", conn.RemoteAddr().String())
+	release, dropped, refused := s.lim.admit(src, func() {
+		log.Info("unauthenticated connection dropped to make room for a newer one", "limit", s.cfg.MaxPreAuth)
+		_ = conn.Close()
+	})
 	if refused != "" {
 		s.log.Debug("connection refused", "remote", conn.RemoteAddr().String(), "reason", refused)
 		return nil
 	}
-	id := s.nextID.Add(1)
-	cs := &connState{id: id, authed: make(chan struct{}), remote: conn.RemoteAddr(), src: src, preauth: release,
-		log: s.log.With("conn", id, "remote", conn.RemoteAddr().String())}
+	cs := &connState{id: id, authed: make(chan struct{}), remote: conn.RemoteAddr(), src: src, preauth: release, log: log}
 	ctx.SetValue(ctxKeyConnState, cs)
 	s.conns[conn] = cs
 	s.track.Go(func() { s.watchConn(ctx, conn, cs) })
