@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/docker/docker/api/types/events"
@@ -22,18 +23,23 @@ const (
 // pause because a paused container is not running.
 var goneActions = []events.Action{events.ActionDie, events.ActionDestroy, events.ActionPause}
 
-// Watch calls gone for every container that dies, is removed or paused,
-// until ctx is done (it then returns nil). When the event stream drops it
-// reconnects with exponential backoff (at most 5 s apart), asking the engine
-// for the events since the last one seen, so none is lost or repeated while
-// the engine keeps them. gone runs on Watch's goroutine.
+// watchedActions are the container events Watch asks for: the gone ones and
+// rename, after which a session follows the container's new name (its
+// clients' authorization is checked against it).
+var watchedActions = append([]events.Action{events.ActionRename}, goneActions...)
+
+// Watch reports every container that dies, is removed or paused (Gone) or
+// is renamed (Instance.Name is the new name), until ctx is done (it then
+// returns nil). When the event stream drops it reconnects with exponential
+// backoff (at most 5 s apart), asking the engine for the events since the
+// last one seen, so none is lost or repeated while the engine keeps them. ev
+// runs on Watch's goroutine.
 func (b *Backend) Watch(ctx context.Context, ev func(sessions.InstanceEvent)) error {
-	gone := func(inst sessions.Instance) { ev(sessions.InstanceEvent{Instance: inst, Gone: true}) }
 	cur := cursor{since: time.Now()}
 	backoff := watchMinBackoff
 	for {
 		began := time.Now()
-		err := b.watchOnce(ctx, &cur, gone)
+		err := b.watchOnce(ctx, &cur, ev)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -62,7 +68,7 @@ type cursor struct {
 
 // fresh reports whether m has not been handled yet, and records it.
 func (c *cursor) fresh(m events.Message) bool {
-	key := string(m.Action) + " " + m.Actor.ID
+	key := string(m.Action) + " " + m.Actor.ID + " " + m.Actor.Attributes["name"]
 	switch {
 	case m.TimeNano < c.nano:
 		return false
@@ -79,13 +85,19 @@ func (c *cursor) fresh(m events.Message) bool {
 	return true
 }
 
-func (b *Backend) watchOnce(ctx context.Context, cur *cursor, gone func(sessions.Instance)) error {
+func (b *Backend) watchOnce(ctx context.Context, cur *cursor, report func(sessions.InstanceEvent)) error {
 	f := filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)))
-	for _, a := range goneActions {
+	for _, a := range watchedActions {
 		f.Add("event", string(a))
 	}
 	if b.label != "" {
 		f.Add("label", b.label)
+	}
+	// The SDK's Events reads the client's API version on its own goroutine
+	// before negotiating it, racing with a concurrent first request that
+	// negotiates (and writes it). A versioned request here negotiates first.
+	if _, err := b.cli.ServerVersion(ctx); err != nil {
+		return b.engineErr("docker version", err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	msgs, errs := b.cli.Events(sctx, events.ListOptions{
@@ -100,10 +112,10 @@ func (b *Backend) watchOnce(ctx context.Context, cur *cursor, gone func(sessions
 	for {
 		select {
 		case m := <-msgs:
-			if !cur.fresh(m) || !isGone(m) {
-				continue
+			fresh := cur.fresh(m)
+			if ev, ok := instanceEvent(m); ok && fresh {
+				report(ev)
 			}
-			gone(sessions.Instance{Name: m.Actor.Attributes["name"], ID: m.Actor.ID})
 		case err, ok := <-errs:
 			if !ok || err == nil {
 				err = io.ErrUnexpectedEOF
@@ -113,14 +125,21 @@ func (b *Backend) watchOnce(ctx context.Context, cur *cursor, gone func(sessions
 	}
 }
 
-func isGone(m events.Message) bool {
-	if m.Type != events.ContainerEventType {
-		return false
+// instanceEvent translates a container event Watch reports. The engine
+// gives the (new) name without the leading '/' of the API's names; trim it
+// anyway, so that either form matches the name users ask for.
+func instanceEvent(m events.Message) (sessions.InstanceEvent, bool) {
+	if m.Type != events.ContainerEventType || m.Actor.ID == "" {
+		return sessions.InstanceEvent{}, false
+	}
+	inst := sessions.Instance{Name: strings.TrimPrefix(m.Actor.Attributes["name"], "/"), ID: m.Actor.ID}
+	if m.Action == events.ActionRename {
+		return sessions.InstanceEvent{Instance: inst}, inst.Name != ""
 	}
 	for _, a := range goneActions {
 		if m.Action == a {
-			return true
+			return sessions.InstanceEvent{Instance: inst, Gone: true}, true
 		}
 	}
-	return false
+	return sessions.InstanceEvent{}, false
 }
