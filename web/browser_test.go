@@ -230,8 +230,92 @@ func TestBrowser(t *testing.T) {
 	if p := eval[string](b, `location.pathname`); p != "/t/"+name {
 		t.Errorf("the list's link opened %q, want /t/%s", p, name)
 	}
+	b.loginCSRF(gw, base, name)
 	b.checkConsole()
 	t.Logf("browser test took %v; screenshots in %s", time.Since(start).Round(time.Millisecond), b.shots)
+}
+
+// loginCSRF checks issue 9 item 7: the page always shows who it is signed
+// in as, and a sign-in link with someone else's token (here mallory's,
+// added to the token file) never replaces the login without asking. Staying
+// keeps the login, switching takes the link's token, and the gateway's own
+// link switches back. The browser is signed in with the gateway's token
+// when it starts.
+func (b *browser) loginCSRF(gw *gateway, base, instance string) {
+	t := b.t
+	t.Helper()
+	b.waitFunc("the identity", `(window.termgateIdentity || {}).name !== undefined`)
+	me := eval[string](b, `termgateIdentity.name`)
+	for _, view := range []string{"#picker", "#terminal"} {
+		if shown := b.textAt(view + " .identity-name"); me == "" || shown != me {
+			t.Errorf("%s says signed in as %q, want the token's name %q", view, shown, me)
+		}
+	}
+	whoami := `fetch('/api/whoami', {cache: 'no-store'}).then(r => r.json()).then(j => j.name)`
+
+	mallory := "mallory-" + randomHex(16)
+	f, err := os.OpenFile(filepath.Join(gw.state, "api_token"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "\n%s mallory instances=nothing-*\n", mallory)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.waitFunc("the gateway to load mallory's token", fmt.Sprintf(
+		`fetch('/api/whoami', {cache: 'no-store', headers: {Authorization: 'Bearer %s'}}).then(r => r.ok)`, mallory))
+
+	// The attack: a link to the instance with mallory's token. The page asks,
+	// naming both, and the cookie is still the user's while it does.
+	b.do(chromedp.Navigate(base+"/t/"+instance+"#token="+mallory), chromedp.WaitVisible(chromedp.ID("switch")))
+	if got := b.textOf("switch-new"); got != "mallory" {
+		t.Errorf("the question names %q, want mallory", got)
+	}
+	if q := b.textOf("switch-question"); !strings.Contains(q, me) || !strings.Contains(q, "nothing-*") {
+		t.Errorf("the question %q does not name the current identity %q and mallory's limits", q, me)
+	}
+	if loc := eval[string](b, `location.href`); strings.Contains(loc, mallory) {
+		t.Errorf("the address still carries the token: %q", loc)
+	}
+	b.shot("10-switch-identity")
+	if got := eval[string](b, whoami); got != me {
+		t.Errorf("while asking, the browser is signed in as %q, want %q (the cookie was replaced)", got, me)
+	}
+	// Stay: the terminal opens as the user, who the bar names.
+	b.do(chromedp.Click(chromedp.ID("switch-keep")), chromedp.WaitVisible(chromedp.ID("terminal")))
+	b.waitConnected()
+	if got := eval[string](b, whoami); got != me {
+		t.Errorf("after staying, the browser is signed in as %q, want %q", got, me)
+	}
+	if shown := b.textAt("#terminal .identity-name"); shown != me {
+		t.Errorf("the terminal's bar says signed in as %q, want %q", shown, me)
+	}
+
+	// Switch, when the user does want to: the page then says so.
+	b.do(chromedp.Navigate(base+"/#token="+mallory), chromedp.WaitVisible(chromedp.ID("switch")))
+	b.do(chromedp.Click(chromedp.ID("switch-accept")), chromedp.WaitVisible(chromedp.ID("picker")))
+	b.waitFunc("the list to name mallory", `document.querySelector('#picker .identity-name').textContent === 'mallory'`)
+	if got := eval[string](b, whoami); got != "mallory" {
+		t.Errorf("after switching, the browser is signed in as %q, want mallory", got)
+	}
+	// And back with the gateway's own link, which asks the same way. (From
+	// a blank page: at / the link would only change the fragment.)
+	b.do(chromedp.Navigate("about:blank"), chromedp.Navigate(base+gw.signIn), chromedp.WaitVisible(chromedp.ID("switch")))
+	if got := b.textOf("switch-new"); got != me {
+		t.Errorf("the question names %q, want %q", got, me)
+	}
+	b.do(chromedp.Click(chromedp.ID("switch-accept")), chromedp.WaitVisible(chromedp.ID("picker")))
+	b.waitFunc("the list to name the user again", fmt.Sprintf(`document.querySelector('#picker .identity-name').textContent === %q`, me))
+	// The user's own link while signed in with it changes nothing and asks
+	// nothing.
+	b.do(chromedp.Navigate("about:blank"), chromedp.Navigate(base+gw.signIn), chromedp.WaitVisible(chromedp.ID("picker")))
+	b.waitFunc("the identity", `(window.termgateIdentity || {}).name !== undefined`)
+	if shown := eval[bool](b, `!document.getElementById('switch').hidden`); shown {
+		t.Error("the user's own sign-in link asked to switch identity")
+	}
 }
 
 // jsText is a JavaScript expression for the terminal's whole buffer, one
@@ -697,7 +781,7 @@ func eval[T any](b *browser, expr string) T {
 	b.t.Helper()
 	ctx, cancel := b.step()
 	defer cancel()
-	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, chromedp.EvalAwaitPromise))
 	if err != nil {
 		b.fail("evaluating %s: %v", expr, err)
 	}
@@ -707,6 +791,12 @@ func eval[T any](b *browser, expr string) T {
 func (b *browser) textOf(id string) string {
 	b.t.Helper()
 	return eval[string](b, fmt.Sprintf(`document.getElementById(%q).textContent`, id))
+}
+
+// textAt is the text of the first element that matches a CSS selector.
+func (b *browser) textAt(selector string) string {
+	b.t.Helper()
+	return eval[string](b, fmt.Sprintf(`document.querySelector(%q).textContent`, selector))
 }
 
 // text is the terminal's buffer.

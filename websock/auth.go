@@ -35,6 +35,10 @@ const (
 type caller struct {
 	id     keys.Identity
 	method authMethod
+	// tokenHash names the token behind the credential (keys.TokenHash):
+	// live connections look it up again on every authorization check, so
+	// removing the token from the file ends them.
+	tokenHash []byte
 }
 
 type callerKey struct{}
@@ -112,7 +116,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (caller, b
 			s.authFailed(w, r, "invalid token")
 			return caller{}, false
 		}
-		return caller{id: id, method: byBearer}, true
+		return caller{id: id, method: byBearer, tokenHash: keys.TokenHash(token)}, true
 	}
 	ck, err := r.Cookie(cookieName)
 	if err != nil {
@@ -129,7 +133,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (caller, b
 		s.credentialRefused(w, r, "the token of this login is no longer valid: log in again")
 		return caller{}, false
 	}
-	return caller{id: id, method: byCookie}, true
+	return caller{id: id, method: byCookie, tokenHash: tokenHash}, true
 }
 
 // lockedOut answers 429 when r's address has used up its failed

@@ -29,6 +29,7 @@ func TestAuthRequired(t *testing.T) {
 		{"POST", "/api/instances/web1/terminal/reset"},
 		{"GET", "/readyz"},
 		{"GET", "/metrics"},
+		{"GET", "/api/whoami"},
 	}
 	refusals := []struct {
 		name string

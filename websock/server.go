@@ -227,6 +227,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("POST /api/instances/{name}/terminal/reset", s.authed(actRoute, s.handleReset))
 	mux.Handle("GET /api/sessions", s.authed(readRoute, s.handleSessions))
 	mux.Handle("GET /api/instances", s.authed(readRoute, s.handleInstances))
+	mux.Handle("GET /api/whoami", s.authed(readRoute, s.handleWhoami))
 	mux.HandleFunc("POST /api/login", s.handleLogin)
 	mux.HandleFunc("POST /api/logout", s.handleLogout)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {

@@ -11,7 +11,7 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const isMac = /Mac|iPhone|iPad/.test(navigator.platform);
 
 function show(view) {
-  for (const id of ['signin', 'picker', 'terminal']) $(id).hidden = id !== view;
+  for (const id of ['signin', 'switch', 'picker', 'terminal']) $(id).hidden = id !== view;
 }
 
 // errorOf returns the message of an API error response ({"error": ...}).
@@ -36,14 +36,70 @@ async function login(token) {
   }
 }
 
-// signedIn asks a cheap authenticated route whether the cookie is valid. A
-// gateway that cannot be reached counts as signed in: the views retry.
-async function signedIn() {
+// whoami asks GET /api/whoami who the login cookie (or, given a token, that
+// token) belongs to: {name, instances, via, same_login}. It returns that
+// object, {error} when the credential is refused, or null when the gateway
+// cannot be reached.
+async function whoami(token) {
+  const headers = token === undefined ? {} : { Authorization: `Bearer ${token}` };
   try {
-    return (await fetch('/api/sessions', { cache: 'no-store' })).status !== 401;
+    const res = await fetch('/api/whoami', { cache: 'no-store', headers });
+    return res.ok ? await res.json() : { error: await errorOf(res), status: res.status };
   } catch {
-    return true;
+    return null;
   }
+}
+
+// signedIn asks whether the cookie is still valid. A gateway that cannot be
+// reached counts as signed in: the views retry.
+async function signedIn() {
+  const me = await whoami();
+  return !me || me.status !== 401;
+}
+
+// limits describes a token's instances= patterns ('' when it has none).
+function limits(me) {
+  return me.instances && me.instances.length ? ` (instances ${me.instances.join(', ')})` : '';
+}
+
+// showIdentity shows, on every view, who the browser is signed in as: the
+// token's name, and its instance patterns if it has any.
+function showIdentity(me) {
+  const name = me && me.name ? me.name : '?';
+  for (const el of document.querySelectorAll('.identity-name')) el.textContent = name;
+  for (const el of document.querySelectorAll('.identity-limits')) el.textContent = me ? limits(me) : '';
+  window.termgateIdentity = me; // for the browser test
+}
+
+// askSwitch is shown when an address carries a token (a #token= or ?token=
+// sign-in link) while the browser is already signed in: such a link from
+// someone else would otherwise sign the user in as them without a sign
+// (login CSRF), and what the user typed next would go to their instances.
+// It resolves to true when the user chose to switch to the link's token,
+// false to stay. A link of the current login changes nothing and asks
+// nothing.
+async function askSwitch(me, token) {
+  const theirs = await whoami(token);
+  if (theirs && !theirs.error && theirs.same_login) return false;
+  show('switch');
+  document.title = 'Switch identity? · termgate';
+  showIdentity(me);
+  const accept = $('switch-accept');
+  if (!theirs || theirs.error) {
+    $('switch-question').hidden = true;
+    accept.hidden = true;
+    $('switch-error').textContent = `The sign-in token in this address was refused: ${theirs ? theirs.error : 'the gateway is unreachable'}. You are still signed in as ${me.name}.`;
+    $('switch-error').hidden = false;
+  } else {
+    $('switch-new').textContent = theirs.name;
+    $('switch-new-limits').textContent = limits(theirs);
+    $('switch-accept-name').textContent = theirs.name;
+  }
+  $('switch-keep').focus();
+  return new Promise((resolve) => {
+    $('switch-keep').addEventListener('click', () => resolve(false), { once: true });
+    accept.addEventListener('click', () => resolve(true), { once: true });
+  });
 }
 
 // expired shows the sign-in form after the login stopped working (it
@@ -458,14 +514,21 @@ function takeToken() {
 }
 
 async function main() {
-  // Exchange a token from the address for the login cookie, once.
+  // Exchange a token from the address for the login cookie, once; when
+  // already signed in, only if the user says so.
   const token = takeToken();
-  if (token !== null) {
+  let me = await whoami(); // null: unreachable, which counts as signed in (the views retry)
+  const signed = !me || !me.error;
+  let useToken = token !== null;
+  if (useToken && me && !me.error) useToken = await askSwitch(me, token);
+  if (useToken) {
     const err = await login(token);
     if (err) return showSignIn(`The token in the address was refused: ${err}`);
-  } else if (!(await signedIn())) {
+    me = await whoami();
+  } else if (!signed) {
     return showSignIn('');
   }
+  showIdentity(me && !me.error ? me : null);
   const m = location.pathname.match(/^\/t\/([^/]+)$/);
   if (!m) return showPicker();
   const name = decodeURIComponent(m[1]);

@@ -1,0 +1,41 @@
+package websock
+
+import (
+	"crypto/subtle"
+	"net/http"
+)
+
+// whoami is GET /api/whoami's answer: who the request's credential belongs
+// to. The page shows Name at all times, and asks before a sign-in link
+// replaces the login with another token's (login CSRF, issue 9 item 7).
+type whoami struct {
+	Name string `json:"name"`
+	// Instances are the token's instances= patterns; empty means every
+	// instance.
+	Instances []string `json:"instances"`
+	// Via is how the request authenticated: "bearer" or "cookie".
+	Via string `json:"via"`
+	// SameLogin is set when a bearer request also carries a valid login
+	// cookie: whether the cookie is a login of that same token. The page
+	// asks this with the token of a sign-in link, so that it can open the
+	// link without a question when nothing would change.
+	SameLogin *bool `json:"same_login,omitempty"`
+}
+
+// handleWhoami serves GET /api/whoami.
+func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
+	c, _ := callerFrom(r.Context())
+	out := whoami{Name: c.id.Name, Instances: c.id.Instances, Via: c.method.String()}
+	if out.Instances == nil {
+		out.Instances = []string{}
+	}
+	if c.method == byBearer {
+		if ck, err := r.Cookie(cookieName); err == nil {
+			if hash, err := s.cookies.verify(ck.Value); err == nil {
+				same := subtle.ConstantTimeCompare(hash, c.tokenHash) == 1
+				out.SameLogin = &same
+			}
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
