@@ -118,7 +118,10 @@ func (s *Server) instanceFor(w http.ResponseWriter, r *http.Request, c caller) (
 // attachFailure turns a Registry.Attach or Reset error into a status and a
 // message for the user; the detail goes to the log.
 func (s *Server) attachFailure(ctx context.Context, name string, err error) (int, string) {
+	var revoked *sessions.RevokedError
 	switch {
+	case errors.As(err, &revoked): // the token was removed between the check and the attach
+		return http.StatusForbidden, revoked.Error()
 	case errors.Is(err, sessions.ErrNotFound):
 		return http.StatusNotFound, sessions.NotFoundMessage(name)
 	case errors.Is(err, sessions.ErrBadName), errors.Is(err, sessions.ErrBadSize):

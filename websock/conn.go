@@ -25,15 +25,18 @@ const closeGrace = 2 * time.Second
 // writer and follows resets. The read loop and the pump hand frames to the
 // writer through out.
 type conn struct {
-	s      *Server
-	ws     *websocket.Conn
-	name   string // the instance
-	label  string // names the client in sessions' logs
-	by     string // names the caller in reset notices
-	who    audit.Who
-	log    *slog.Logger
-	ctx    context.Context // ends with the connection
-	cancel context.CancelFunc
+	s     *Server
+	ws    *websocket.Conn
+	name  string // the instance
+	label string // names the client in sessions' logs
+	// allowed is the attach's Allowed: every re-attach after a reset and
+	// every control reset checks it again.
+	allowed func(instance string) error
+	by      string // names the caller in reset notices
+	who     audit.Who
+	log     *slog.Logger
+	ctx     context.Context // ends with the connection
+	cancel  context.CancelFunc
 
 	out        chan frame
 	endOnce    sync.Once
@@ -44,16 +47,17 @@ type conn struct {
 	pumpDone   chan struct{}
 	readerDone chan struct{}
 
-	mu      sync.Mutex       // guards client, size and stopped
+	mu      sync.Mutex       // guards client, size, stopped and cause
 	client  *sessions.Client // the current attach; replaced after a reset
 	size    sessions.Size    // the latest size the client asked for
 	stopped bool             // set once: no new attach may be published
+	cause   error            // why the server ended the connection (first wins); nil: the peer or the network did
 }
 
 func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by string, opts sessions.AttachOptions, log *slog.Logger) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{
-		s: s, ws: ws, name: name, label: opts.Label, by: by, log: log,
+		s: s, ws: ws, name: name, label: opts.Label, allowed: opts.Allowed, by: by, log: log,
 		ctx: ctx, cancel: cancel,
 		out:        make(chan frame, 16),
 		ending:     make(chan struct{}),
@@ -88,12 +92,18 @@ func (c *conn) run(client *sessions.Client) {
 	if cl := c.current(); cl != nil { // the session a reset moved it to
 		session = cl.Info().Session
 	}
-	c.s.cfg.Audit.Event(audit.Detach, c.who, c.name, session, "client", c.label, "reason", err.Error())
 	c.stopClient()
 	<-c.pumpDone
 	<-c.writerDone
 	_ = c.ws.Close()
-	c.log.Info("websocket closed", "reason", err.Error())
+	// What ended it: the server's reason when it had one (revoked, too
+	// slow, shell exited...), else what the read loop saw.
+	reason := err.Error()
+	if cause := c.getCause(); cause != nil {
+		reason = cause.Error()
+	}
+	c.s.cfg.Audit.Event(audit.Detach, c.who, c.name, session, "client", c.label, "reason", reason)
+	c.log.Info("websocket closed", "reason", reason)
 }
 
 // end asks the writer to finish: write what is queued, then final (if
@@ -128,6 +138,22 @@ func (c *conn) send(f frame) bool {
 	case <-c.writerDone:
 		return false
 	}
+}
+
+// setCause records why the server ends the connection; the first cause
+// wins.
+func (c *conn) setCause(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cause == nil {
+		c.cause = err
+	}
+}
+
+func (c *conn) getCause() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cause
 }
 
 func (c *conn) current() *sessions.Client {
@@ -287,6 +313,14 @@ func (c *conn) control(data []byte) {
 			}
 		}
 	case ctlReset:
+		// A connection whose token was revoked resets nothing, even before
+		// the reload's Recheck has closed it.
+		if c.allowed != nil {
+			if err := c.allowed(c.name); err != nil {
+				c.revoked(&sessions.RevokedError{Reason: err.Error()})
+				return
+			}
+		}
 		// The pump sees the *ResetError, reattaches and sends the reset event.
 		sess, err := c.s.cfg.Registry.Reset(c.ctx, c.name, c.by)
 		if err != nil {
@@ -317,8 +351,12 @@ func (c *conn) pump() {
 		}
 		var reset *sessions.ResetError
 		var exit *sessions.ExitError
+		var revoked *sessions.RevokedError
 		switch {
 		case errors.Is(err, sessions.ErrDetached):
+			return
+		case errors.As(err, &revoked):
+			c.revoked(revoked)
 			return
 		case errors.As(err, &reset):
 			if !c.reattach() {
@@ -340,15 +378,28 @@ func (c *conn) pump() {
 	}
 }
 
+// revoked ends a connection whose credentials no longer allow its
+// instance: an error event that says so, then a close (1008, policy
+// violation). The log and the audit trail get the reason.
+func (c *conn) revoked(err *sessions.RevokedError) {
+	c.log.Info("websocket disconnected: access revoked", "reason", err.Reason)
+	c.setCause(err)
+	c.end(errorFrame(err.Error()), websocket.ClosePolicyViolation)
+}
+
 // reattach moves the connection to the instance's new session after a
 // reset, with the size it last asked for, and sends the reset event.
 func (c *conn) reattach() bool {
 	c.mu.Lock()
 	size := c.size
 	c.mu.Unlock()
-	cl, err := c.s.cfg.Registry.Attach(c.ctx, c.name, sessions.AttachOptions{Size: size, Label: c.label})
+	cl, err := c.s.cfg.Registry.Attach(c.ctx, c.name, sessions.AttachOptions{Size: size, Label: c.label, Allowed: c.allowed})
 	if err != nil {
 		if c.ctx.Err() != nil {
+			return false
+		}
+		if revoked := (*sessions.RevokedError)(nil); errors.As(err, &revoked) {
+			c.revoked(revoked)
 			return false
 		}
 		_, msg := c.s.attachFailure(c.ctx, c.name, err)
