@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"regexp"
 	"strings"
 
@@ -33,7 +34,8 @@ type Config struct {
 	Logger *slog.Logger
 	// SelfID is the gateway's own container ID (full or a prefix of at least
 	// 12 characters), which is never an instance; empty means detect it
-	// (see DetectSelfID).
+	// (see DetectSelfID; when containers are nested, every container around
+	// the gateway is refused).
 	SelfID string
 	// GatewayID identifies this gateway's shells (stable across restarts,
 	// distinct between gateways sharing an engine): markers become
@@ -52,7 +54,7 @@ type Backend struct {
 	label     string
 	shell     []string
 	log       *slog.Logger
-	selfID    string
+	selfIDs   []string // lower-case IDs or ID prefixes of the gateway's own containers
 	gatewayID string
 }
 
@@ -67,7 +69,6 @@ func New(cfg Config) (*Backend, error) {
 		cli:       cfg.Client,
 		shell:     append([]string(nil), cfg.Shell...),
 		log:       cfg.Logger,
-		selfID:    strings.ToLower(strings.TrimSpace(cfg.SelfID)),
 		label:     cfg.Label,
 		gatewayID: cfg.GatewayID,
 	}
@@ -84,10 +85,12 @@ func New(cfg Config) (*Backend, error) {
 		}
 		b.labelKey, b.labelVal, b.hasValue = key, val, hasValue
 	}
-	if b.selfID == "" {
-		b.selfID = DetectSelfID()
-	} else if len(b.selfID) < 12 {
+	if self := strings.ToLower(strings.TrimSpace(cfg.SelfID)); self == "" {
+		b.selfIDs = detectSelfIDs(os.ReadFile, os.Hostname)
+	} else if len(self) < 12 {
 		return nil, fmt.Errorf("self container id %q: use the full id or at least 12 characters", cfg.SelfID)
+	} else {
+		b.selfIDs = []string{self}
 	}
 	if b.cli == nil {
 		cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
@@ -200,7 +203,13 @@ func (b *Backend) hasLabel(labels map[string]string) bool {
 }
 
 func (b *Backend) isSelf(id string) bool {
-	return b.selfID != "" && strings.HasPrefix(strings.ToLower(id), b.selfID)
+	id = strings.ToLower(id)
+	for _, self := range b.selfIDs {
+		if strings.HasPrefix(id, self) {
+			return true
+		}
+	}
+	return false
 }
 
 // listFilters selects the running containers that may be instances.

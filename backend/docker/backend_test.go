@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os/exec"
 	"strings"
 	"testing"
@@ -119,36 +118,5 @@ func TestPing(t *testing.T) {
 	t.Parallel()
 	if err := newBackend(t, Config{}).Ping(testContext(t)); err != nil {
 		t.Fatalf("Ping: %v", err)
-	}
-}
-
-func TestDetectSelfID(t *testing.T) {
-	id := strings.Repeat("0123456789abcdef", 4)
-	files := func(m map[string]string) func(string) ([]byte, error) {
-		return func(name string) ([]byte, error) {
-			if s, ok := m[name]; ok {
-				return []byte(s), nil
-			}
-			return nil, fs.ErrNotExist
-		}
-	}
-	host := func(h string) func() (string, error) { return func() (string, error) { return h, nil } }
-	cases := []struct {
-		desc  string
-		files map[string]string
-		host  string
-		want  string
-	}{
-		{"mountinfo", map[string]string{"/proc/self/mountinfo": "1 2 0:3 /var/lib/docker/containers/" + id + "/hostname /etc/hostname rw - ext4 /dev/sda1 rw\n"}, "x", id},
-		{"cgroup v1", map[string]string{"/proc/self/cgroup": "12:pids:/docker/" + id + "\n"}, "x", id},
-		{"systemd cgroup", map[string]string{"/proc/self/cgroup": "0::/system.slice/docker-" + id + ".scope\n"}, "x", id},
-		{"hostname in a container", map[string]string{"/.dockerenv": "", "/proc/self/cgroup": "0::/\n"}, id[:12], id[:12]},
-		{"hostname outside a container", map[string]string{"/proc/self/cgroup": "0::/\n"}, id[:12], ""},
-		{"not a container", map[string]string{"/.dockerenv": ""}, "vm", ""},
-	}
-	for _, c := range cases {
-		if got := detectSelfID(files(c.files), host(c.host)); got != c.want {
-			t.Errorf("%s: detectSelfID = %q, want %q", c.desc, got, c.want)
-		}
 	}
 }
