@@ -8,11 +8,12 @@ import (
 	"testing"
 )
 
-// The samples in testdata/self are real: the host's /proc/self/mountinfo
-// with an `--ipc shareable` container running (its /dev/shm is mounted under
-// containers/<id>/mounts/shm), and a container's mountinfo and cgroup (cgroup
-// v1, cgroupfs driver), one of them in a container that joined the first
-// one's IPC namespace. cgroup v2 lines are written as the kernel shows them.
+// The samples in testdata/self are real (host-specific lines trimmed): the
+// host's /proc/self/mountinfo with an `--ipc shareable` container running
+// (its /dev/shm is mounted under containers/<id>/mounts/shm), and a
+// container's mountinfo and cgroup (cgroup v1, cgroupfs driver), one of them
+// in a container that joined the first one's IPC namespace. cgroup v2 lines
+// are written as the kernel shows them.
 func TestDetectSelfIDs(t *testing.T) {
 	const (
 		shareable = "48600bb78d0eb7a499dd3c61e705e4584b2ef771d7f6cd57b68c6527ec35af17" // in host-ipc-shareable.mountinfo
