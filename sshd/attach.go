@@ -41,20 +41,33 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		size = sessions.Size{}
 	}
 	r.size = size
-	r.opts = sessions.AttachOptions{Term: pty.Term, Label: "ssh " + sess.RemoteAddr().String()}
+	r.opts = sessions.AttachOptions{Term: pty.Term, Label: "ssh " + sess.RemoteAddr().String(),
+		Allowed: s.stillAllowed(sess, sess.PublicKey())}
 	c, err := r.attach(sess.Context())
 	if err != nil {
 		if sess.Context().Err() != nil {
 			return exitDetached
 		}
-		sess.errorf(s.userError(sess, "attach to", name, err))
 		s.cfg.Audit.Event(audit.Attach, r.who, name, "", "result", "failed", "reason", err.Error())
+		if isRevoked(err) {
+			_ = r.notice(sess.Stderr(), err.Error())
+			sess.end(1)
+			closeConn(sess)
+			return 1
+		}
+		sess.errorf(s.userError(sess, "attach to", name, err))
 		return 1
 	}
 	r.client = c
 	sess.log.Info("attached", "instance", name, "session", c.Info().Session, "new", c.Info().New)
 	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New)
-	return r.run()
+	code := r.run()
+	if r.revoked {
+		// The key lost its access: the whole connection goes, after the
+		// notice and the exit status (run ended the channel).
+		closeConn(sess)
+	}
+	return code
 }
 
 // relay moves bytes between one SSH channel and a sessions.Client, and
@@ -73,6 +86,8 @@ type relay struct {
 	size   sessions.Size // the client's latest valid window size; zero if unknown
 	gone   bool          // the SSH channel closed
 	warned bool          // a bad window size was reported
+
+	revoked bool // the key lost its access; owned by the output pump until run returns
 }
 
 func (r *relay) attach(ctx context.Context) (*sessions.Client, error) {
@@ -166,8 +181,16 @@ func (r *relay) output() (code int, cause string) {
 		var reset *sessions.ResetError
 		var exit *sessions.ExitError
 		switch {
+		case isRevoked(err):
+			r.revoked = true
+			r.sess.log.Info("disconnected: access revoked", "instance", r.name, "cause", err.Error())
+			_ = r.notice(r.sess.Stderr(), err.Error())
+			return 1, err.Error()
 		case errors.As(err, &reset):
 			if code, ok := r.moveAfterReset(reset); !ok {
+				if r.revoked {
+					return code, "access revoked; not moved to the new session after a reset"
+				}
 				return code, "moving to the new session after a reset failed"
 			}
 		case errors.As(err, &exit):
@@ -192,6 +215,13 @@ func (r *relay) moveAfterReset(reset *sessions.ResetError) (code int, ok bool) {
 	if err != nil {
 		if r.sess.Context().Err() != nil {
 			return exitDetached, false
+		}
+		if isRevoked(err) { // a reset never carries a revoked client along
+			r.revoked = true
+			r.sess.log.Info("not moved to the new session: access revoked", "instance", r.name, "cause", err.Error())
+			r.srv.cfg.Audit.Event(audit.Attach, r.who, r.name, "", "result", "denied", "reason", err.Error(), "after_reset", true)
+			_ = r.notice(r.sess.Stderr(), err.Error())
+			return 1, false
 		}
 		_ = r.notice(r.sess.Stderr(), r.srv.userError(r.sess, "attach to", r.name, err))
 		return 1, false

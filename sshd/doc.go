@@ -121,6 +121,14 @@
 // A reset prints a one-line notice and moves the client to the fresh shell;
 // when the shell exits, the client gets its exit status.
 //
+// Revocation is immediate: every attach carries a check of the live
+// credentials (revoke.go: the key still authorized, its instances= or
+// principals still matching the instance's current name), which the
+// registry asks on every attach, so before moving a client into the fresh
+// shell of a reset, and on Registry.Recheck after every reload. A refused
+// client reads "[termgate] access revoked: ...; disconnected", gets exit
+// status 1, and its whole connection is closed.
+//
 // # Refused
 //
 // Port forwarding (direct-tcpip channels, tcpip-forward requests), agent

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	gossh "golang.org/x/crypto/ssh"
 
@@ -65,8 +67,8 @@ func TestOpenSSH(t *testing.T) {
 	}
 	_, port, _ := net.SplitHostPort(f.addr)
 
-	sshWith := func(t *testing.T, identity, stdin string, args ...string) result {
-		t.Helper()
+	// sshRun runs ssh; safe in any goroutine (it never fails the test).
+	sshRun := func(identity, stdin string, args ...string) (result, error) {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
 		argv := append([]string{"-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
@@ -82,12 +84,20 @@ func TestOpenSSH(t *testing.T) {
 		if errors.As(err, &ee) {
 			code = ee.ExitCode()
 		} else if err != nil {
-			t.Fatalf("ssh %v: %v", args, err)
+			return result{}, fmt.Errorf("ssh %v: %w", args, err)
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("ssh %v did not finish; stdout %q, stderr %q", args, stdout.String(), stderr.String())
+			return result{}, fmt.Errorf("ssh %v did not finish; stdout %q, stderr %q", args, stdout.String(), stderr.String())
 		}
-		return result{stdout.String(), stderr.String(), code}
+		return result{stdout.String(), stderr.String(), code}, nil
+	}
+	sshWith := func(t *testing.T, identity, stdin string, args ...string) result {
+		t.Helper()
+		r, err := sshRun(identity, stdin, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
 	ssh := func(t *testing.T, stdin string, args ...string) result {
 		t.Helper()
@@ -171,6 +181,35 @@ func TestOpenSSH(t *testing.T) {
 		}
 		if r := sshWith(t, certFile, "", "me@127.0.0.1", "reset", "db1"); r.code != 1 || !strings.Contains(r.stderr, `instance "db1" not found or not running`) {
 			t.Fatalf("reset outside the certificate's principals: status %d, stderr %q", r.code, r.stderr)
+		}
+	})
+	// Last: it changes the authorized keys. Removing the web key while it
+	// is attached disconnects it at the next Recheck, with the notice.
+	t.Run("revoked while attached", func(t *testing.T) {
+		webFile := writeKey("id_web", f.privs["web"])
+		type outcome struct {
+			r   result
+			err error
+		}
+		done := make(chan outcome, 1)
+		go func() {
+			r, err := sshRun(webFile, "echo \"pid=$$.\"\n", "-tt", "web1@127.0.0.1")
+			done <- outcome{r, err}
+		}()
+		eventually(t, "the OpenSSH client to attach", func() bool { return clientsOf(f.reg, "web1") == 1 })
+		f.setKeys(t, map[string]string{"admin": ""})
+		f.reg.Recheck()
+		select {
+		case o := <-done:
+			r := o.r
+			if o.err != nil {
+				t.Fatal(o.err)
+			}
+			if r.code != 1 || !strings.Contains(r.stdout+r.stderr, "[termgate] access revoked: this key is no longer authorized; disconnected") {
+				t.Fatalf("status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+			}
+		case <-time.After(revokeWithin):
+			t.Fatalf("ssh still attached %v after the revocation", revokeWithin)
 		}
 	})
 }
