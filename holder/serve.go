@@ -1,0 +1,260 @@
+package holder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// ServeConfig configures a holder daemon.
+type ServeConfig struct {
+	// Socket is the unix socket gateways reach the holder on (through an
+	// exec of "holder attach"); its directory must exist with mode 0700.
+	Socket string
+	// Session is the held session's ID (a reset replaces it with the ID
+	// the gateway sends).
+	Session string
+	// Shell is the command to start, with Env added to its environment
+	// (TERM, TERMGATE_SESSION).
+	Shell []string
+	Env   []string
+	// Cols and Rows are the initial window size.
+	Cols, Rows int
+	// BufferSize is the replay ring's size; IdleTimeout ends the session
+	// after that long with no client on any gateway.
+	BufferSize  int
+	IdleTimeout time.Duration
+	// Build names this holder's build in its Hello.
+	Build  string
+	Logger *slog.Logger
+}
+
+// holder is the daemon's state. One mutex guards the small fields; no I/O
+// is done while holding it, except the non-blocking queueing of output.
+type holder struct {
+	cfg ServeConfig
+	log *slog.Logger
+	ln  net.Listener
+
+	mu      sync.Mutex
+	shell   *shell
+	ring    *sessions.Ring
+	session string
+	cols    int
+	rows    int
+	conns   map[*conn]struct{}
+	idle    *time.Timer
+	ended   bool
+
+	done chan struct{} // closed when the daemon ends
+	wg   sync.WaitGroup
+}
+
+// Serve runs a holder until its session ends (shell exit, idle reaping) or
+// ctx is done. It returns the reason.
+func Serve(ctx context.Context, cfg ServeConfig) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.BufferSize < sessions.MinBufferSize {
+		cfg.BufferSize = 64 << 10
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Minute
+	}
+	if cfg.Cols < 1 || cfg.Rows < 1 {
+		cfg.Cols, cfg.Rows = 80, 24
+	}
+	_ = os.Remove(cfg.Socket) // a stale socket of a holder that died
+	ln, err := net.Listen("unix", cfg.Socket)
+	if err != nil {
+		return fmt.Errorf("holder: listen on %s: %w", cfg.Socket, err)
+	}
+	_ = os.Chmod(cfg.Socket, 0o600)
+	h := &holder{
+		cfg: cfg, log: cfg.Logger, ln: ln, ring: sessions.NewRing(cfg.BufferSize),
+		session: cfg.Session, cols: cfg.Cols, rows: cfg.Rows,
+		conns: map[*conn]struct{}{}, done: make(chan struct{}),
+	}
+	if err := h.startShell(); err != nil {
+		ln.Close()
+		return err
+	}
+	h.armIdle()
+	h.wg.Go(h.accept)
+	var why error
+	select {
+	case <-ctx.Done():
+		why = ctx.Err()
+	case <-h.done:
+	}
+	h.end("holder stopped")
+	ln.Close()
+	_ = os.Remove(cfg.Socket)
+	h.wg.Wait()
+	return why
+}
+
+// startShell starts a shell for the current session. Called without h.mu.
+func (h *holder) startShell() error {
+	h.mu.Lock()
+	id, cols, rows := h.session, h.cols, h.rows
+	h.mu.Unlock()
+	cmd := exec.Command(h.cfg.Shell[0], h.cfg.Shell[1:]...)
+	cmd.Env = append(append(os.Environ(), h.cfg.Env...), "TERMGATE_SESSION="+id)
+	sh, err := startShell(cmd, cols, rows)
+	if err != nil {
+		return err
+	}
+	h.mu.Lock()
+	h.shell = sh
+	h.mu.Unlock()
+	h.wg.Go(func() { h.pump(sh, id) })
+	return nil
+}
+
+// pump copies the shell's output into the ring and every connection.
+func (h *holder) pump(sh *shell, id string) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := sh.pty.Read(buf)
+		if n > 0 {
+			h.deliver(id, buf[:n])
+		}
+		if err != nil {
+			break
+		}
+	}
+	code := sh.wait()
+	h.mu.Lock()
+	current := h.shell == sh
+	h.mu.Unlock()
+	if current { // not replaced by a reset: the session is over
+		h.finish(ExitMsg{Session: id, Code: code})
+	}
+}
+
+func (h *holder) deliver(id string, p []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.session != id {
+		return // late output of a shell a reset replaced
+	}
+	off := h.ring.End()
+	h.ring.Write(p)
+	frame, _ := OutputFrame(nil, off, p)
+	for c := range h.conns {
+		c.send(frame)
+	}
+}
+
+// finish tells every gateway how the session ended, kills what is left of
+// it and ends the daemon.
+func (h *holder) finish(msg ExitMsg) {
+	frame, _ := ControlFrame(TypeExit, msg)
+	h.mu.Lock()
+	if h.ended {
+		h.mu.Unlock()
+		return
+	}
+	h.ended = true
+	sh := h.shell
+	for c := range h.conns {
+		c.send(frame)
+		c.closeAfterQueue()
+	}
+	h.mu.Unlock()
+	if sh != nil {
+		sh.kill()
+	}
+	h.log.Info("session ended", "session", msg.Session, "code", msg.Code, "cause", msg.Cause)
+	close(h.done)
+}
+
+func (h *holder) end(cause string) {
+	h.mu.Lock()
+	id := h.session
+	h.mu.Unlock()
+	h.finish(ExitMsg{Session: id, Code: -1, Cause: cause})
+}
+
+// armIdle (re)starts the idle timer when no gateway has a client.
+func (h *holder) armIdle() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.armIdleLocked()
+}
+
+func (h *holder) armIdleLocked() {
+	total := 0
+	for c := range h.conns {
+		total += c.clients
+	}
+	if total > 0 {
+		if h.idle != nil {
+			h.idle.Stop()
+			h.idle = nil
+		}
+		return
+	}
+	if h.idle != nil || h.ended {
+		return
+	}
+	h.idle = time.AfterFunc(h.cfg.IdleTimeout, func() {
+		h.log.Info("reaping idle session", "idle_timeout", h.cfg.IdleTimeout.String())
+		h.mu.Lock()
+		id := h.session
+		h.mu.Unlock()
+		h.finish(ExitMsg{Session: id, Code: -1, Cause: "idle"})
+	})
+}
+
+func (h *holder) accept() {
+	for {
+		nc, err := h.ln.Accept()
+		if err != nil {
+			return
+		}
+		c := newConn(h, nc)
+		h.wg.Go(c.serve)
+	}
+}
+
+// reset kills the shell and everything it started and starts a fresh one
+// under the new session ID; every gateway is told.
+func (h *holder) reset(msg ResetMsg) error {
+	if msg.NewSession == "" {
+		return errors.New("reset without a new session ID")
+	}
+	h.mu.Lock()
+	old := h.shell
+	msg.OldSession = h.session
+	h.session = msg.NewSession
+	h.ring = sessions.NewRing(h.cfg.BufferSize)
+	h.shell = nil
+	h.mu.Unlock()
+	if old != nil {
+		old.kill()
+	}
+	if err := h.startShell(); err != nil {
+		h.finish(ExitMsg{Session: msg.NewSession, Code: -1, Cause: "reset failed: " + err.Error()})
+		return err
+	}
+	frame, _ := ControlFrame(TypeReset, msg)
+	h.mu.Lock()
+	for c := range h.conns {
+		c.send(frame)
+	}
+	h.mu.Unlock()
+	h.log.Info("session reset", "old", msg.OldSession, "new", msg.NewSession, "by", msg.By)
+	return nil
+}
+

@@ -1,0 +1,239 @@
+package holder
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// startHolder runs a holder with /bin/sh until the test ends.
+func startHolder(t *testing.T, idle time.Duration) (sock string, stopped <-chan error) {
+	t.Helper()
+	dir := t.TempDir()
+	sock = filepath.Join(dir, "s.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		errc <- Serve(ctx, ServeConfig{
+			Socket: sock, Session: "s1", Shell: []string{"/bin/sh"}, Env: []string{"PS1=$ ", "TERM=dumb"},
+			IdleTimeout: idle, Build: "test",
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-served:
+		case <-time.After(10 * time.Second):
+			t.Error("holder did not stop")
+		}
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err := os.Stat(sock); err == nil {
+			return sock, errc
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("holder socket never appeared")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// gw is a gateway's end of a holder connection, for tests.
+type gw struct {
+	t     *testing.T
+	nc    net.Conn
+	r     *Reader
+	hello HelloMsg
+	out   bytes.Buffer
+	off   int64 // offset after the last output byte seen
+}
+
+func dial(t *testing.T, sock string, proto int) *gw {
+	t.Helper()
+	nc, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	g := &gw{t: t, nc: nc, r: NewReader(bufio.NewReader(nc))}
+	g.send(mustControl(TypeHello, HelloMsg{Proto: proto, Gateway: "test"}))
+	f := g.next()
+	if proto != Version {
+		if f.Type != TypeError {
+			t.Fatalf("a gateway of protocol %d got %q, want an error frame", proto, f.Type)
+		}
+		return g
+	}
+	h, err := CheckHello(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.hello = h
+	return g
+}
+
+func mustControl(typ byte, m any) []byte {
+	b, err := ControlFrame(typ, m)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func (g *gw) send(b []byte) {
+	g.t.Helper()
+	if _, err := g.nc.Write(b); err != nil {
+		g.t.Fatal(err)
+	}
+}
+
+func (g *gw) input(s string) {
+	b, _ := AppendFrame(nil, TypeInput, []byte(s))
+	g.send(b)
+}
+
+func (g *gw) next() Frame {
+	g.t.Helper()
+	_ = g.nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	f, err := g.r.ReadFrame()
+	if err != nil {
+		g.t.Fatalf("read frame: %v (output so far %q)", err, g.out.String())
+	}
+	return f
+}
+
+// until reads frames until the output contains want; it returns the
+// control frames seen meanwhile.
+func (g *gw) until(want string) []Frame {
+	g.t.Helper()
+	var ctl []Frame
+	for !strings.Contains(g.out.String(), want) {
+		f := g.next()
+		if f.Type == TypeOutput {
+			off, data, err := DecodeOutput(f)
+			if err != nil {
+				g.t.Fatal(err)
+			}
+			if off != g.off && g.off != 0 {
+				g.t.Fatalf("output at offset %d, want %d (lost or doubled bytes)", off, g.off)
+			}
+			g.out.Write(data)
+			g.off = off + int64(len(data))
+			continue
+		}
+		if f.Type == TypeReset { // a fresh session numbers its output from 0
+			g.out.Reset()
+			g.off = 0
+		}
+		ctl = append(ctl, Frame{Type: f.Type, Payload: append([]byte(nil), f.Payload...)})
+	}
+	return ctl
+}
+
+func TestHolderKeepsTheShellAcrossGateways(t *testing.T) {
+	sock, _ := startHolder(t, time.Minute)
+	a := dial(t, sock, Version)
+	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.send(ClientsFrame(1))
+	pid := a.hello.PID
+	a.input("echo pid=$$\n")
+	a.until("pid=" + strconv.Itoa(pid))
+	a.input("sleep 1000 & echo sta\"\"rted\n")
+	a.until("started\r\n")
+	resume := a.off
+	a.nc.Close() // the gateway crashes
+
+	b := dial(t, sock, Version) // the next gateway adopts the session
+	if b.hello.Session != "s1" || b.hello.PID != pid {
+		t.Fatalf("second gateway sees %+v, want session s1 with pid %d", b.hello, pid)
+	}
+	b.send(mustControl(TypeAttach, AttachMsg{Session: "s1", Since: resume}))
+	b.off = resume
+	b.input("echo again=$$\n")
+	ctl := b.until("again=" + strconv.Itoa(pid))
+	var rep ReplayMsg
+	if len(ctl) == 0 || ctl[0].Type != TypeReplay || DecodeControl(ctl[0], &rep) != nil || rep.Gap || rep.Offset < resume {
+		t.Fatalf("replay header %v (%+v), want an exact resume at %d", ctl, rep, resume)
+	}
+	// A gateway speaking another protocol version is refused, and the
+	// session is left alone.
+	dial(t, sock, Version+1)
+	b.input("echo still=$$\n")
+	b.until("still=" + strconv.Itoa(pid))
+}
+
+func TestHolderResetKillsEverything(t *testing.T) {
+	sock, _ := startHolder(t, time.Minute)
+	a := dial(t, sock, Version)
+	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.input("sleep 1001 & echo job=$! e\"\"nd\n")
+	a.until(" end\r\n")
+	out := a.out.String()
+	out = out[strings.LastIndex(out, "job=")+4:]
+	job, err := strconv.Atoi(strings.Fields(out)[0])
+	if err != nil {
+		t.Fatalf("no job pid in %q", out)
+	}
+	a.send(mustControl(TypeReset, ResetMsg{NewSession: "s2", By: "test"}))
+	a.input("echo fr\"\"esh\n")
+	ctl := a.until("fresh\r\n")
+	var m ResetMsg
+	if ctl[0].Type != TypeReset || DecodeControl(ctl[0], &m) != nil || m.OldSession != "s1" || m.NewSession != "s2" {
+		t.Fatalf("control frames %v, want a reset s1 → s2", ctl)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for processExists(job) && !isZombie(job) {
+		if time.Now().After(deadline) {
+			t.Fatalf("background job %d survived the reset", job)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func processExists(pid int) bool {
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
+func isZombie(pid int) bool {
+	st, ok := statOf(pid)
+	return ok && st.state == "Z"
+}
+
+func TestHolderReapsIdleSessionWithoutGateway(t *testing.T) {
+	sock, stopped := startHolder(t, 300*time.Millisecond)
+	a := dial(t, sock, Version)
+	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.send(ClientsFrame(1))
+	time.Sleep(600 * time.Millisecond) // a client attached: never reaped
+	a.input("echo al\"\"ive\n")
+	a.until("alive")
+	a.nc.Close() // no gateway left at all
+	select {
+	case err := <-stopped:
+		if err != nil {
+			t.Fatalf("holder ended with %v, want nil after reaping", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("idle session not reaped with no gateway attached")
+	}
+	if _, err := net.Dial("unix", sock); !errors.Is(err, syscall.ENOENT) && !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("socket still answers after reaping: %v", err)
+	}
+}

@@ -1,0 +1,132 @@
+package holder
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// shell is one shell on its pseudo-terminal. The holder is the shell's
+// parent, so the exit status comes from wait, and the shell leads its own
+// session: everything it starts shares that session ID unless it calls
+// setsid, and then it still carries the TERMGATE_SESSION marker.
+type shell struct {
+	cmd    *exec.Cmd
+	pty    *os.File
+	marker string
+
+	waitOnce sync.Once
+	code     int
+	killOnce sync.Once
+}
+
+func startShell(cmd *exec.Cmd, cols, rows int) (*shell, error) {
+	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	if err != nil {
+		return nil, fmt.Errorf("holder: start %s: %w", cmd.Path, err)
+	}
+	marker := ""
+	for _, e := range cmd.Env {
+		if v, ok := strings.CutPrefix(e, "TERMGATE_SESSION="); ok {
+			marker = v
+		}
+	}
+	return &shell{cmd: cmd, pty: f, marker: marker}, nil
+}
+
+func (s *shell) resize(cols, rows int) error {
+	return pty.Setsize(s.pty, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+}
+
+// wait returns the shell's exit status (128+signal when killed).
+func (s *shell) wait() int {
+	s.waitOnce.Do(func() {
+		_ = s.cmd.Wait()
+		s.code = s.cmd.ProcessState.ExitCode()
+		if ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			s.code = 128 + int(ws.Signal())
+		}
+	})
+	return s.code
+}
+
+// kill SIGKILLs every process of the shell's session and every process
+// carrying its marker, in rounds until a round finds none (signals are
+// delivered asynchronously, and a dying job may still fork), then closes
+// the terminal.
+func (s *shell) kill() {
+	s.killOnce.Do(func() {
+		sid := s.cmd.Process.Pid
+		for round := 0; round < 200; round++ {
+			if killMarked(sid, s.marker) == 0 {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		_ = s.pty.Close()
+	})
+}
+
+// killMarked signals the processes of session sid or with the marker in
+// their environment, never this process, and returns how many it found.
+func killMarked(sid int, marker string) int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		_ = syscall.Kill(-sid, syscall.SIGKILL)
+		return 0
+	}
+	self := os.Getpid()
+	want := []byte("TERMGATE_SESSION=" + marker + "\x00")
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self || pid == 1 {
+			continue
+		}
+		st, ok := statOf(pid)
+		if !ok || st.state == "Z" {
+			continue
+		}
+		hit := st.sid == sid
+		if !hit && marker != "" {
+			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			hit = err == nil && bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...))
+		}
+		if hit && syscall.Kill(pid, syscall.SIGKILL) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+type procStat struct {
+	state string
+	sid   int
+}
+
+// statOf parses /proc/PID/stat after the last ')' of the whole file: the
+// command name may contain ')', spaces and newlines.
+func statOf(pid int) (procStat, bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return procStat{}, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 4 {
+		return procStat{}, false
+	}
+	sid, err := strconv.Atoi(f[3])
+	return procStat{state: f[0], sid: sid}, err == nil
+}
