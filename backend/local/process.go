@@ -15,6 +15,7 @@ import (
 
 	"github.com/creack/pty"
 	"github.com/termgate/termgate/sessions"
+	"golang.org/x/sys/unix"
 )
 
 // drainGrace is how long output is still read after the shell exited; a
@@ -145,17 +146,20 @@ func sessionOf(pid int) (int, bool) {
 	return sid, err == nil
 }
 
-// pollable returns a non-blocking duplicate of f, so that read deadlines and
-// Close interrupt a blocked Read: pty.Start calls Fd(), which puts the
-// original into blocking mode for good.
+// pollable returns a non-blocking, close-on-exec duplicate of f, so that
+// read deadlines and Close interrupt a blocked Read: pty.Start calls Fd(),
+// which puts the original into blocking mode for good. Close-on-exec is set
+// atomically with the duplicate (F_DUPFD_CLOEXEC): a plain dup would be
+// inherited by every shell started later, and each of them could type into
+// this session's terminal (issue 9 item 0).
 func pollable(f *os.File) (*os.File, error) {
 	defer f.Close()
-	fd, err := syscall.Dup(int(f.Fd()))
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("dup pty: %w", err)
 	}
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		_ = syscall.Close(fd)
+	if err := unix.SetNonblock(fd, true); err != nil {
+		_ = unix.Close(fd)
 		return nil, fmt.Errorf("pty non-blocking: %w", err)
 	}
 	return os.NewFile(uintptr(fd), f.Name()), nil
