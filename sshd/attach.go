@@ -87,7 +87,8 @@ type relay struct {
 	gone   bool          // the SSH channel closed
 	warned bool          // a bad window size was reported
 
-	revoked bool // the key lost its access; owned by the output pump until run returns
+	revoked bool       // the key lost its access; owned by the output pump until run returns
+	guard   writeGuard // the writes to the channel in progress, for watch
 }
 
 func (r *relay) attach(ctx context.Context) (*sessions.Client, error) {
@@ -113,6 +114,11 @@ func (r *relay) run() (code int) {
 		defer close(inputDone)
 		r.input()
 	}()
+	stopGuard, guardDone := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(guardDone)
+		r.watch(stopGuard)
+	}()
 	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchDone)
@@ -137,28 +143,16 @@ func (r *relay) run() (code int) {
 		close(stopWatch)
 		<-watchDone
 		c := r.current()
-		c.Detach()       // no-op unless the shell is still running
-		r.sess.end(code) // after it, the channel reads io.EOF
+		c.Detach() // no-op unless the shell is still running
+		// end writes the exit status: watched like every other write.
+		_ = r.guard.do(func() error { r.sess.end(code); return nil }) // after it, the channel reads io.EOF
 		<-inputDone
+		close(stopGuard)
+		<-guardDone
 		r.srv.cfg.Audit.Event(audit.Detach, r.who, r.name, c.Info().Session, "cause", cause)
 	}()
 	code, cause = r.output()
 	return code
-}
-
-// input copies the client's keystrokes to the current session. Input typed
-// while a reset moves the client is dropped.
-func (r *relay) input() {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.sess.Read(buf)
-		if n > 0 {
-			_, _ = r.current().Write(buf[:n])
-		}
-		if err != nil {
-			return // io.EOF: the client sent EOF or the channel closed
-		}
-	}
 }
 
 // output copies the session's output to the channel until the session ends
@@ -171,7 +165,10 @@ func (r *relay) output() (code int, cause string) {
 		c := r.current()
 		n, err := c.Read(buf)
 		if n > 0 {
-			if _, werr := r.out.Write(buf[:n]); werr != nil {
+			if werr := r.guard.do(func() error { _, err := r.out.Write(buf[:n]); return err }); werr != nil {
+				if cause := c.Cause(); cause != nil && !errors.Is(cause, sessions.ErrDetached) {
+					return exitDetached, cause.Error() // e.g. dropped as too slow, then cut off
+				}
 				return exitDetached, clientLeft
 			}
 		}
@@ -291,6 +288,8 @@ func (r *relay) warnSize(size sessions.Size) {
 
 // notice writes a one-line notice into the terminal stream.
 func (r *relay) notice(w io.Writer, msg string) error {
-	_, err := io.WriteString(w, "\r\n[termgate] "+msg+"\r\n")
-	return err
+	return r.guard.do(func() error {
+		_, err := io.WriteString(w, "\r\n[termgate] "+msg+"\r\n")
+		return err
+	})
 }

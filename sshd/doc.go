@@ -145,6 +145,17 @@
 // Config.KeepaliveInterval (30 s) and is closed after
 // Config.KeepaliveMax (3) unanswered in a row.
 //
+// Neither side can pin a connection (relayio.go): input goes to the shell
+// through one writer goroutine, and when the shell takes none for the
+// registry's InputTimeout the user is told once and further input is read
+// and dropped until the shell takes input again, so the channel is always
+// read and a closed connection always noticed. Once the attached client is
+// closed (dropped as too slow, revoked, reset, detached), any write to the
+// channel still blocked after Config.CloseGrace closes the whole
+// connection (x/crypto's writes have no deadline; a client with a full
+// window or TCP buffer would otherwise hold the relay forever); a client
+// that reads again within the grace gets its notice.
+//
 // # Shutdown
 //
 // Shutdown stops accepting, drops connections still in their handshake and

@@ -69,6 +69,12 @@ func newSigner(t testing.TB) (gossh.Signer, ed25519.PrivateKey) {
 
 func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	t.Helper()
+	return newFixtureReg(t, mutate, nil)
+}
+
+// newFixtureReg is newFixture with a registry configured by regMutate.
+func newFixtureReg(t *testing.T, mutate func(*Config), regMutate func(*sessions.Config)) *fixture {
+	t.Helper()
 	f := &fixture{keys: map[string]gossh.Signer{}, privs: map[string]ed25519.PrivateKey{}, logs: &termtest.SyncBuffer{}, served: make(chan error, 1)}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var ak strings.Builder
@@ -86,10 +92,14 @@ func newFixture(t *testing.T, mutate func(*Config)) *fixture {
 	f.auth = &swapAuthorizer{}
 	f.auth.set(parsed)
 
-	reg, err := sessions.New(sessions.Config{
+	regCfg := sessions.Config{
 		Backend: local.New(local.Config{Instances: testInstances, Dir: t.TempDir(), Logger: log}),
 		Logger:  log,
-	})
+	}
+	if regMutate != nil {
+		regMutate(&regCfg)
+	}
+	reg, err := sessions.New(regCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
