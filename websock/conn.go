@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -22,8 +23,9 @@ const closeGrace = 2 * time.Second
 // conn is one upgraded WebSocket connection. Goroutines: the handler's,
 // which runs the read loop and tears down; writeLoop, the only goroutine
 // that writes data frames; pump, which copies the session's output to the
-// writer and follows resets. The read loop and the pump hand frames to the
-// writer through out.
+// writer and follows resets; inputLoop, which writes input to the shell.
+// The read loop, the pump and inputLoop hand frames to the writer through
+// out; the read loop hands input to inputLoop through in.ch.
 type conn struct {
 	s     *Server
 	ws    *websocket.Conn
@@ -46,6 +48,8 @@ type conn struct {
 	writerDone chan struct{}
 	pumpDone   chan struct{}
 	readerDone chan struct{}
+	in         inputState
+	hurry      atomic.Bool // set by endNow
 
 	mu      sync.Mutex       // guards client, size, stopped and cause
 	client  *sessions.Client // the current attach; replaced after a reset
@@ -64,6 +68,7 @@ func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by str
 		writerDone: make(chan struct{}),
 		pumpDone:   make(chan struct{}),
 		readerDone: make(chan struct{}),
+		in:         newInputState(),
 		size:       opts.Size,
 	}
 }
@@ -83,8 +88,10 @@ func (c *conn) run(client *sessions.Client) {
 
 	go c.writeLoop()
 	go c.pump()
+	go c.inputLoop()
 	err := c.readLoop()
 	close(c.readerDone)
+	close(c.in.ch)
 
 	c.end(nil, 0) // no-op when the connection is already ending
 	c.cancel()
@@ -92,7 +99,8 @@ func (c *conn) run(client *sessions.Client) {
 	if cl := c.current(); cl != nil { // the session a reset moved it to
 		session = cl.Info().Session
 	}
-	c.stopClient()
+	c.stopClient() // also ends a Write inputLoop is blocked in
+	<-c.in.done
 	<-c.pumpDone
 	<-c.writerDone
 	_ = c.ws.Close()
@@ -114,6 +122,15 @@ func (c *conn) end(final *frame, code int) {
 		c.final, c.closeCode = final, code
 		close(c.ending)
 	})
+}
+
+// endNow is end for a client that may not be reading: the writer skips
+// the frames still queued, and every write, the one in flight included, gets
+// closeGrace instead of WriteTimeout.
+func (c *conn) endNow(final *frame, code int) {
+	c.hurry.Store(true)
+	c.end(final, code)
+	_ = c.ws.NetConn().SetWriteDeadline(time.Now().Add(closeGrace))
 }
 
 // kill closes the network connection at once (Shutdown's last resort).
@@ -181,6 +198,12 @@ func (c *conn) writeLoop() {
 	ping := time.NewTicker(c.s.cfg.PingInterval)
 	defer ping.Stop()
 	for {
+		select { // an end goes before queued frames
+		case <-c.ending:
+			c.closeGracefully()
+			return
+		default:
+		}
 		select {
 		case f := <-c.out:
 			if err := c.write(f.typ, f.data); err != nil {
@@ -205,7 +228,7 @@ func (c *conn) closeGracefully() {
 	if c.closeCode == 0 {
 		return
 	}
-	for n := len(c.out); n > 0; n-- { // what was queued before end, not more
+	for n := len(c.out); n > 0 && !c.hurry.Load(); n-- { // what was queued before end, not more
 		f := <-c.out
 		if err := c.write(f.typ, f.data); err != nil {
 			c.writeFailed(err)
@@ -233,14 +256,21 @@ func (c *conn) closeGracefully() {
 }
 
 func (c *conn) write(typ int, data []byte) error {
-	if err := c.ws.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
+	if err := c.ws.SetWriteDeadline(time.Now().Add(c.writeTimeout())); err != nil {
 		return err
 	}
 	return c.ws.WriteMessage(typ, data)
 }
 
 func (c *conn) writeClose(code int) error {
-	return c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(c.s.cfg.WriteTimeout))
+	return c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(c.writeTimeout()))
+}
+
+func (c *conn) writeTimeout() time.Duration {
+	if c.hurry.Load() {
+		return closeGrace
+	}
+	return c.s.cfg.WriteTimeout
 }
 
 // writeFailed closes the network connection, which ends the read loop.
@@ -280,16 +310,6 @@ func (c *conn) linger() {
 	nc := c.ws.NetConn()
 	if err := nc.SetReadDeadline(time.Now().Add(closeGrace)); err == nil {
 		_, _ = io.Copy(io.Discard, nc)
-	}
-}
-
-func (c *conn) input(p []byte) {
-	cl := c.current()
-	if cl == nil {
-		return
-	}
-	if _, err := cl.Write(p); err != nil { // the session is ending under a reset or exit
-		c.log.Debug("input dropped", "bytes", len(p), "err", err)
 	}
 }
 
@@ -343,8 +363,14 @@ func (c *conn) pump() {
 			return
 		}
 		n, err := cl.Read(buf)
-		if n > 0 && !c.send(frame{typ: websocket.BinaryMessage, data: append([]byte(nil), buf[:n]...)}) {
-			return
+		if n > 0 {
+			switch c.sendOutput(cl, frame{typ: websocket.BinaryMessage, data: append([]byte(nil), buf[:n]...)}) {
+			case outputSent:
+			case outputCut: // the client was cut while the frame waited for the writer
+				err = cl.Cause()
+			case writerGone:
+				return
+			}
 		}
 		if err == nil {
 			continue
@@ -355,6 +381,9 @@ func (c *conn) pump() {
 		switch {
 		case errors.Is(err, sessions.ErrDetached):
 			return
+		case errors.Is(err, sessions.ErrSlowClient):
+			c.tooSlow(err)
+			return
 		case errors.As(err, &revoked):
 			c.revoked(revoked)
 			return
@@ -364,14 +393,17 @@ func (c *conn) pump() {
 			}
 		case errors.As(err, &exit):
 			c.log.Info("shell exited", "code", exit.Code)
+			c.setCause(err)
 			f := eventFrame(exitEvent{Type: "exit", Code: exit.Code})
 			c.end(&f, websocket.CloseNormalClosure)
 			return
 		case errors.Is(err, sessions.ErrShutdown):
+			c.setCause(err)
 			c.end(errorFrame(err.Error()), websocket.CloseGoingAway)
 			return
 		default:
 			c.log.Info("session ended under the client", "cause", err.Error())
+			c.setCause(err)
 			c.end(errorFrame(err.Error()), websocket.CloseNormalClosure)
 			return
 		}
@@ -380,11 +412,63 @@ func (c *conn) pump() {
 
 // revoked ends a connection whose credentials no longer allow its
 // instance: an error event that says so, then a close (1008, policy
-// violation). The log and the audit trail get the reason.
+// violation), without the output still queued for it. The log and the
+// audit trail get the reason.
 func (c *conn) revoked(err *sessions.RevokedError) {
 	c.log.Info("websocket disconnected: access revoked", "reason", err.Reason)
 	c.setCause(err)
-	c.end(errorFrame(err.Error()), websocket.ClosePolicyViolation)
+	c.endNow(errorFrame(err.Error()), websocket.ClosePolicyViolation)
+}
+
+// tooSlow ends a connection the session dropped for falling too far
+// behind its output (sessions.ErrSlowClient): the client gets the error
+// event and a close (1013, try again later) if its connection takes them
+// within closeGrace, and is closed either way; the output still queued for
+// it is dropped (a reattach gets the replay). The detach is logged and
+// audited as what it was, not as the network error that follows.
+func (c *conn) tooSlow(err error) {
+	c.log.Info("websocket client fell too far behind the output; disconnecting")
+	c.setCause(err)
+	c.endNow(errorFrame(err.Error()), websocket.CloseTryAgainLater)
+}
+
+// sendOutcome is what became of an output frame handed to the writer.
+type sendOutcome int
+
+const (
+	outputSent sendOutcome = iota
+	// outputCut: the attach was cut (too slow, revoked) while the frame
+	// waited; the frame is dropped.
+	outputCut
+	writerGone
+)
+
+// sendOutput hands an output frame of cl to the writer. A client that is
+// not reading blocks it: it gives up when the session cuts cl for being
+// slow or revoked, so that the pump can tell the client why at once
+// (before, it waited for the writer's timeout). Other causes (reset, exit)
+// let the frames queued before them through.
+func (c *conn) sendOutput(cl *sessions.Client, f frame) sendOutcome {
+	done := cl.Done()
+	for {
+		select {
+		case c.out <- f:
+			return outputSent
+		case <-c.writerDone:
+			return writerGone
+		case <-done:
+			if cut(cl.Cause()) {
+				return outputCut
+			}
+			done = nil
+		}
+	}
+}
+
+// cut reports causes that end an attach without its queued output.
+func cut(err error) bool {
+	var revoked *sessions.RevokedError
+	return errors.Is(err, sessions.ErrSlowClient) || errors.As(err, &revoked)
 }
 
 // reattach moves the connection to the instance's new session after a

@@ -343,3 +343,10 @@ func (s *Server) upgradeOriginOK(r *http.Request) bool {
 	c, ok := callerFrom(r.Context())
 	return ok && s.origins.check(r, c.method == byCookie) == nil
 }
+
+// connCount is how many WebSocket connections are being served.
+func (s *Server) connCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
