@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
@@ -56,6 +57,9 @@ type Backend struct {
 	log       *slog.Logger
 	selfIDs   []string // lower-case IDs or ID prefixes of the gateway's own containers
 	gatewayID string
+
+	kmu   sync.Mutex           // guards lanes and their batches' markers
+	lanes map[string]*killLane // by container ID, while a Kill runs there
 }
 
 var _ sessions.Backend = (*Backend)(nil)

@@ -159,7 +159,7 @@ func (p *process) Kill(ctx context.Context) error {
 	if p.killed {
 		return nil
 	}
-	procs, err := p.b.killMarked(ctx, p.container, p.session)
+	procs, err := p.b.killGrouped(ctx, p.container, p.session)
 	if err == nil {
 		err = p.waitEnded(ctx)
 	}
@@ -186,13 +186,15 @@ func (p *process) waitEnded(ctx context.Context) error {
 	return err
 }
 
-// killMarked runs killScript in the container. A container that is gone or
-// stopped has nothing left to kill: that is not an error.
-func (b *Backend) killMarked(ctx context.Context, containerID, mode string) ([]ended, error) {
+// killMarked runs killScript in the container for modes (one or more
+// markers, or one --prefix= or --all). A container that is gone or stopped
+// has nothing left to kill: that is not an error. An engine that cannot be
+// reached is (an *UnreachableError): the processes may well live on.
+func (b *Backend) killMarked(ctx context.Context, containerID string, modes ...string) ([]ended, error) {
 	created, err := b.cli.ContainerExecCreate(ctx, containerID, container.ExecOptions{
 		AttachStdout: true,
 		AttachStderr: true,
-		Cmd:          []string{"/bin/sh", "-c", killScript, "termgate-kill", mode},
+		Cmd:          append([]string{"/bin/sh", "-c", killScript, "termgate-kill"}, modes...),
 	})
 	if err != nil {
 		if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {

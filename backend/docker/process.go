@@ -83,7 +83,7 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 		// The exec may have started before the attach failed; make sure
 		// no shell is left behind.
 		kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
-		_, kerr := b.killMarked(kctx, inst.ID, marker)
+		_, kerr := b.killGrouped(kctx, inst.ID, marker)
 		cancel()
 		if kerr != nil {
 			b.log.Warn("docker: cleaning up after a failed attach", "instance", inst.Name, "err", kerr)
