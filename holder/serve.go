@@ -257,4 +257,3 @@ func (h *holder) reset(msg ResetMsg) error {
 	h.log.Info("session reset", "old", msg.OldSession, "new", msg.NewSession, "by", msg.By)
 	return nil
 }
-
