@@ -23,6 +23,11 @@ type Config struct {
 	// Interval is how often the file is checked for changes: zero means
 	// DefaultInterval, a negative value turns polling off (Reload only).
 	Interval time.Duration
+	// OnReload, when set, is called after every successful reload (by a
+	// poll or Reload), outside the store's lock: the gateway re-checks
+	// attached clients against the new credentials there, so a removed
+	// key or token loses its live sessions too.
+	OnReload func()
 }
 
 // watched holds the current value parsed from a file and reloads it when the
@@ -35,6 +40,7 @@ type watched[T any] struct {
 	count    func(*T) int // entries, for logs
 	log      *slog.Logger
 	interval time.Duration
+	onReload func()
 
 	cur atomic.Pointer[T]
 
@@ -60,6 +66,7 @@ func (w *watched[T]) start(cfg Config, what string, load func(string) (*T, []str
 	}
 	w.log = w.log.With("file", cfg.Path)
 	w.interval = cfg.Interval
+	w.onReload = cfg.OnReload
 	if w.interval == 0 {
 		w.interval = DefaultInterval
 	}
@@ -100,6 +107,14 @@ func (w *watched[T]) poll() {
 // previous value stays current and the error is logged (once per distinct
 // error) when logFailure is set.
 func (w *watched[T]) reload(logFailure bool) error {
+	initial, err := w.load1(logFailure)
+	if err == nil && !initial && w.onReload != nil {
+		w.onReload()
+	}
+	return err
+}
+
+func (w *watched[T]) load1(logFailure bool) (initial bool, _ error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	st := statFile(w.path) // before reading: a change during the read is seen by the next poll
@@ -110,9 +125,9 @@ func (w *watched[T]) reload(logFailure bool) error {
 			w.log.Error("reload failed; keeping the previous "+w.what, "err", err)
 		}
 		w.lastErr = err.Error()
-		return err
+		return false, err
 	}
-	initial := w.cur.Load() == nil
+	initial = w.cur.Load() == nil
 	w.cur.Store(v)
 	w.stamp, w.lastErr = st, ""
 	for _, warning := range warnings {
@@ -123,7 +138,7 @@ func (w *watched[T]) reload(logFailure bool) error {
 		verb = "loaded "
 	}
 	w.log.Info(verb+w.what, "entries", w.count(v), "warnings", len(warnings))
-	return nil
+	return initial, nil
 }
 
 // close stops polling and waits for the goroutine. It is idempotent.

@@ -271,3 +271,37 @@ func TestStoreConcurrentUse(t *testing.T) {
 		t.Errorf("while reloading: %v", err)
 	}
 }
+
+func TestOnReloadRunsAfterEachSuccessfulReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "authorized_keys")
+	_, l1 := testKey(t, 1)
+	writeAtomically(t, path, l1+"\n")
+	reloads := make(chan struct{}, 10)
+	s, err := NewKeyStore(Config{Path: path, Interval: 10 * time.Millisecond, OnReload: func() { reloads <- struct{}{} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	select {
+	case <-reloads:
+		t.Fatal("OnReload ran for the initial load")
+	case <-time.After(50 * time.Millisecond):
+	}
+	writeAtomically(t, path, "") // the key is removed
+	select {
+	case <-reloads:
+	case <-time.After(5 * time.Second):
+		t.Fatal("OnReload did not run after the file changed")
+	}
+	if authorized(s, 1, t) {
+		t.Fatal("the removed key still works when OnReload runs")
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-reloads:
+	case <-time.After(time.Second):
+		t.Fatal("OnReload did not run after Reload")
+	}
+}

@@ -2,9 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -130,44 +127,6 @@ func TestRunKeepsBrowserLoginsAcrossRestarts(t *testing.T) {
 // state; stop ends it and waits.
 func startRun(t *testing.T, state string) (addr string, stop func()) {
 	t.Helper()
-	o, err := parseFlags([]string{
-		"--state-dir", state, "--backend", "local", "--local-instances", "web1",
-		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-	}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, slog.New(slog.NewJSONHandler(&logs, nil))) }()
-	stopped := false
-	stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("run did not return")
-		}
-	}
-	t.Cleanup(stop)
-	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line in the log:\n%s", logs.String())
-		}
-		for _, line := range strings.Split(logs.String(), "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "termgate is listening" {
-				addr, _ = m["http"].(string)
-			}
-		}
-	}
-	return addr, stop
+	g := startGateway(t, "", "--state-dir", state, "--backend", "local", "--local-instances", "web1")
+	return g.http, g.stop
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 
 	gossh "golang.org/x/crypto/ssh"
 
@@ -28,6 +29,17 @@ type credentials struct {
 
 	reloaders []interface{ Reload() error } // SIGHUP
 	closers   []func() error                // file watchers
+
+	// recheck runs after every reload of keys, tokens or CAs (set once the
+	// registry exists): revocation must reach live sessions too.
+	recheck atomic.Pointer[func()]
+}
+
+// reloaded is every file store's OnReload.
+func (c *credentials) reloaded() {
+	if f := c.recheck.Load(); f != nil {
+		(*f)()
+	}
 }
 
 func loadCredentials(o *options, log *slog.Logger) (_ *credentials, err error) {
@@ -45,14 +57,14 @@ func loadCredentials(o *options, log *slog.Logger) (_ *credentials, err error) {
 		log.Info("generated SSH host key", "path", o.hostKey)
 	}
 	seedAuthorizedKeys(o.authorizedKeys, log)
-	if c.keys, err = keys.NewKeyStore(keys.Config{Path: o.authorizedKeys, Logger: log}); err != nil {
+	if c.keys, err = keys.NewKeyStore(keys.Config{Path: o.authorizedKeys, Logger: log, OnReload: c.reloaded}); err != nil {
 		return nil, err
 	}
 	c.watch(c.keys)
 	if _, c.newToken, err = keys.LoadOrCreateTokens(o.tokenFile); err != nil {
 		return nil, err
 	}
-	if c.tokens, err = keys.NewTokenStore(keys.Config{Path: o.tokenFile, Logger: log}); err != nil {
+	if c.tokens, err = keys.NewTokenStore(keys.Config{Path: o.tokenFile, Logger: log, OnReload: c.reloaded}); err != nil {
 		return nil, err
 	}
 	c.watch(c.tokens)
@@ -67,7 +79,7 @@ func loadCredentials(o *options, log *slog.Logger) (_ *credentials, err error) {
 		if _, err := os.Stat(o.trustedUserCAKeys); err != nil {
 			return nil, fmt.Errorf("--trusted-user-ca-keys: %w", err)
 		}
-		cas, err := keys.NewCAStore(keys.Config{Path: o.trustedUserCAKeys, Logger: log})
+		cas, err := keys.NewCAStore(keys.Config{Path: o.trustedUserCAKeys, Logger: log, OnReload: c.reloaded})
 		if err != nil {
 			return nil, err
 		}

@@ -101,6 +101,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Every reload of keys, tokens or CAs re-checks the attached clients.
+	recheck := reg.Recheck
+	creds.recheck.Store(&recheck)
 
 	sshSrv, err := sshd.New(sshd.Config{HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, Audit: auditLog, Registry: reg, Logger: log})
 	if err != nil {

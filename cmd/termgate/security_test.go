@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -171,7 +170,6 @@ func TestRunServesTLSAndWritesTheAuditLog(t *testing.T) {
 		t.Skip("starts the whole gateway")
 	}
 	dir := t.TempDir()
-	t.Setenv("HOME", dir) // nothing seeded from the real ~/.ssh
 	certFile, keyFile, pool := selfSigned(t, dir)
 	const token = "tok-0123456789abcdef0123456789"
 	state := filepath.Join(dir, "state")
@@ -182,46 +180,11 @@ func TestRunServesTLSAndWritesTheAuditLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditFile := filepath.Join(dir, "audit.jsonl")
-	o, err := parseFlags([]string{
-		"--state-dir", state, "--backend", "local", "--local-instances", "web1",
-		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0",
-		"--tls-cert", certFile, "--tls-key", keyFile, "--audit-log", auditFile,
-	}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	log := slog.New(slog.NewJSONHandler(&logs, nil))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, log) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("run did not return")
-		}
-	}()
-
-	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line in the log:\n%s", logs.String())
-		}
-		for _, line := range strings.Split(logs.String(), "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "termgate is listening" {
-				if a, ok := m["https"].(string); ok {
-					addr = a
-				} else {
-					t.Fatalf("listening line without https: %s", line)
-				}
-			}
-		}
+	g := startGateway(t, dir, "--state-dir", state, "--backend", "local", "--local-instances", "web1",
+		"--tls-cert", certFile, "--tls-key", keyFile, "--audit-log", auditFile)
+	addr := g.http
+	if !strings.Contains(g.logs.String(), `"https":"`) {
+		t.Fatalf("listening line without https:\n%s", g.logs.String())
 	}
 
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -263,7 +226,7 @@ func TestRunServesTLSAndWritesTheAuditLog(t *testing.T) {
 		}
 		audited = string(b)
 	}
-	if !strings.Contains(audited, `"who":"alice"`) || strings.Contains(audited, token) || strings.Contains(logs.String(), token) {
+	if !strings.Contains(audited, `"who":"alice"`) || strings.Contains(audited, token) || strings.Contains(g.logs.String(), token) {
 		t.Errorf("audit log %q (and the main log) must name alice and never hold the token", audited)
 	}
 	if fi, err := os.Stat(auditFile); err != nil || fi.Mode().Perm() != 0o600 {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -50,7 +49,6 @@ func TestRunAcceptsUserCertificatesAndAudits(t *testing.T) {
 		t.Skip("starts the whole gateway")
 	}
 	dir := t.TempDir()
-	t.Setenv("HOME", dir)
 	state := filepath.Join(dir, "state")
 	_, caPriv, _ := ed25519.GenerateKey(rand.Reader)
 	ca, _ := gossh.NewSignerFromKey(caPriv)
@@ -59,41 +57,9 @@ func TestRunAcceptsUserCertificatesAndAudits(t *testing.T) {
 		t.Fatal(err)
 	}
 	auditFile := filepath.Join(dir, "audit.jsonl")
-	o, err := parseFlags([]string{
-		"--state-dir", state, "--backend", "local", "--local-instances", "web1,db1",
-		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--idle-timeout", "300ms",
-		"--trusted-user-ca-keys", caFile, "--audit-log", auditFile,
-	}, env(nil))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs lockedBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, slog.New(slog.NewJSONHandler(&logs, nil))) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("run: %v", err)
-			}
-		case <-time.After(15 * time.Second):
-			t.Error("run did not return")
-		}
-	}()
-	var addr string
-	for deadline := time.Now().Add(10 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line in the log:\n%s", logs.String())
-		}
-		for _, line := range strings.Split(logs.String(), "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "termgate is listening" {
-				addr, _ = m["ssh"].(string)
-			}
-		}
-	}
+	g := startGateway(t, dir, "--state-dir", state, "--backend", "local", "--local-instances", "web1,db1",
+		"--idle-timeout", "300ms", "--trusted-user-ca-keys", caFile, "--audit-log", auditFile)
+	addr := g.ssh
 
 	_, userPriv, _ := ed25519.GenerateKey(rand.Reader)
 	user, _ := gossh.NewSignerFromKey(userPriv)
