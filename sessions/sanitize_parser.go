@@ -27,10 +27,6 @@ func (st vtState) isString() bool {
 	return st == vtOSCString || st == vtSOSPMAPCString || st == vtDCSPassthrough || st == vtDCSIgnore
 }
 
-func (st vtState) isCSI() bool { return st >= vtCSIEntry && st <= vtCSIIgnore }
-
-func (st vtState) isDCSHeader() bool { return st >= vtDCSEntry && st <= vtDCSIntermediate }
-
 // tokNonASCII is the token class of a printable character outside ASCII (a
 // UTF-8 character from U+00A0 on, or a byte that is not valid UTF-8 and not
 // in 0x80–0x9F).
