@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 30s
 IMAGE     ?= termgate:dev
 
-.PHONY: demo build web run test test-short lint fuzz bench image test-image compose-check clean
+.PHONY: demo build web run test test-short lint fuzz bench soak image test-image compose-check clean
 
 build: web
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/termgate
@@ -59,6 +59,14 @@ fuzz:
 # run and prints the ratios. Never part of `make test`.
 bench: build test-image
 	$(GO) run ./bench/cmd/tgbench -termgate $(BIN)
+
+# The stress run of docs/RELIABILITY.md: attach/detach cycles, a reset
+# storm, never-reading clients, container, engine and gateway faults,
+# SIGTERM with many sessions, pastes; prints a table and fails on any leak
+# or leftover. The full run takes many minutes and is never part of `make
+# test` (its -short mode is, as a Go test). ARGS="-short" for the CI counts.
+soak: build test-image
+	$(GO) run ./soak/cmd/tgsoak -termgate $(BIN) $(ARGS)
 
 test-image:
 	@if docker info >/dev/null 2>&1; then bash scripts/test-image.sh; \
