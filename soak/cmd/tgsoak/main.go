@@ -58,7 +58,7 @@ var (
 	shortCounts = counts{
 		Cycles: 120, OpenSSHKills: 2, Resets: 15, ResetWorkers: 3,
 		NeverReaders: 2, StreamBytes: 32 << 20,
-		DockerSessions: 4, Streamers: 6, LocalSessions: 100,
+		DockerSessions: 4, Streamers: 6, LocalSessions: 50,
 		PasteSizes: []int{1 << 20, 1 << 20},
 	}
 	fullCounts = counts{
