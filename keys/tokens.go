@@ -231,7 +231,7 @@ func checkTokenName(f string) error {
 		return fmt.Errorf("unexpected quote in %s: quotes are only allowed around the value of instances= (instances=\"PAT,...\")", showField(f))
 	}
 	if strings.ContainsAny(f, `*?[],\`) {
-		return fmt.Errorf("the NAME %s has a pattern or list character (*?[],\\): to limit the token, write instances=PAT,...", showField(f))
+		return fmt.Errorf("the NAME %s has a pattern or list character (*?[],\\): to limit the token, write instances=PAT[,PAT]", showField(f))
 	}
 	norm := strings.Map(func(r rune) rune {
 		if r == '-' || r == '_' || r == '.' {
