@@ -19,6 +19,11 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := s.allowReset(name, c); err != nil {
+		s.log.Info("reset refused: rate limit", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
+		tooMany(w, err.retry, err.Error())
+		return
+	}
 	sess, err := s.cfg.Registry.Reset(r.Context(), name, resetBy(c))
 	if err != nil {
 		status, msg := s.attachFailure(r.Context(), name, err)
@@ -134,6 +139,14 @@ func (s *Server) attachFailure(ctx context.Context, name string, err error) (int
 		s.log.Warn("attach failed", "instance", name, "err", err)
 		return http.StatusServiceUnavailable, fmt.Sprintf("cannot start or join the session of instance %q right now; see the gateway log", name)
 	}
+}
+
+// allowReset applies the reset rate limits (nil when they are off).
+func (s *Server) allowReset(instance string, c caller) *errTooManyResets {
+	if s.resets == nil {
+		return nil
+	}
+	return s.resets.allow(instance, c.tokenHash)
 }
 
 // resetBy names the caller in the notice attached clients get.

@@ -23,7 +23,8 @@ const closeGrace = 2 * time.Second
 // conn is one upgraded WebSocket connection. Goroutines: the handler's,
 // which runs the read loop and tears down; writeLoop, the only goroutine
 // that writes data frames; pump, which copies the session's output to the
-// writer and follows resets; inputLoop, which writes input to the shell.
+// writer and follows resets; inputLoop, which writes input to the shell;
+// at most one at a time that runs a control reset (startReset).
 // The read loop, the pump and inputLoop hand frames to the writer through
 // out; the read loop hands input to inputLoop through in.ch.
 type conn struct {
@@ -50,6 +51,9 @@ type conn struct {
 	readerDone chan struct{}
 	in         inputState
 	hurry      atomic.Bool // set by endNow
+	caller     caller      // who attached: the reset limits count per token
+	resetting  atomic.Bool // a control reset is running
+	resetWG    sync.WaitGroup
 
 	mu      sync.Mutex       // guards client, size, stopped and cause
 	client  *sessions.Client // the current attach; replaced after a reset
@@ -92,6 +96,9 @@ func (c *conn) run(client *sessions.Client) {
 	err := c.readLoop()
 	close(c.readerDone)
 	close(c.in.ch)
+	// A reset that was running when the client left finishes (it has begun
+	// killing the shell); none can start any more.
+	c.resetWG.Wait()
 
 	c.end(nil, 0) // no-op when the connection is already ending
 	c.cancel()
@@ -341,6 +348,31 @@ func (c *conn) control(data []byte) {
 				return
 			}
 		}
+		c.startReset()
+	}
+}
+
+// startReset runs a control reset in its own goroutine, so that the read
+// loop keeps reading the socket and notices at once when the client leaves:
+// resets never queue up behind one another (issue 9 item 11a: about 1,067
+// queued resets ran over 100 s after their clients had left). One reset at
+// a time per connection; more are refused while it runs, and all of them
+// are rate-limited per instance and per token (the limits POST shares).
+func (c *conn) startReset() {
+	if !c.resetting.CompareAndSwap(false, true) {
+		c.send(*errorFrame("a reset of this session is already in progress: wait for its reset event"))
+		return
+	}
+	if err := c.s.allowReset(c.name, c.caller); err != nil {
+		c.resetting.Store(false)
+		c.log.Info("reset refused: rate limit")
+		c.send(*errorFrame(err.Error()))
+		return
+	}
+	c.resetWG.Add(1)
+	go func() {
+		defer c.resetWG.Done()
+		defer c.resetting.Store(false)
 		// The pump sees the *ResetError, reattaches and sends the reset event.
 		sess, err := c.s.cfg.Registry.Reset(c.ctx, c.name, c.by)
 		if err != nil {
@@ -349,7 +381,7 @@ func (c *conn) control(data []byte) {
 			return
 		}
 		c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
-	}
+	}()
 }
 
 // pump copies the session's output to the writer and follows resets until

@@ -81,6 +81,12 @@ type Config struct {
 	MaxHeaderBytes int
 	HeaderTimeout  time.Duration
 
+	// UnlimitedResets turns off the reset rate limits (5 resets in a burst,
+	// then one every 2 s, per instance; 10, then one a second, per token;
+	// shared by POST and control messages): for benchmarks and soak runs
+	// that reset in a loop.
+	UnlimitedResets bool
+
 	// LoginTTL is how long a browser login cookie stays valid (default
 	// 12h). Logins are not kept anywhere: the cookie is signed with
 	// CookieKey and names its token by keys.TokenHash, which is looked up
@@ -111,8 +117,9 @@ type Server struct {
 	upgrader websocket.Upgrader
 	handler  http.Handler
 	http     *http.Server
-	requests *addrLimiter // nil: no request rate limit
-	failures *addrLimiter // nil: no lock-out after failed authentications
+	requests *addrLimiter  // nil: no request rate limit
+	failures *addrLimiter  // nil: no lock-out after failed authentications
+	resets   *resetLimiter // nil: resets are not limited
 
 	mu     sync.Mutex // guards conns, closed and nextID
 	conns  map[*conn]struct{}
@@ -193,6 +200,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.RequestRate > 0 {
 		s.requests = newAddrLimiter(rate.Limit(cfg.RequestRate), cfg.RequestBurst, time.Now)
+	}
+	if !cfg.UnlimitedResets {
+		s.resets = newResetLimiter(time.Now)
 	}
 	if cfg.AuthFailures > 0 {
 		s.failures = newAddrLimiter(rate.Every(cfg.AuthFailureEvery), cfg.AuthFailures, time.Now)

@@ -52,6 +52,7 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	log := s.log.With("conn", id, "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
 	cn := newConn(s, r.Context(), ws, name, resetBy(c), opts, log)
 	cn.who = s.who(r, c)
+	cn.caller = c
 	if !s.track(cn) {
 		cn.refuse(client, msgShuttingDown)
 		return
