@@ -28,7 +28,7 @@ func TestMeasureManySessions(t *testing.T) {
 	reg := newRegistry(t, shell...)
 	before := threads(t)
 	start := time.Now()
-	pids := openSessions(t, reg, n, 8, "sleep 1000")
+	pids := openSessions(t, reg, "s", n, 8, "sleep 1000")
 	time.Sleep(2 * time.Second) // let the sessions settle into idle
 	t.Logf("sessions=%d opened in %v; OS threads %d -> %d (goroutines %d)", n, time.Since(start).Round(time.Millisecond), before, threads(t), runtime.NumGoroutine())
 

@@ -42,7 +42,7 @@ func startProcess(cmd *exec.Cmd, size sessions.Size) (*process, error) {
 	}
 	p := &process{cmd: cmd, ptmx: ptmx, exited: make(chan struct{})}
 	go func() { // owned by the process: ends when the shell does
-		_ = cmd.Wait()
+		_ = waitExit(cmd)
 		p.code = cmd.ProcessState.ExitCode()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			p.code = 128 + int(ws.Signal())

@@ -30,11 +30,11 @@ func newRegistry(t testing.TB, shell ...string) *sessions.Registry {
 	return reg
 }
 
-// openSessions starts n sessions (instances s0…s{n-1}), each running cmd in
-// the background, detaches from them and returns the shells' pids (each
-// shell is its session's leader, so its pid is the session id). At most
-// par sessions start at once.
-func openSessions(t testing.TB, reg *sessions.Registry, n, par int, cmd string) []int {
+// openSessions starts n sessions (instances prefix0…prefix{n-1}), each
+// resized once and running cmd in the background, detaches from them and
+// returns the shells' pids (each shell is its session's leader, so its pid
+// is the session id). At most par sessions start at once.
+func openSessions(t testing.TB, reg *sessions.Registry, prefix string, n, par int, cmd string) []int {
 	t.Helper()
 	pids := make([]int, n)
 	errs := make(chan error, n)
@@ -44,7 +44,7 @@ func openSessions(t testing.TB, reg *sessions.Registry, n, par int, cmd string) 
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			pid, err := openSession(reg, fmt.Sprintf("s%d", i), cmd)
+			pid, err := openSession(reg, fmt.Sprintf("%s%d", prefix, i), cmd)
 			if err != nil {
 				errs <- err
 				return
@@ -68,7 +68,12 @@ func openSession(reg *sessions.Registry, name, cmd string) (int, error) {
 		return 0, fmt.Errorf("attach %s: %w", name, err)
 	}
 	defer c.Detach()
-	if _, err := fmt.Fprintf(c, "%s & echo JOB-READY SHELL=$$ BG=$((0+$!))\n", cmd); err != nil {
+	// A resize, as every client that is not 80x24 makes; the marker comes
+	// once the shell sees it.
+	if err := c.Resize(sessions.Size{Cols: 81, Rows: 25}); err != nil {
+		return 0, fmt.Errorf("resize %s: %w", name, err)
+	}
+	if _, err := fmt.Fprintf(c, "%s & while [ \"$(stty size)\" != \"25 81\" ]; do sleep 0.01; done; echo JOB-READY SHELL=$$ BG=$((0+$!))\n", cmd); err != nil {
 		return 0, fmt.Errorf("write to %s: %w", name, err)
 	}
 	var out bytes.Buffer
