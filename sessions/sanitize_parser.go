@@ -65,6 +65,16 @@ type stripper struct {
 func (s *stripper) run(b []byte) {
 	for i := 0; i < len(b); {
 		c := b[i]
+		if s.state == vtGround && c >= 0x20 && c < 0x7f {
+			// Fast path: a run of printable ASCII in the ground state.
+			j := i + 1
+			for j < len(b) && b[j] >= 0x20 && b[j] < 0x7f {
+				j++
+			}
+			s.out = append(s.out, b[i:j]...)
+			i = j
+			continue
+		}
 		if c < 0x80 {
 			if c != enq { // ENQ asks for the answerback message
 				s.token(int(c), b[i:i+1])

@@ -91,35 +91,27 @@ func isDCSQuery(inter []byte, final byte) bool {
 // iTerm2's OSC 1337 reports (ReportCellSize, ReportVariable) and upload
 // request (RequestUpload), which those terminals answer.
 func isOSCQuery(body []byte) bool {
-	fields := bytes.Split(body, []byte{';'})
-	for _, f := range fields[1:] {
-		if len(f) == 1 && f[0] == '?' {
+	cmdField, args, hasArgs := bytes.Cut(body, []byte{';'})
+	cmd := firstParam(cmdField)
+	for rest, more := args, hasArgs; more; {
+		var f []byte
+		f, rest, more = bytes.Cut(rest, []byte{';'})
+		if len(f) == 1 && f[0] == '?' || cmd == 21 && bytes.HasSuffix(f, []byte("=?")) {
 			return true
 		}
 	}
-	cmd := firstParam(fields[0])
+	first, _, _ := bytes.Cut(args, []byte{';'})
 	switch cmd {
 	case 60, 61, 62, 5522:
 		return true
-	case 21:
-		for _, f := range fields[1:] {
-			if bytes.HasSuffix(f, []byte("=?")) {
+	case 99:
+		for kv := range bytes.SplitSeq(first, []byte{':'}) {
+			if bytes.Equal(kv, []byte("p=?")) {
 				return true
 			}
 		}
-	case 99:
-		if len(fields) > 1 {
-			for kv := range bytes.SplitSeq(fields[1], []byte{':'}) {
-				if bytes.Equal(kv, []byte("p=?")) {
-					return true
-				}
-			}
-		}
 	case 1337:
-		if len(fields) > 1 {
-			f := fields[1]
-			return bytes.HasPrefix(f, []byte("Report")) || bytes.HasPrefix(f, []byte("RequestUpload"))
-		}
+		return bytes.HasPrefix(first, []byte("Report")) || bytes.HasPrefix(first, []byte("RequestUpload"))
 	}
 	return false
 }

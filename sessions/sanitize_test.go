@@ -139,3 +139,14 @@ func FuzzSanitizeReplay(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkSanitizeReplay measures the sanitizer over a full default replay
+// buffer (64 KiB) of coloured output, UTF-8 text and prompts with queries.
+func BenchmarkSanitizeReplay(b *testing.B) {
+	line := "\x1b[1;34m~/src\x1b[0m $ \x1b[6nls --color\r\n\x1b[32m✓ 世界 ünïcode\x1b[0m \x1b]0;title\x07ok\r\n"
+	buf := bytes.Repeat([]byte(line), 64<<10/len(line)+1)[:64<<10]
+	b.SetBytes(int64(len(buf)))
+	for b.Loop() {
+		SanitizeReplay(buf, true)
+	}
+}
