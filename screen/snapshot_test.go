@@ -123,7 +123,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 		snap := a.Snapshot()
 		b := New(w, h, 1<<20)
 		b.Write([]byte(genOutput(r, 30, w, h))) // any earlier state,
-		b.sb.reset()                              // but its own scrollback is not compared
+		b.sb.reset()                            // but its own scrollback is not compared
 		b.sbWrapped = 0
 		b.Write(snap)
 		if !a.alt.saved.valid {

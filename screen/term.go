@@ -70,10 +70,10 @@ type Terminal struct {
 	title   string
 
 	sb        scrollback
-	sbWrapped int    // 1 when the last scrollback line wraps into the next
-	sbTmp     []byte // reused to render a line
-	clusters []string       // characters with combining marks, by Rune-clusterBase
-	clusterN map[string]int // index into clusters
+	sbWrapped int            // 1 when the last scrollback line wraps into the next
+	sbTmp     []byte         // reused to render a line
+	clusters  []string       // characters with combining marks, by Rune-clusterBase
+	clusterN  map[string]int // index into clusters
 
 	// Reply, when set, receives the answers to terminal queries (cursor
 	// position, device attributes) found in the output.

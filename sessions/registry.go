@@ -43,7 +43,7 @@ type Config struct {
 	// no input before it gives up with ErrInputStalled (default 5s).
 	InputTimeout time.Duration
 	// NewReplayer picks the replay strategy (default NewRawReplayer).
-	NewReplayer func(*Ring) Replayer
+	NewReplayer NewReplayerFunc
 	// OnEnd, when set, is called once for every session that ends, with
 	// the cause its clients were given (the audit trail uses it).
 	OnEnd  func(info Info, cause error)
@@ -120,7 +120,7 @@ func New(cfg Config) (*Registry, error) {
 		cfg.InputTimeout = 5 * time.Second
 	}
 	if cfg.NewReplayer == nil {
-		cfg.NewReplayer = NewRawReplayer
+		cfg.NewReplayer = rawReplayerFunc
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clockwork.NewRealClock()

@@ -77,7 +77,6 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 		created:     cfg.Clock.Now(),
 		log:         cfg.Logger.With("instance", inst.Name, "session", id),
 		ring:        ring,
-		replay:      cfg.NewReplayer(ring),
 		clients:     map[*Client]struct{}{},
 		size:        size,
 		closeReq:    make(chan struct{}),
@@ -89,6 +88,7 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 		inputGone:   make(chan struct{}),
 		done:        make(chan struct{}),
 	}
+	s.replay = cfg.NewReplayer(ring, s.answer)
 	s.replay.Resize(size)
 	return s
 }
@@ -177,6 +177,7 @@ func (s *Session) run() {
 	s.kill()
 	<-s.inputGone
 	<-s.pumpGone
+	s.replay.Close()
 	s.log.Info("session ended", "cause", cause.Error())
 	if s.cfg.OnEnd != nil {
 		s.cfg.OnEnd(s.Info(), cause)
@@ -275,6 +276,7 @@ func (s *Session) deliver(chunk []byte) {
 		switch c.enqueue(chunk) {
 		case droppedSlow:
 			delete(s.clients, c)
+			s.replay.Attached(len(s.clients))
 			s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
 			s.startIdleLocked()
 		case alreadyClosed:
@@ -330,6 +332,7 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		c.enqueue(replay)
 	}
 	s.clients[c] = struct{}{}
+	s.replay.Attached(len(s.clients))
 	if s.idleTimer != nil {
 		s.idleTimer.Stop()
 		s.idleTimer = nil
@@ -352,6 +355,7 @@ func (s *Session) remove(c *Client, msg string, attrs ...any) {
 		return
 	}
 	delete(s.clients, c)
+	s.replay.Attached(len(s.clients))
 	s.log.Info(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()
 }

@@ -38,13 +38,15 @@ type options struct {
 	trustedUserCAKeys   string
 	tlsCert, tlsKey     string
 	httpRateLimit       float64
+	replay              string
+	scrollback          int // bytes; 0: twice the buffer size
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("termgate", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	var buffer, origins, locals string
+	var buffer, origins, locals, scrollback string
 	fs.StringVar(&o.sshAddr, "ssh-addr", ":2222", "SSH listener address")
 	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "HTTP + WebSocket listener address")
 	fs.StringVar(&o.stateDir, "state-dir", keys.DefaultStateDir(), "directory for generated state (host key, API token, authorized_keys)")
@@ -55,6 +57,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.shell, "shell", "auto", "command started in the instance; auto picks bash when present, else sh")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "reap a session after this long with no client attached")
 	fs.StringVar(&buffer, "buffer-size", "64KiB", "replay buffer per session (bytes, or with a KiB/MiB suffix; at least 10KiB)")
+	fs.StringVar(&o.replay, "replay", "screen", "what a (re)attaching client gets first: screen (the terminal's state redrawn) or raw (the last bytes of output)")
+	fs.StringVar(&scrollback, "scrollback", "auto", "with --replay screen: scrollback kept per session, as drawn (bytes, or with a KiB/MiB suffix; auto: twice --buffer-size)")
 	fs.StringVar(&o.instanceLabel, "instance-label", "", "only containers with this label (KEY or KEY=VALUE) are instances")
 	fs.StringVar(&origins, "allowed-origins", "", "extra browser origins allowed to open WebSockets (comma-separated, e.g. https://ops.example.com)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -98,6 +102,21 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.bufferSize < sessions.MinBufferSize {
 		return nil, fmt.Errorf("--buffer-size %s is too small: the replay buffer needs at least 10KiB", buffer)
+	}
+	switch o.replay {
+	case "screen", "raw":
+	default:
+		return nil, fmt.Errorf("--replay %q: use screen (redraw the terminal's state) or raw (replay the last bytes)", o.replay)
+	}
+	if scrollback != "auto" {
+		if o.scrollback, err = parseSize(scrollback); err != nil {
+			return nil, fmt.Errorf("--scrollback: %w", err)
+		}
+		if o.scrollback < sessions.MinBufferSize {
+			return nil, fmt.Errorf("--scrollback %s is too small: at least 10KiB (the replay promises 10KiB of recent output)", scrollback)
+		}
+	} else {
+		o.scrollback = 2 * o.bufferSize
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return nil, errors.New("--tls-cert and --tls-key go together: give both (PEM certificate and key files) or neither (plain HTTP)")

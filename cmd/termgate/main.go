@@ -96,6 +96,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		IdleTimeout: o.idleTimeout,
 		Shell:       shellArgv(o.shell),
 		OnEnd:       auditSessionEnd(auditLog),
+		NewReplayer: newReplayer(o),
 		Logger:      log,
 	})
 	if err != nil {

@@ -1,0 +1,205 @@
+package screen
+
+import (
+	"sync"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// Options configure the replayers made by NewReplayerFunc.
+type Options struct {
+	// Scrollback bounds the rendered scrollback kept per session, in bytes
+	// (default 128 KiB).
+	Scrollback int
+	// Queue bounds the output waiting for the emulator, in bytes (default
+	// 1 MiB). Beyond it the emulator stops following and the next snapshot
+	// rebuilds it from the session's raw ring.
+	Queue int
+}
+
+// NewReplayerFunc returns the sessions.Config.NewReplayer that keeps each
+// session's terminal state in a Terminal.
+func NewReplayerFunc(o Options) sessions.NewReplayerFunc {
+	if o.Scrollback <= 0 {
+		o.Scrollback = 128 << 10
+	}
+	if o.Queue <= 0 {
+		o.Queue = 1 << 20
+	}
+	return func(ring *sessions.Ring, answer func([]byte)) sessions.Replayer {
+		return newReplayer(ring, answer, o)
+	}
+}
+
+// item is one event for the emulator, in output order.
+type item struct {
+	data     []byte        // output (shared with the session's clients; never modified)
+	size     sessions.Size // a resize when data is nil
+	answered bool          // no client was attached: the emulator answers queries
+}
+
+// Replayer feeds a session's output to a Terminal on its own goroutine, so
+// the session's relay never waits for the emulator.
+//
+// Lock order: the session's lock, then emuMu, then mu. The session calls
+// Write, Resize, Attached and Replay with its lock held; the worker holds
+// emuMu while feeding and never takes the session's lock.
+type Replayer struct {
+	ring   *sessions.Ring // read only by Replay (session lock)
+	answer func([]byte)
+	opts   Options
+
+	attached int           // clients attached (session lock)
+	size     sessions.Size // latest size (session lock)
+
+	emuMu   sync.Mutex // guards the fields below
+	term    *Terminal
+	replies [][]byte // answers to queries, sent by the worker
+	answers bool     // the item being fed is answered by the emulator
+
+	mu       sync.Mutex // guards the fields below
+	queue    []item
+	queued   int  // bytes in queue
+	overflow bool // output was dropped: rebuild from the ring before the next snapshot
+
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+func newReplayer(ring *sessions.Ring, answer func([]byte), o Options) *Replayer {
+	r := &Replayer{
+		ring: ring, answer: answer, opts: o,
+		size: sessions.Size{Cols: 80, Rows: 24},
+		wake: make(chan struct{}, 1),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	r.term = r.newTerminal()
+	go r.run()
+	return r
+}
+
+func (r *Replayer) newTerminal() *Terminal {
+	t := New(int(r.size.Cols), int(r.size.Rows), r.opts.Scrollback)
+	t.Reply = r.reply
+	return t
+}
+
+// reply collects an answer to a query (emuMu held).
+func (r *Replayer) reply(p []byte) {
+	if r.answers && len(r.replies) < 64 {
+		r.replies = append(r.replies, p)
+	}
+}
+
+// Write queues output for the emulator without waiting for it.
+func (r *Replayer) Write(p []byte) {
+	r.push(item{data: p, answered: r.attached == 0})
+}
+
+// Resize queues a size change, in order with the output.
+func (r *Replayer) Resize(size sessions.Size) {
+	r.size = size
+	r.push(item{size: size})
+}
+
+// Attached records the number of attached clients.
+func (r *Replayer) Attached(n int) { r.attached = n }
+
+func (r *Replayer) push(it item) {
+	r.mu.Lock()
+	switch {
+	case r.overflow:
+	case r.queued+len(it.data) > r.opts.Queue:
+		// The emulator fell behind: stop feeding it until a snapshot
+		// rebuilds it from the ring.
+		r.overflow = true
+		r.queue, r.queued = nil, 0
+	default:
+		r.queue = append(r.queue, it)
+		r.queued += len(it.data)
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *Replayer) run() {
+	defer close(r.done)
+	for {
+		select {
+		case <-r.wake:
+		case <-r.stop:
+			return
+		}
+		r.emuMu.Lock()
+		r.drainLocked()
+		replies := r.replies
+		r.replies = nil
+		r.emuMu.Unlock()
+		for _, p := range replies {
+			r.answer(p)
+		}
+	}
+}
+
+// drainLocked feeds everything queued to the emulator (emuMu held).
+func (r *Replayer) drainLocked() {
+	for {
+		r.mu.Lock()
+		q := r.queue
+		r.queue, r.queued = nil, 0
+		r.mu.Unlock()
+		if len(q) == 0 {
+			return
+		}
+		for _, it := range q {
+			if it.data == nil {
+				r.term.Resize(int(it.size.Cols), int(it.size.Rows))
+				continue
+			}
+			r.answers = it.answered
+			r.term.Write(it.data)
+		}
+		r.answers = false
+	}
+}
+
+// Replay catches the emulator up with the output (or rebuilds it from the
+// ring when it fell too far behind) and returns its snapshot.
+func (r *Replayer) Replay() []byte {
+	r.emuMu.Lock()
+	defer r.emuMu.Unlock()
+	r.mu.Lock()
+	overflow := r.overflow
+	r.overflow = false
+	if overflow {
+		r.queue, r.queued = nil, 0
+	}
+	r.mu.Unlock()
+	if overflow {
+		// The ring holds the latest output; what came before it is lost,
+		// so the rebuilt terminal starts from a clean boundary in it.
+		r.term = r.newTerminal()
+		r.term.Write(sessions.SanitizeReplay(r.ring.Bytes(), r.ring.Start() > 0))
+	} else {
+		r.drainLocked()
+	}
+	if len(r.replies) > 0 { // let the worker send them: answer may not be called here
+		select {
+		case r.wake <- struct{}{}:
+		default:
+		}
+	}
+	return r.term.Snapshot()
+}
+
+// Close stops the worker and waits for it.
+func (r *Replayer) Close() {
+	r.once.Do(func() { close(r.stop) })
+	<-r.done
+}
