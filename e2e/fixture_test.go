@@ -54,6 +54,8 @@ type options struct {
 	// containers are started (in parallel) before the gateway, named
 	// prefix+suffix.
 	containers []string
+	// args are extra gateway flags (e.g. "--replay", "raw").
+	args []string
 }
 
 // gateway is a running termgate process with its state directory,
@@ -61,19 +63,20 @@ type options struct {
 // it exits in time and leaves no marked process in a running container,
 // and removes the containers.
 type gateway struct {
-	t        *testing.T
-	stateDir string // --state-dir: authorized_keys, api_token, host key
-	prefix   string // every container name starts with it: "tge2e-<id>-"
-	label    string // --instance-label, carried by every container
-	sshAddr  string // 127.0.0.1:PORT
-	httpAddr string // 127.0.0.1:PORT
-	baseURL  string // http://127.0.0.1:PORT
-	hostKey  gossh.PublicKey
-	signers  map[string]gossh.Signer
-	keyFiles map[string]string // OpenSSH private key files, by key name
-	tokens   map[string]string // by token name
-	http     *http.Client
-	logs     *termtest.SyncBuffer // the gateway's stdout and stderr
+	t         *testing.T
+	stateDir  string // --state-dir: authorized_keys, api_token, host key
+	prefix    string // every container name starts with it: "tge2e-<id>-"
+	label     string // --instance-label, carried by every container
+	sshAddr   string // 127.0.0.1:PORT
+	httpAddr  string // 127.0.0.1:PORT
+	baseURL   string // http://127.0.0.1:PORT
+	hostKey   gossh.PublicKey
+	signers   map[string]gossh.Signer
+	keyFiles  map[string]string // OpenSSH private key files, by key name
+	tokens    map[string]string // by token name
+	http      *http.Client
+	logs      *termtest.SyncBuffer // the gateway's stdout and stderr
+	extraArgs []string             // options.args
 
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when cmd.Wait returned
@@ -115,6 +118,7 @@ func newGateway(t *testing.T, o options) *gateway {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
+	g.extraArgs = o.args
 	g.start(t, o.idleTimeout)
 	return g
 }
@@ -182,7 +186,7 @@ func (g *gateway) start(t *testing.T, idle time.Duration) {
 		g.sshAddr, g.httpAddr = freeAddr(t), freeAddr(t)
 		g.baseURL = "http://" + g.httpAddr
 		g.logs = &termtest.SyncBuffer{}
-		g.cmd = exec.Command(gatewayBin,
+		g.cmd = exec.Command(gatewayBin, append([]string{
 			"--ssh-addr", g.sshAddr,
 			"--http-addr", g.httpAddr,
 			"--state-dir", g.stateDir,
@@ -191,7 +195,7 @@ func (g *gateway) start(t *testing.T, idle time.Duration) {
 			"--idle-timeout", idle.String(),
 			"--buffer-size", "64KiB",
 			"--log-level", "debug",
-		)
+		}, g.extraArgs...)...)
 		g.cmd.Env = gatewayEnv(t.TempDir())
 		g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 		if err := g.cmd.Start(); err != nil {

@@ -15,7 +15,7 @@ import (
 // what it missed, or the replay and gap:true.
 func TestReplay(t *testing.T) {
 	t.Parallel()
-	g := newGateway(t, options{containers: []string{"web-1"}})
+	g := newGateway(t, options{containers: []string{"web-1"}, args: []string{"--replay", "raw"}})
 	name := g.name("web-1")
 
 	// 3000 coloured lines of 30 bytes: more than the 64 KiB ring holds, so

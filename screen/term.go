@@ -138,6 +138,9 @@ func (t *Terminal) AltScreen() bool { return t.altMode != 0 }
 // Cursor returns the cursor's column and row (from 0).
 func (t *Terminal) Cursor() (x, y int) { return t.x, t.y }
 
+// AppCursorKeys reports whether the cursor keys send application codes (DECCKM).
+func (t *Terminal) AppCursorKeys() bool { return t.appCursor }
+
 // ScrollbackLines is the number of lines held in the scrollback.
 func (t *Terminal) ScrollbackLines() int { return t.sb.lines }
 
@@ -415,4 +418,25 @@ func (t *Terminal) scrollDown(n int) {
 var decGraphics = [32]rune{
 	' ', '◆', '▒', '␉', '␌', '␍', '␊', '°', '±', '␤', '␋', '┘', '┐', '┌', '└', '┼',
 	'⎺', '⎻', '─', '⎼', '⎽', '├', '┤', '┴', '┬', '│', '≤', '≥', 'π', '≠', '£', '·',
+}
+
+// Text is the visible screen as plain text, one line per row, trailing
+// blanks left out.
+func (t *Terminal) Text() string {
+	var b []byte
+	for i, l := range t.cur.lines {
+		if i > 0 {
+			b = append(b, '\n')
+		}
+		end := len(l.cells)
+		for end > 0 && (l.cells[end-1].Rune == 0 || l.cells[end-1].Rune == ' ') {
+			end--
+		}
+		for _, c := range l.cells[:end] {
+			if c.Attr&attrWideCont == 0 {
+				b = t.appendCell(b, c.Rune)
+			}
+		}
+	}
+	return string(b)
 }
