@@ -13,6 +13,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+
+	"github.com/termgate/termgate/internal/fileperm"
 )
 
 // Actions, the "event" field of every record.
@@ -39,6 +41,12 @@ func Into(l *slog.Logger) *Log { return &Log{l: l.With("audit", true)} }
 
 // Open appends JSON lines to path (created 0600), or, with an empty path,
 // writes into fallback. The returned closer closes the file.
+//
+// An existing regular file must be owned by root or the gateway's user and
+// be neither writable by group or others nor readable by others (0600 or
+// 0640): otherwise someone else could read who logged in from where, or
+// forge and erase records. It is refused with an error that says how to fix
+// it. Other files (a pipe, /dev/stderr) are used as they are.
 func Open(path string, fallback *slog.Logger) (*Log, io.Closer, error) {
 	if path == "" {
 		return Into(fallback), io.NopCloser(nil), nil
@@ -46,6 +54,14 @@ func Open(path string, fallback *slog.Logger) (*Log, io.Closer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, nil, fmt.Errorf("open audit log: %w", err)
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.Mode().IsRegular() {
+		err = fileperm.Default().Info(path, fi, 0o026)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("audit log refused: %w", err)
 	}
 	return New(f), f, nil
 }

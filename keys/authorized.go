@@ -47,29 +47,27 @@ type keyLine struct {
 // empty set (reported in warnings); err is set only when the file exists
 // but cannot be read. Warnings are prefixed with the path.
 func LoadAuthorizedKeys(path string) (*AuthorizedKeys, []string, error) {
-	return loadTrustFile(path, "authorized keys", "no SSH key is authorized", "add keys", &AuthorizedKeys{}, ParseAuthorizedKeys)
+	return loadTrustFile(path, "authorized keys", "no SSH key is authorized", &AuthorizedKeys{}, ParseAuthorizedKeys)
 }
 
 // loadTrustFile reads a file that grants access (authorized keys, user
-// CAs): a missing one grants nothing and says so, one others may write is
-// loaded with a warning, and warnings are prefixed with the path.
-func loadTrustFile[T any](path, what, missing, risk string, empty T, parse func([]byte) (T, []string)) (T, []string, error) {
-	data, fi, err := readFile(path)
+// CAs, tokens): a missing one grants nothing and says so, and warnings are
+// prefixed with the path. One that anyone but root and the gateway's user
+// could change (see readTrustFile) is an error: it is not used.
+func loadTrustFile[T any](path, what, missing string, empty T, parse func([]byte) (T, []string)) (T, []string, error) {
+	data, _, pathWarnings, err := readTrustFile(path, what)
 	if errors.Is(err, fs.ErrNotExist) {
-		return empty, []string{fmt.Sprintf("%s does not exist: %s", path, missing)}, nil
+		return empty, append(pathWarnings, fmt.Sprintf("%s does not exist: %s", path, missing)), nil
 	}
 	if err != nil {
 		var zero T
-		return zero, nil, fmt.Errorf("read %s: %w", what, err)
+		return zero, nil, err
 	}
 	v, warnings := parse(data)
-	if fi.Mode().Perm()&0o022 != 0 {
-		warnings = append([]string{fmt.Sprintf("is writable by group or others (mode %04o): anyone who can write it can %s; run chmod 600", fi.Mode().Perm(), risk)}, warnings...)
-	}
 	for i, w := range warnings {
 		warnings[i] = path + ": " + w
 	}
-	return v, warnings, nil
+	return v, append(pathWarnings, warnings...), nil
 }
 
 // ParseAuthorizedKeys parses the contents of an authorized_keys file line by

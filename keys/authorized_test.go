@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/termgate/termgate/internal/fileperm"
 )
 
 func TestParseAuthorizedKeys(t *testing.T) {
@@ -172,7 +174,7 @@ func TestLoadAuthorizedKeys(t *testing.T) {
 			t.Error(err)
 		}
 	})
-	t.Run("group-writable file is loaded with a warning", func(t *testing.T) {
+	t.Run("group-writable file is refused", func(t *testing.T) {
 		path := filepath.Join(dir, "open")
 		if err := os.WriteFile(path, []byte(l+"\n"), 0o600); err != nil {
 			t.Fatal(err)
@@ -180,9 +182,9 @@ func TestLoadAuthorizedKeys(t *testing.T) {
 		if err := os.Chmod(path, 0o664); err != nil {
 			t.Fatal(err)
 		}
-		ak, warnings, err := LoadAuthorizedKeys(path)
-		if err != nil || ak.Len() != 1 || len(warnings) != 1 || !strings.Contains(warnings[0], "writable by group or others") {
-			t.Fatalf("= %v, %q, %v", ak, warnings, err)
+		ak, _, err := LoadAuthorizedKeys(path)
+		if ak != nil || !errors.Is(err, fileperm.ErrInsecure) || !strings.Contains(err.Error(), "writable by group or others (mode 0664)") || !strings.Contains(err.Error(), "chmod go-w "+path) {
+			t.Fatalf("= %v, %v", ak, err)
 		}
 	})
 	t.Run("a directory is an error", func(t *testing.T) {

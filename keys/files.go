@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/termgate/termgate/internal/fileperm"
 )
 
 // maxFileSize bounds the files this package reads (authorized keys, tokens,
@@ -84,4 +86,32 @@ func writeAndClose(f *os.File, data []byte) error {
 		err = cerr
 	}
 	return err
+}
+
+// readTrustFile reads a file that grants access (authorized keys, tokens,
+// user CAs) after checking that nobody but root and the gateway's user can
+// change it: the file must not be writable by group or others nor owned by
+// another user, and no directory or symbolic link on its path may be
+// replaceable by another user (fileperm). A refusal is an error, so a store
+// keeps its previous set and logs why. warnings name group-writable
+// directories on the path. A missing file is an error wrapping
+// fs.ErrNotExist, unless its directory is refused first.
+func readTrustFile(path, what string) (data []byte, fi os.FileInfo, warnings []string, err error) {
+	check := fileperm.Default()
+	warnings, err = check.File(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, warnings, err
+	}
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s refused, not used: %w", what, err)
+	}
+	data, fi, err = readFile(path)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	// Again on the opened file: what was read is what was checked.
+	if err := check.Info(path, fi, 0o022); err != nil {
+		return nil, nil, nil, fmt.Errorf("%s refused, not used: %w", what, err)
+	}
+	return data, fi, warnings, nil
 }

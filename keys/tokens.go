@@ -33,21 +33,24 @@ type tokenEntry struct {
 // warnings); err is set only when the file exists but cannot be read.
 // Warnings are prefixed with the path and never quote a token.
 func LoadTokens(path string) (*Tokens, []string, error) {
-	data, fi, err := readFile(path)
+	data, fi, pathWarnings, err := readTrustFile(path, "API tokens")
 	if errors.Is(err, fs.ErrNotExist) {
-		return &Tokens{}, []string{fmt.Sprintf("%s does not exist: no API token is valid", path)}, nil
+		return &Tokens{}, append(pathWarnings, fmt.Sprintf("%s does not exist: no API token is valid", path)), nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("read API tokens: %w", err)
+		return nil, nil, err
 	}
 	t, warnings := ParseTokens(data)
-	if fi.Mode().Perm()&0o077 != 0 {
-		warnings = append([]string{fmt.Sprintf("is accessible by group or others (mode %04o): anyone who can read it can use the API; run chmod 600", fi.Mode().Perm())}, warnings...)
+	// Readable by others is only a warning (writable is refused by
+	// readTrustFile): secrets mounted by Docker or Kubernetes are often
+	// 0444 or 0644, owned by root.
+	if perm := fi.Mode().Perm(); perm&0o044 != 0 {
+		warnings = append([]string{fmt.Sprintf("is readable by group or others (mode %04o): anyone who can read it can use the API; run chmod 600", perm)}, warnings...)
 	}
 	for i, w := range warnings {
 		warnings[i] = path + ": " + w
 	}
-	return t, warnings, nil
+	return t, append(pathWarnings, warnings...), nil
 }
 
 // LoadOrCreateTokens loads the token file, first creating it (mode 0600,

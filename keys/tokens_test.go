@@ -146,7 +146,7 @@ func TestLoadTokens(t *testing.T) {
 		t.Fatal(err)
 	}
 	tk, warnings, err = LoadTokens(path)
-	if err != nil || tk.Len() != 1 || len(warnings) != 1 || !strings.HasPrefix(warnings[0], path+": is accessible by group or others") {
+	if err != nil || tk.Len() != 1 || len(warnings) != 1 || !strings.HasPrefix(warnings[0], path+": is readable by group or others") {
 		t.Fatalf("world-readable: %v %q %v", tk, warnings, err)
 	}
 	if _, _, err := LoadTokens(dir); err == nil {

@@ -43,7 +43,7 @@ type UserCAs struct {
 // (reported in warnings); err is set only when the file exists but cannot be
 // read. Warnings are prefixed with the path.
 func LoadUserCAs(path string) (*UserCAs, []string, error) {
-	return loadTrustFile(path, "trusted user CA keys", "no user CA is trusted", "add a CA", &UserCAs{}, ParseUserCAs)
+	return loadTrustFile(path, "trusted user CA keys", "no user CA is trusted", &UserCAs{}, ParseUserCAs)
 }
 
 // ParseUserCAs parses a trusted user CA file: one CA public key per line in

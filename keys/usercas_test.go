@@ -11,6 +11,8 @@ import (
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/internal/fileperm"
 )
 
 // certAt is the time the certificate tests check at.
@@ -243,8 +245,11 @@ func TestLoadUserCAsAndStore(t *testing.T) {
 	if err := os.Chmod(path, 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if _, warnings, _ := LoadUserCAs(path); len(warnings) != 1 || !strings.HasPrefix(warnings[0], path+": is writable by group or others") {
-		t.Fatalf("world-writable file: %q", warnings)
+	if cas, _, err := LoadUserCAs(path); cas != nil || !errors.Is(err, fileperm.ErrInsecure) || !strings.Contains(err.Error(), "is writable by group or others (mode 0666)") {
+		t.Fatalf("world-writable file: %v, %v", cas, err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
 	}
 
 	store, err := NewCAStore(Config{Path: path, Interval: -1})

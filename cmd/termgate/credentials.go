@@ -10,6 +10,7 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/termgate/termgate/internal/fileperm"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sshd"
 	"github.com/termgate/termgate/websock"
@@ -49,6 +50,9 @@ func loadCredentials(o *options, log *slog.Logger) (_ *credentials, err error) {
 			c.close()
 		}
 	}()
+	if err := checkStateDir(o.stateDir, log); err != nil {
+		return nil, err
+	}
 	var created bool
 	if c.hostKey, created, err = keys.LoadOrCreateHostKey(o.hostKey); err != nil {
 		return nil, err
@@ -95,6 +99,23 @@ func loadCredentials(o *options, log *slog.Logger) (_ *credentials, err error) {
 		c.reloaders = append(c.reloaders, cert)
 	}
 	return c, nil
+}
+
+// checkStateDir refuses a state directory that anyone but root and the
+// gateway's user could change (writable by group or others, owned by
+// another user, or reached through a directory or symbolic link they could
+// swap): whoever can write it can replace the host key, authorized_keys and
+// the tokens. A group-writable directory on the way is only logged (see
+// fileperm). The gateway creates the directory 0700, so a first start passes.
+func checkStateDir(dir string, log *slog.Logger) error {
+	warnings, err := fileperm.Default().Dir(dir)
+	for _, w := range warnings {
+		log.Warn("the state directory may not be safe: " + w)
+	}
+	if err != nil {
+		return fmt.Errorf("--state-dir refused: %w", err)
+	}
+	return nil
 }
 
 // seedAuthorizedKeys gives a first start without authorized_keys the
