@@ -153,6 +153,9 @@ type ended struct {
 // Kill ends the shell and every process of its session, background and
 // setsid jobs included, then releases the stream. It is idempotent, and
 // quick when the container is gone (then there is nothing left to kill).
+// When the engine cannot be reached it fails with an error wrapping
+// ErrEngineUnreachable: with dockerd --live-restore the processes live on,
+// so the caller must call Kill again until it succeeds.
 func (p *process) Kill(ctx context.Context) error {
 	p.kmu.Lock()
 	defer p.kmu.Unlock()

@@ -1,0 +1,219 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/client"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// privateEngine is a second dockerd of the test's own (live-restore, vfs,
+// no networking), which a test may kill -9 and restart without disturbing
+// the engine other tests use.
+type privateEngine struct {
+	name, host, dataRoot, execRoot, pidfile, logPath string
+	cmd                                              *exec.Cmd
+	exited                                           chan struct{}
+}
+
+func needPrivateEngine(t *testing.T) *privateEngine {
+	t.Helper()
+	needEngine(t)
+	why := ""
+	if _, err := exec.LookPath("dockerd"); err != nil {
+		why = "dockerd is not in PATH"
+	} else if os.Geteuid() != 0 {
+		why = "starting a private dockerd needs root"
+	}
+	if why != "" {
+		if os.Getenv("TERMGATE_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("TERMGATE_REQUIRE_DOCKER=1 but %s", why)
+		}
+		t.Skip(why)
+	}
+	name := "tgdk-" + randomHex(4)
+	e := &privateEngine{
+		name:     name,
+		host:     "unix:///tmp/docker-" + name + ".sock",
+		dataRoot: "/tmp/docker-" + name,
+		execRoot: "/tmp/docker-" + name + "-exec",
+		pidfile:  "/tmp/docker-" + name + ".pid",
+		logPath:  "/tmp/docker-" + name + ".log",
+	}
+	t.Cleanup(func() { e.remove(t) })
+	e.start(t)
+	return e
+}
+
+func (e *privateEngine) start(t *testing.T) {
+	t.Helper()
+	logf, err := os.OpenFile(e.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	e.cmd = exec.Command("dockerd", "--host", e.host, "--data-root", e.dataRoot, "--exec-root", e.execRoot,
+		"--pidfile", e.pidfile, "--iptables=false", "--bridge=none", "--storage-driver=vfs", "--live-restore")
+	e.cmd.Stdout, e.cmd.Stderr = logf, logf
+	e.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // not hit by signals meant for the test
+	if err := e.cmd.Start(); err != nil {
+		t.Fatalf("start dockerd: %v", err)
+	}
+	e.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { // owned by stop and kill9, which wait for it
+		_ = cmd.Wait()
+		close(exited)
+	}(e.cmd, e.exited)
+	deadline := time.Now().Add(30 * time.Second)
+	for exec.Command("docker", "-H", e.host, "version").Run() != nil {
+		select {
+		case <-e.exited:
+			t.Fatalf("private dockerd exited at start; its log %s:\n%s", e.logPath, e.logTail())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("private dockerd not up within 30 s; its log %s:\n%s", e.logPath, e.logTail())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (e *privateEngine) logTail() string {
+	b, _ := os.ReadFile(e.logPath)
+	return string(b[max(0, len(b)-2000):])
+}
+
+// kill9 kills dockerd as a crash would; with --live-restore its containers
+// keep running.
+func (e *privateEngine) kill9(t *testing.T) {
+	t.Helper()
+	_ = e.cmd.Process.Kill()
+	<-e.exited
+}
+
+// stop ends dockerd with SIGTERM (which stops the containerd it started),
+// or SIGKILL after 20 s.
+func (e *privateEngine) stop() {
+	select {
+	case <-e.exited:
+		return
+	default:
+	}
+	_ = e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.exited:
+	case <-time.After(20 * time.Second):
+		_ = e.cmd.Process.Kill()
+		<-e.exited
+	}
+}
+
+func (e *privateEngine) docker(t *testing.T, args ...string) string {
+	t.Helper()
+	return dockerCLI(t, append([]string{"-H", e.host}, args...)...)
+}
+
+// remove removes the engine's containers, stops it and deletes its files
+// (dockerd leaves its data root bind-mounted on itself).
+func (e *privateEngine) remove(t *testing.T) {
+	if e.cmd != nil {
+		select {
+		case <-e.exited:
+		default:
+			if ids, err := exec.Command("docker", "-H", e.host, "ps", "-aq").Output(); err == nil && len(bytes.TrimSpace(ids)) > 0 {
+				_ = exec.Command("docker", append([]string{"-H", e.host, "rm", "-f"}, strings.Fields(string(ids))...)...).Run()
+			}
+		}
+		e.stop()
+	}
+	for _, dir := range []string{e.execRoot, e.dataRoot} {
+		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
+	}
+	for _, p := range []string{e.dataRoot, e.execRoot, e.pidfile, e.logPath, strings.TrimPrefix(e.host, "unix://")} {
+		if err := os.RemoveAll(p); err != nil {
+			t.Errorf("remove %s: %v", p, err)
+		}
+	}
+}
+
+// markedPIDs lists the live processes whose environment holds
+// TERMGATE_SESSION=marker, seen from the test's own /proc (which shows the
+// private engine's containers: they run in the test's PID namespace tree).
+func markedPIDs(marker string) []int {
+	want := []byte("\x00" + EnvSession + "=" + marker + "\x00")
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	var pids []int
+	for _, d := range dirs {
+		env, err := os.ReadFile(d + "/environ")
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// With --live-restore a dockerd crash leaves the containers running: Kill
+// must then fail with ErrEngineUnreachable (so that the sessions core keeps
+// retrying and starts no second shell), and succeed once the engine is back,
+// leaving no marked process (issue 10 item 2).
+func TestKillWhileEngineDownFailsThenSucceeds(t *testing.T) {
+	e := needPrivateEngine(t)
+	t.Parallel()
+	began := time.Now()
+	out, err := exec.Command("sh", "-c", fmt.Sprintf("docker save %s | docker -H %s load", testImage, e.host)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("load the test image into the private engine: %v: %s", err, out)
+	}
+	name := "tgtest-" + randomHex(6)
+	e.docker(t, "run", "-d", "--init", "--network", "none", "--name", name, testImage, "sleep", "1000000")
+	cli, err := client.NewClientWithOpts(client.WithHost(e.host), client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cli.Close() })
+	b := newBackend(t, Config{Client: cli})
+	tm, _, sid := startShell(t, b, name, sessions.DefaultSize)
+	tm.write(t, "sleep 1061 & setsid sleep 1062 &\n")
+	shellPID(t, tm)
+	if got := markedPIDs(sid); len(got) != 3 {
+		t.Fatalf("marked processes before the crash: %v, want the shell and two jobs", got)
+	}
+
+	e.kill9(t)
+	<-tm.done // the exec's stream ends with dockerd
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	err = tm.p.Kill(ctx)
+	cancel()
+	if !errors.Is(err, ErrEngineUnreachable) || !strings.Contains(err.Error(), "cannot reach the Docker engine") {
+		t.Fatalf("Kill with dockerd down = %v, want an ErrEngineUnreachable saying so", err)
+	}
+	if got := markedPIDs(sid); len(got) != 3 {
+		t.Fatalf("marked processes while dockerd is down: %v, want all 3 still running (live restore)", got)
+	}
+
+	e.start(t)
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	err = tm.p.Kill(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("Kill after dockerd came back: %v", err)
+	}
+	if left := markedPIDs(sid); len(left) != 0 {
+		t.Errorf("marked processes left after the retried Kill: %v", left)
+	}
+	t.Logf("engine crash and retried kill took %v", time.Since(began))
+}
