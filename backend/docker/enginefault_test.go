@@ -189,9 +189,7 @@ func TestKillWhileEngineDownFailsThenSucceeds(t *testing.T) {
 	tm, _, sid := startShell(t, b, name, sessions.DefaultSize)
 	tm.write(t, "sleep 1061 & setsid sleep 1062 &\n")
 	shellPID(t, tm)
-	if got := markedPIDs(sid); len(got) != 3 {
-		t.Fatalf("marked processes before the crash: %v, want the shell and two jobs", got)
-	}
+	waitFor(t, "the shell and its two jobs", func() bool { return len(markedPIDs(sid)) == 3 })
 
 	e.kill9(t)
 	<-tm.done // the exec's stream ends with dockerd
