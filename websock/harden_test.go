@@ -229,7 +229,7 @@ func TestHeaderLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if srv.http.MaxHeaderBytes != 32<<10 || srv.http.ReadTimeout != 30*time.Second || srv.http.IdleTimeout != 2*time.Minute {
+	if srv.http.MaxHeaderBytes != 32<<10 || srv.http.ReadTimeout != 30*time.Second || srv.http.IdleTimeout != 30*time.Second {
 		t.Fatalf("server limits: %d %v %v", srv.http.MaxHeaderBytes, srv.http.ReadTimeout, srv.http.IdleTimeout)
 	}
 	addr := serve(t, srv)

@@ -75,11 +75,21 @@ type Config struct {
 	// KiB; larger: 431). HeaderTimeout is how long a connection may take to
 	// send a request's headers (default 10s; then it is closed). Served
 	// connections also get a ReadTimeout of 30s for a whole request (the
-	// WebSocket read loop sets its own deadlines after the upgrade) and an
-	// IdleTimeout of 2m between requests.
+	// WebSocket read loop sets its own deadlines after the upgrade).
+	// IdleTimeout closes a keep-alive connection that sends no request
+	// for that long (default 30s).
 	MaxBodyBytes   int64
 	MaxHeaderBytes int
 	HeaderTimeout  time.Duration
+	IdleTimeout    time.Duration
+	// MaxConnsPerAddr and MaxConns cap the TCP connections Serve holds
+	// (WebSockets included) per client address (an IPv4 address or an
+	// IPv6 /64; defaults 64) and in total (default 1024). A connection over
+	// a cap takes the place of the longest-idle connection (between
+	// requests, or before its first) of its address, or for the total of
+	// any address; without one it is refused (plain HTTP: a 503 saying
+	// why). They apply to Serve only, not to Handler mounted elsewhere.
+	MaxConnsPerAddr, MaxConns int
 
 	// UnlimitedResets turns off the reset rate limits (5 resets in a burst,
 	// then one every 2 s, per instance; 10, then one a second, per token;
@@ -120,12 +130,15 @@ type Server struct {
 	requests *addrLimiter  // nil: no request rate limit
 	failures *addrLimiter  // nil: no lock-out after failed authentications
 	resets   *resetLimiter // nil: resets are not limited
+	limits   *connLimiter  // Serve's connection caps
 
-	mu     sync.Mutex // guards conns, closed and nextID
+	mu     sync.Mutex // guards conns, closed, nextID and lastRefusal
 	conns  map[*conn]struct{}
 	closed bool
 	nextID uint64
-	wg     sync.WaitGroup // one per tracked connection
+	// lastRefusal is when a refused connection was last logged at Warn.
+	lastRefusal time.Time
+	wg          sync.WaitGroup // one per tracked connection
 }
 
 // New checks cfg, fills in defaults and builds the routes.
@@ -187,6 +200,15 @@ func New(cfg Config) (*Server, error) {
 	if cfg.HeaderTimeout <= 0 {
 		cfg.HeaderTimeout = 10 * time.Second
 	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Second
+	}
+	if cfg.MaxConnsPerAddr <= 0 {
+		cfg.MaxConnsPerAddr = defaultMaxConnsPerAddr
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = defaultMaxConns
+	}
 	tlsCfg, err := serverTLS(cfg.TLS)
 	if err != nil {
 		return nil, err
@@ -214,12 +236,14 @@ func New(cfg Config) (*Server, error) {
 			writeError(w, status, "websocket handshake: "+reason.Error())
 		},
 	}
+	s.limits = newConnLimiter(cfg.MaxConnsPerAddr, cfg.MaxConns, s.log.Debug)
 	s.handler = s.routes()
 	s.http = &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: cfg.HeaderTimeout,
 		ReadTimeout:       max(30*time.Second, cfg.HeaderTimeout),
-		IdleTimeout:       2 * time.Minute,
+		IdleTimeout:       cfg.IdleTimeout,
+		ConnState:         func(nc net.Conn, st http.ConnState) { s.limits.state(nc, st) },
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
@@ -262,10 +286,29 @@ func (s *Server) Handler() http.Handler { return s.handler }
 // Serve accepts connections on l until Shutdown (over TLS when Config.TLS
 // is set); like http.Server.Serve it then returns http.ErrServerClosed.
 func (s *Server) Serve(l net.Listener) error {
+	l = &limitedListener{Listener: l, l: s.limits, plain: s.http.TLSConfig == nil, refuse: s.refusedConn}
 	if s.http.TLSConfig != nil {
 		return s.http.ServeTLS(l, "", "")
 	}
 	return s.http.Serve(l)
+}
+
+// refusedConn logs a connection refused by the caps: the first of a burst
+// at Warn, the rest at Debug.
+func (s *Server) refusedConn(addr string) {
+	now := time.Now()
+	s.mu.Lock()
+	warn := now.Sub(s.lastRefusal) > time.Minute
+	if warn {
+		s.lastRefusal = now
+	}
+	s.mu.Unlock()
+	level := slog.LevelDebug
+	if warn {
+		level = slog.LevelWarn
+	}
+	s.log.Log(context.Background(), level, "HTTP connection refused: too many connections from its address or in total (more are logged at debug level for a minute)",
+		"remote", addr, "max_per_address", s.cfg.MaxConnsPerAddr, "max", s.cfg.MaxConns)
 }
 
 // TLS reports whether Serve speaks HTTPS.
