@@ -73,7 +73,19 @@
 // and on Reload, which cmd calls on SIGHUP. A reload that fails to read the
 // file keeps the previous set and logs why; a file that was removed means an
 // empty set (nothing is authorized). Close stops the polling goroutine and
-// waits for it.
+// waits for it. Config.OnReload is told after every reload that made a new
+// set current; Recheck (with KeyStore.Authorize, CAStore.AuthorizeCert or
+// TokenStore.ByHash) then says whether a live client may stay: its
+// credential still there, its instance still allowed, and no terminal or
+// write access lost.
+//
+// # File permissions
+//
+// authorized_keys, the token file and the CA file are refused, not used,
+// when anyone but root and the gateway's user could change them (writable
+// by group or others, owned by another user, or a directory or symbolic
+// link on the way others could swap; see internal/fileperm): a store does
+// not open, and a reload keeps the previous set and logs why.
 //
 // This package never logs except through the Logger given to a store.
 package keys
