@@ -53,6 +53,11 @@ func (c *conn) handle(f Frame) error {
 			return err
 		}
 		return c.h.reset(m)
+	case TypeEnd:
+		c.h.mu.Lock()
+		id := c.h.session
+		c.h.mu.Unlock()
+		c.h.finish(ExitMsg{Session: id, Code: -1, Cause: "ended by the gateway"})
 	default:
 		return fmt.Errorf("holder protocol: unknown frame type %q", f.Type)
 	}

@@ -38,6 +38,7 @@ const (
 	TypeReset   byte = 'R' // gateway → holder: ResetMsg; holder → every gateway: ResetMsg done
 	TypeExit    byte = 'X' // holder → gateway: ExitMsg, the session ended
 	TypeError   byte = 'E' // holder → gateway: ErrorMsg
+	TypeEnd     byte = 'K' // gateway → holder: end the session (kill everything), then exit
 )
 
 const headerLen = 5 // type, 4-byte big-endian payload length
