@@ -22,14 +22,17 @@ type Config struct {
 }
 
 // Backend starts local PTY shells.
-type Backend struct{ cfg Config }
+type Backend struct {
+	cfg    Config
+	killer *killer // ends the sessions' processes, one /proc walk for all
+}
 
 // New returns a local backend.
 func New(cfg Config) *Backend {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Backend{cfg: cfg}
+	return &Backend{cfg: cfg, killer: newKiller()}
 }
 
 var _ sessions.Backend = (*Backend)(nil)
@@ -58,7 +61,7 @@ func (b *Backend) Start(_ context.Context, inst sessions.Instance, spec sessions
 		"TERMGATE_SESSION="+spec.SessionID,
 		"TERMGATE_INSTANCE="+inst.Name,
 	)
-	return startProcess(cmd, spec.Size)
+	return startProcess(cmd, spec.Size, b.killer)
 }
 
 func autoShell() []string {
@@ -67,6 +70,10 @@ func autoShell() []string {
 	}
 	return []string{"/bin/sh", "-i"}
 }
+
+// Close waits for the kills in progress to end (the killer's goroutine
+// ends when no Kill waits for it). Shut the registry down first.
+func (b *Backend) Close() { b.killer.wait() }
 
 // Watch blocks until ctx is done: local instances never stop.
 func (b *Backend) Watch(ctx context.Context, _ func(sessions.InstanceEvent)) error {

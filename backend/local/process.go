@@ -7,8 +7,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -25,12 +23,15 @@ const drainGrace = 100 * time.Millisecond
 type process struct {
 	cmd    *exec.Cmd
 	ptmx   *os.File
-	exited chan struct{} // closed once cmd.Wait returned
-	code   int
+	killer *killer
+	exited chan struct{} // closed once the shell exited and was reaped
+	code   int           // set before exited is closed
 	kill   sync.Once
+	// killErr is set within kill and read after it.
+	killErr error
 }
 
-func startProcess(cmd *exec.Cmd, size sessions.Size) (*process, error) {
+func startProcess(cmd *exec.Cmd, size sessions.Size, k *killer) (*process, error) {
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(size.Cols), Rows: uint16(size.Rows)})
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Path, err)
@@ -40,7 +41,7 @@ func startProcess(cmd *exec.Cmd, size sessions.Size) (*process, error) {
 		_ = cmd.Wait()
 		return nil, err
 	}
-	p := &process{cmd: cmd, ptmx: ptmx, exited: make(chan struct{})}
+	p := &process{cmd: cmd, ptmx: ptmx, killer: k, exited: make(chan struct{})}
 	go func() { // owned by the process: ends when the shell does
 		_ = waitExit(cmd)
 		p.code = cmd.ProcessState.ExitCode()
@@ -78,72 +79,25 @@ func (p *process) Wait(ctx context.Context) (int, error) {
 
 // Kill kills every process in the shell's session (job-control jobs have
 // process groups of their own, so a group kill would miss them), then
-// closes the terminal.
+// closes the terminal. The killer walks /proc for every session being
+// killed at once, and returns only when none of this session's processes
+// is left running.
 func (p *process) Kill(ctx context.Context) error {
 	p.kill.Do(func() {
-		// SIGKILL is delivered asynchronously: repeat until a round finds
-		// no live process in the session (new forks included), so that
-		// Kill returns with nothing of the session left running.
-		sid := p.cmd.Process.Pid
-		for killSession(sid) > 0 {
-			select {
-			case <-ctx.Done():
-			case <-time.After(5 * time.Millisecond):
-				continue
-			}
-			break
+		if err := p.killer.kill(ctx, p.cmd.Process.Pid); err != nil {
+			p.killErr = fmt.Errorf("processes of shell %d still running: %w", p.cmd.Process.Pid, err)
 		}
 		_ = p.ptmx.Close()
 	})
+	if p.killErr != nil {
+		return p.killErr
+	}
 	select {
 	case <-p.exited:
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("shell %d did not exit: %w", p.cmd.Process.Pid, ctx.Err())
 	}
-}
-
-// killSession SIGKILLs every process whose session id is sid and returns
-// how many it signalled.
-func killSession(sid int) int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		_ = syscall.Kill(-sid, syscall.SIGKILL)
-		return 0
-	}
-	n := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if s, ok := sessionOf(pid); ok && s == sid {
-			if syscall.Kill(pid, syscall.SIGKILL) == nil {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// sessionOf reads field 6 of /proc/PID/stat; the command name in field 2
-// may contain spaces and parentheses, so fields are counted after the last ')'.
-func sessionOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 4 || f[0] == "Z" {
-		return 0, false
-	}
-	sid, err := strconv.Atoi(f[3])
-	return sid, err == nil
 }
 
 // pollable returns a non-blocking, close-on-exec duplicate of f, so that

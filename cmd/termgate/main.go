@@ -229,7 +229,8 @@ func gatewayID(hostKey gossh.PublicKey) string {
 func newBackend(ctx context.Context, o *options, id string, log *slog.Logger) (sessions.Backend, func(), error) {
 	if o.backend == "local" {
 		log.Warn("local backend: instances are shells on this host, as the gateway's user")
-		return local.New(local.Config{Instances: o.localInstances, Logger: log}), func() {}, nil
+		b := local.New(local.Config{Instances: o.localInstances, Logger: log})
+		return b, b.Close, nil
 	}
 	b, err := docker.New(docker.Config{Label: o.instanceLabel, Shell: shellArgv(o.shell), Logger: log, GatewayID: id})
 	if err != nil {
