@@ -144,6 +144,11 @@ func (g *gateway) startContainer(suffix string) error {
 func (g *gateway) writeState(t *testing.T) {
 	t.Helper()
 	g.stateDir = t.TempDir()
+	// t.TempDir follows the umask (0775 under umask 002); the gateway
+	// refuses a state directory its group may write.
+	if err := os.Chmod(g.stateDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	keyDir := t.TempDir()
 	web := g.prefix + "web-*"
 	var ak strings.Builder

@@ -27,6 +27,9 @@ func TestTrustedUserCAKeysFlag(t *testing.T) {
 	}
 	// A CA file that is not there is a typo, not "trust nobody".
 	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o700); err != nil { // t.TempDir follows the umask; the gateway refuses a group-writable state dir
+		t.Fatal(err)
+	}
 	t.Setenv("HOME", dir)
 	o, err = parseFlags([]string{"--state-dir", dir, "--backend", "local", "--trusted-user-ca-keys", filepath.Join(dir, "nope.pub"),
 		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0"}, env(nil))
