@@ -126,7 +126,7 @@ func (t *Terminal) csi(final byte) {
 			}
 			r := t.cur.lines[t.y].cells[x].Rune
 			if r > 0 && r < clusterBase && t.cur.lines[t.y].cells[x].Attr&attrWideCont == 0 {
-				for range min(n, t.w*t.h) {
+				for range min(n, t.w) { // bounded: a few bytes must not cost a screenful
 					t.print(r)
 				}
 			}

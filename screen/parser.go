@@ -67,9 +67,11 @@ func (t *Terminal) feedUTF8(b []byte, i int) int {
 			t.print(r)
 			return i + size - 1
 		}
-		if !utf8.FullRune(b[i:]) && utf8.RuneStart(b[i]) && b[i] >= 0xc0 {
-			p.utfN = copy(p.utf[:], b[i:])
-			return len(b) - 1
+		// Not a whole valid character here: take it byte by byte, so that
+		// the result does not depend on where the output was split.
+		if c := b[i]; c >= 0xc0 && !utf8.FullRune([]byte{c}) {
+			p.utf[0], p.utfN = c, 1
+			return i
 		}
 		t.print(utf8.RuneError)
 		return i

@@ -57,6 +57,8 @@ type Replayer struct {
 	replies [][]byte // answers to queries, sent by the worker
 	answers bool     // the item being fed is answered by the emulator
 
+	broken bool // the emulator panicked: replay the raw ring from now on (emuMu)
+
 	mu       sync.Mutex // guards the fields below
 	queue    []item
 	queued   int  // bytes in queue
@@ -147,8 +149,14 @@ func (r *Replayer) run() {
 	}
 }
 
-// drainLocked feeds everything queued to the emulator (emuMu held).
+// drainLocked feeds everything queued to the emulator (emuMu held). An
+// emulator bug must not take the gateway down: a panic marks the replayer
+// broken and it falls back to the raw replay.
 func (r *Replayer) drainLocked() {
+	if r.broken {
+		return
+	}
+	defer r.recoverLocked()
 	for {
 		r.mu.Lock()
 		q := r.queue
@@ -169,11 +177,26 @@ func (r *Replayer) drainLocked() {
 	}
 }
 
+func (r *Replayer) recoverLocked() {
+	if v := recover(); v != nil {
+		r.broken = true
+		r.term = nil
+		r.mu.Lock()
+		r.overflow = true // stop queueing
+		r.queue, r.queued = nil, 0
+		r.mu.Unlock()
+	}
+}
+
 // Replay catches the emulator up with the output (or rebuilds it from the
 // ring when it fell too far behind) and returns its snapshot.
 func (r *Replayer) Replay() []byte {
 	r.emuMu.Lock()
 	defer r.emuMu.Unlock()
+	raw := func() []byte { return sessions.SanitizeReplay(r.ring.Bytes(), r.ring.Start() > 0) }
+	if r.broken {
+		return raw()
+	}
 	r.mu.Lock()
 	overflow := r.overflow
 	r.overflow = false
@@ -185,9 +208,14 @@ func (r *Replayer) Replay() []byte {
 		// The ring holds the latest output; what came before it is lost,
 		// so the rebuilt terminal starts from a clean boundary in it.
 		r.term = r.newTerminal()
-		r.term.Write(sessions.SanitizeReplay(r.ring.Bytes(), r.ring.Start() > 0))
+		r.protectLocked(func() { r.term.Write(raw()) })
 	} else {
 		r.drainLocked()
+	}
+	var snap []byte
+	r.protectLocked(func() { snap = r.term.Snapshot() })
+	if r.broken {
+		return raw()
 	}
 	if len(r.replies) > 0 { // let the worker send them: answer may not be called here
 		select {
@@ -195,7 +223,17 @@ func (r *Replayer) Replay() []byte {
 		default:
 		}
 	}
-	return r.term.Snapshot()
+	return snap
+}
+
+// protectLocked runs f on the emulator, turning a panic into the raw
+// fallback (emuMu held).
+func (r *Replayer) protectLocked(f func()) {
+	if r.broken {
+		return
+	}
+	defer r.recoverLocked()
+	f()
 }
 
 // Close stops the worker and waits for it.

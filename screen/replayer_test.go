@@ -110,3 +110,18 @@ func TestReplayerAnswersOnlyWhileDetached(t *testing.T) {
 	case <-time.After(100 * time.Millisecond):
 	}
 }
+
+// A panic in the emulator (a bug) does not take the gateway down: the
+// replayer falls back to the raw replay.
+func TestReplayerFallsBackToRawOnPanic(t *testing.T) {
+	s := newSession(t, Options{})
+	s.out("before\r\n")
+	s.r.Replay()
+	s.r.emuMu.Lock()
+	s.r.term.Reply = func([]byte) { panic("emulator bug") }
+	s.r.emuMu.Unlock()
+	s.out("\x1b[6nafter\r\n")
+	if got, want := s.r.Replay(), sessions.SanitizeReplay(s.ring.Bytes(), false); !bytes.Equal(got, want) {
+		t.Fatalf("replay after a panic %q, want the raw replay %q", got, want)
+	}
+}
