@@ -327,6 +327,9 @@ func (t *Terminal) altScreen(mode int, on bool) {
 		if mode == 1049 {
 			t.saveCursor()
 		}
+		if t.alt.lines == nil {
+			t.alt.lines = newLines(t.w, t.h)
+		}
 		t.cur, t.altMode = &t.alt, mode
 		if mode == 1049 || mode == 1047 {
 			for _, l := range t.alt.lines {
@@ -343,6 +346,9 @@ func (t *Terminal) altScreen(mode int, on bool) {
 		}
 	}
 	t.cur, t.altMode = &t.main, 0
+	if mode != 47 {
+		t.alt.lines = nil // cleared on the next switch anyway: free it
+	}
 	if mode == 1049 {
 		t.restoreCursor()
 	}

@@ -9,7 +9,7 @@ import (
 // Options configure the replayers made by NewReplayerFunc.
 type Options struct {
 	// Scrollback bounds the rendered scrollback kept per session, in bytes
-	// (default 128 KiB).
+	// (default 64 KiB).
 	Scrollback int
 	// Queue bounds the output waiting for the emulator, in bytes (default
 	// 1 MiB). Beyond it the emulator stops following and the next snapshot
@@ -21,7 +21,7 @@ type Options struct {
 // session's terminal state in a Terminal.
 func NewReplayerFunc(o Options) sessions.NewReplayerFunc {
 	if o.Scrollback <= 0 {
-		o.Scrollback = 128 << 10
+		o.Scrollback = 64 << 10
 	}
 	if o.Queue <= 0 {
 		o.Queue = 1 << 20

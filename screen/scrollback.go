@@ -34,7 +34,7 @@ func (s *scrollback) add(b []byte, newline bool) {
 		s.lines -= dropped
 		s.head = cut + i + 1
 	}
-	if s.head > len(s.buf)/2 { // compact once half is dead
+	if s.head > s.limit/4 { // compact often enough to stay near the limit
 		n := copy(s.buf, s.buf[s.head:])
 		s.buf = s.buf[:n]
 		s.head = 0

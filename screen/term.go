@@ -98,7 +98,7 @@ func New(w, h, scrollbackBytes int) *Terminal {
 // reset is RIS: everything but the scrollback and the size.
 func (t *Terminal) reset() {
 	t.main = buffer{lines: newLines(t.w, t.h)}
-	t.alt = buffer{lines: newLines(t.w, t.h)}
+	t.alt = buffer{} // its lines are made when a program switches to it
 	t.cur, t.altMode = &t.main, 0
 	t.x, t.y, t.pendingWrap = 0, 0, false
 	t.pen = Pen{}
@@ -155,6 +155,9 @@ func (t *Terminal) Resize(w, h int) {
 		t.y = h - 1
 	}
 	for _, b := range []*buffer{&t.main, &t.alt} {
+		if b.lines == nil {
+			continue
+		}
 		b.lines = resizeLines(b.lines, w, h)
 		b.saved.x, b.saved.y = min(b.saved.x, w-1), min(b.saved.y, h-1)
 	}

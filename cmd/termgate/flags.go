@@ -39,7 +39,7 @@ type options struct {
 	tlsCert, tlsKey     string
 	httpRateLimit       float64
 	replay              string
-	scrollback          int // bytes; 0: twice the buffer size
+	scrollback          int // bytes
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
@@ -58,7 +58,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "reap a session after this long with no client attached")
 	fs.StringVar(&buffer, "buffer-size", "64KiB", "replay buffer per session (bytes, or with a KiB/MiB suffix; at least 10KiB)")
 	fs.StringVar(&o.replay, "replay", "screen", "what a (re)attaching client gets first: screen (the terminal's state redrawn) or raw (the last bytes of output)")
-	fs.StringVar(&scrollback, "scrollback", "auto", "with --replay screen: scrollback kept per session, as drawn (bytes, or with a KiB/MiB suffix; auto: twice --buffer-size)")
+	fs.StringVar(&scrollback, "scrollback", "auto", "with --replay screen: scrollback kept per session, as drawn (bytes, or with a KiB/MiB suffix; auto: --buffer-size)")
 	fs.StringVar(&o.instanceLabel, "instance-label", "", "only containers with this label (KEY or KEY=VALUE) are instances")
 	fs.StringVar(&origins, "allowed-origins", "", "extra browser origins allowed to open WebSockets (comma-separated, e.g. https://ops.example.com)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
@@ -116,7 +116,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 			return nil, fmt.Errorf("--scrollback %s is too small: at least 10KiB (the replay promises 10KiB of recent output)", scrollback)
 		}
 	} else {
-		o.scrollback = 2 * o.bufferSize
+		o.scrollback = o.bufferSize
 	}
 	if (o.tlsCert == "") != (o.tlsKey == "") {
 		return nil, errors.New("--tls-cert and --tls-key go together: give both (PEM certificate and key files) or neither (plain HTTP)")
