@@ -49,7 +49,8 @@ func newInbox() *inbox {
 // started. After that the pump keeps draining: x/crypto grants no more
 // window once the channel is closed, so what is left is bounded.
 func (in *inbox) pump(ch gossh.Channel, onAbuse func()) {
-	tmp := make([]byte, 32<<10)
+	// Keystrokes are small: start with a small buffer, grow for a paste.
+	tmp := make([]byte, 1<<10)
 	for {
 		in.mu.Lock()
 		room := inboxSize - len(in.buf)
@@ -82,6 +83,9 @@ func (in *inbox) pump(ch gossh.Channel, onAbuse func()) {
 		in.mu.Unlock()
 		if err != nil {
 			return
+		}
+		if n == len(tmp) && len(tmp) < 32<<10 {
+			tmp = make([]byte, 32<<10)
 		}
 	}
 }
