@@ -29,7 +29,9 @@ const (
 
 var closeKinds = []string{closeClean, closeFIN, closeRST}
 
-const dialTimeout = 15 * time.Second
+// dialTimeout bounds an attach: a new session waits for a docker exec,
+// which takes seconds on a loaded machine.
+const dialTimeout = 30 * time.Second
 
 // term is an interactive client of a session, over SSH or WebSocket.
 type term interface {

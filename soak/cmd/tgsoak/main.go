@@ -56,9 +56,9 @@ type counts struct {
 
 var (
 	shortCounts = counts{
-		Cycles: 120, OpenSSHKills: 2, Resets: 15, ResetWorkers: 3,
+		Cycles: 120, OpenSSHKills: 2, Resets: 9, ResetWorkers: 3,
 		NeverReaders: 2, StreamBytes: 32 << 20,
-		DockerSessions: 4, Streamers: 6, LocalSessions: 50,
+		DockerSessions: 3, Streamers: 4, LocalSessions: 50,
 		PasteSizes: []int{1 << 20, 1 << 20},
 	}
 	fullCounts = counts{
@@ -79,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.short, "short", false, "the CI run: small counts, a minute or two")
 	fs.StringVar(&only, "cases", "", "comma-separated cases to run (default all; see -list)")
 	fs.StringVar(&skip, "skip", "", "comma-separated cases to leave out")
-	fs.DurationVar(&c.timeout, "timeout", 0, "bound on the whole run (default 6m with -short, 2h without)")
+	fs.DurationVar(&c.timeout, "timeout", 0, "bound on the whole run (default 10m with -short, 2h without)")
 	fs.BoolVar(&c.engine, "engine", true, "run the cases that start and kill a private dockerd (needs root and dockerd)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (gateway logs, state)")
 	fs.BoolVar(&c.quiet, "q", false, "no progress on stderr")
@@ -109,7 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.timeout == 0 {
 		c.timeout = 2 * time.Hour
 		if c.short {
-			c.timeout = 6 * time.Minute
+			c.timeout = 10 * time.Minute
 		}
 	}
 	return c, nil
