@@ -67,7 +67,8 @@ func (r *runner) oneShell(ctx context.Context, eng *engine, name string, res *re
 }
 
 // caseCycles attaches and detaches Cycles times, alternating SSH and
-// WebSocket and the three ways of leaving, always to the same shell.
+// WebSocket and the three ways of leaving, always to the same shell, while
+// a job prints a line every 50 ms.
 func caseCycles(ctx context.Context, r *runner, res *result) {
 	g, err := r.mainGateway(ctx)
 	if !res.check(err, "start the gateway") {
@@ -83,6 +84,12 @@ func caseCycles(ctx context.Context, r *runner, res *result) {
 		return
 	}
 	pid, err := shellPID(first)
+	if err == nil {
+		// Output keeps arriving while clients detach (issue 10 item 4: a
+		// detach in the middle of output was once logged as a drop). The
+		// ticker is a job, not a shell: its command line is not /bin/sh.
+		_, err = command(first, "sh -c 'while :; do echo tick; usleep 50000; done' soak-ticker &", 20*time.Second)
+	}
 	_ = first.Leave(closeClean)
 	if !res.check(err, "the shell's PID") {
 		return

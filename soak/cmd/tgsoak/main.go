@@ -83,6 +83,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.engine, "engine", true, "run the cases that start and kill a private dockerd (needs root and dockerd)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (gateway logs, state)")
 	fs.BoolVar(&c.quiet, "q", false, "no progress on stderr")
+	var cycles, resets, locals int
+	fs.IntVar(&cycles, "cycles", 0, "attach/detach cycles (default: the mode's count)")
+	fs.IntVar(&resets, "resets", 0, "resets in the storm (default: the mode's count)")
+	fs.IntVar(&locals, "local-sessions", 0, "local sessions at SIGTERM (default: the mode's count)")
 	list := fs.Bool("list", false, "list the cases and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -105,6 +109,17 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.counts = fullCounts
 	if c.short {
 		c.counts = shortCounts
+	}
+	for _, o := range []struct {
+		v   int
+		dst *int
+	}{{cycles, &c.Cycles}, {resets, &c.Resets}, {locals, &c.LocalSessions}} {
+		if o.v < 0 || o.v > 1_000_000 {
+			return nil, fmt.Errorf("a count of %d: use 1..1000000", o.v)
+		}
+		if o.v > 0 {
+			*o.dst = o.v
+		}
 	}
 	if c.timeout == 0 {
 		c.timeout = 2 * time.Hour

@@ -118,13 +118,16 @@ func TestFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.short || c.Cycles != shortCounts.Cycles || len(c.only) != 2 || c.skip[0] != "reset-storm" || c.timeout != 6*time.Minute {
+	if !c.short || c.Cycles != shortCounts.Cycles || len(c.only) != 2 || c.skip[0] != "reset-storm" || c.timeout != 10*time.Minute {
 		t.Errorf("parsed %+v", c)
 	}
 	if c, _ := parseFlags(nil, io.Discard); c.Cycles != 10_000 || c.timeout != 2*time.Hour {
 		t.Errorf("full counts not the default: %+v", c.counts)
 	}
-	for _, bad := range [][]string{{"-cases", "nope"}, {"stray"}} {
+	if c, _ := parseFlags([]string{"-resets", "60", "-cycles", "7"}, io.Discard); c.Resets != 60 || c.Cycles != 7 || c.LocalSessions != 1000 {
+		t.Errorf("count overrides: %+v", c.counts)
+	}
+	for _, bad := range [][]string{{"-cases", "nope"}, {"stray"}, {"-resets", "-1"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
