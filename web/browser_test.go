@@ -203,7 +203,9 @@ func TestBrowser(t *testing.T) {
 
 	// Reset (confirmed in the dialog): a fresh shell, for both clients.
 	b.do(chromedp.Click(chromedp.ID("reset")))
-	b.waitLine("[termgate] session reset: fresh shell")
+	// The page says so in its status bar (in the terminal, the fresh
+	// shell's screen replay may redraw over a notice).
+	b.waitFunc("the reset notice", `document.getElementById('status').textContent.includes('session reset: fresh shell')`)
 	st.waitFor(t, "[termgate]")
 	b.waitConnected()
 	b.typeKeys("echo pid=$$\r")

@@ -295,8 +295,11 @@ class Connection {
         break;
       }
       case 'reset':
+        // With --replay screen, the replay that follows redraws the fresh
+        // shell's screen over the notice: the status bar keeps it.
         this.term.reset();
         this.term.write('\x1b[2m[termgate] session reset: fresh shell\x1b[0m\r\n');
+        setStatus('connected', 'connected · session reset: fresh shell');
         this.session = ev.session;
         this.pos = ev.offset - ev.replay;
         break;
@@ -305,10 +308,14 @@ class Connection {
         this.reason = `the shell exited with status ${ev.code}`;
         break;
       case 'error':
-        // Either a refused control message (the connection stays up) or the
-        // reason the connection is about to end.
+        // Either a refused control message or a notice (a reset refused by
+        // the rate limit, input dropped while the shell does not read it:
+        // the connection stays up), or the reason the connection is about
+        // to end. The terminal shows it either way, as SSH clients see
+        // their notices.
         this.reason = ev.message;
         console.warn('termgate:', ev.message);
+        if (this.attached) this.term.write(`\r\n\x1b[2m[termgate] ${ev.message.replace(/^\[termgate\] /, '')}\x1b[0m\r\n`);
         break;
     }
   }
