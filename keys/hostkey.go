@@ -11,6 +11,8 @@ import (
 	"runtime"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/internal/fileperm"
 )
 
 // ErrInsecureKeyFile: the host key file can be read or written by group or
@@ -62,6 +64,11 @@ func loadHostKey(path string) (gossh.Signer, error) {
 	}
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 && runtime.GOOS != "windows" {
 		return nil, fmt.Errorf("host key %s has mode %04o: %w; run: chmod 600 %s", path, perm, ErrInsecureKeyFile, path)
+	}
+	// Another user who owns it could replace it (and impersonate the
+	// gateway) whatever its mode.
+	if err := fileperm.Default().Info(path, fi, 0); err != nil {
+		return nil, fmt.Errorf("host key: %w", err)
 	}
 	signer, err := gossh.ParsePrivateKey(data)
 	var missing *gossh.PassphraseMissingError

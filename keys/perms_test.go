@@ -158,3 +158,33 @@ func TestCreatedFilesPassTheChecks(t *testing.T) {
 		}
 	}
 }
+
+// The host key and the cookie key are refused when another user owns them
+// (before, only their mode was checked): that user could replace the host
+// key, or read the cookie key, whatever the mode.
+func TestSecretsOwnedByAnotherUserAreRefused(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Log("not root: only root can give a file away; internal/fileperm tests the rule for every user")
+		return
+	}
+	dir := t.TempDir()
+	hostKey := filepath.Join(dir, "ssh_host_ed25519_key")
+	if _, _, err := LoadOrCreateHostKey(hostKey); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(dir, "cookie_key")
+	if _, _, err := LoadOrCreateSecret(secret, 32); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{hostKey, secret} {
+		if err := os.Chown(p, 4242, 4242); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := LoadOrCreateHostKey(hostKey); !errors.Is(err, fileperm.ErrInsecure) || !strings.Contains(err.Error(), "owned by uid 4242") {
+		t.Errorf("host key: %v", err)
+	}
+	if _, _, err := LoadOrCreateSecret(secret, 32); !errors.Is(err, fileperm.ErrInsecure) || !strings.Contains(err.Error(), "owned by uid 4242") {
+		t.Errorf("cookie key: %v", err)
+	}
+}

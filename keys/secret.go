@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+
+	"github.com/termgate/termgate/internal/fileperm"
 )
 
 // LoadOrCreateSecret returns the n-byte secret kept in path (mode 0600),
@@ -39,6 +41,9 @@ func readSecret(path string, n int) ([]byte, error) {
 	const remedy = "remove it to have a new one made at the next start"
 	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
 		return nil, fmt.Errorf("%s has mode %04o: anyone who can read it can forge what it signs; run: chmod 600 %s", path, perm, path)
+	}
+	if err := fileperm.Default().Info(path, fi, 0); err != nil { // its owner could read it whatever its mode
+		return nil, err
 	}
 	if len(data) != n {
 		return nil, fmt.Errorf("%s is not %d bytes: %s", path, n, remedy)
