@@ -16,7 +16,6 @@ import (
 func TestLookup(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
-	ctx := testContext(t)
 	labelled, labelledID := runContainer(t, "--label", runLabel)
 	plain, plainID := runContainer(t)
 	paused, _ := runContainer(t, "--label", runLabel)
@@ -25,6 +24,7 @@ func TestLookup(t *testing.T) {
 	dockerCLI(t, "run", "--network", "none", "--label", runLabel, "--name", exited, testImage, "true")
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", exited).Run() })
 
+	ctx := testContext(t) // after the containers: starting them takes long on a loaded host
 	key, _, _ := strings.Cut(runLabel, "=")
 	any := newBackend(t, Config{})
 	byLabel := newBackend(t, Config{Label: runLabel})

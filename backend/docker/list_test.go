@@ -9,13 +9,13 @@ import (
 func TestListShowsOnlyRunningLabelledInstancesButNotSelf(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
-	ctx := testContext(t)
 	labelled, labelledID := runContainer(t, "--label", runLabel)
 	self, selfID := runContainer(t, "--label", runLabel)
 	plain, _ := runContainer(t)
 	paused, _ := runContainer(t, "--label", runLabel)
 	dockerCLI(t, "pause", paused)
 
+	ctx := testContext(t) // after the containers: starting them takes long on a loaded host
 	list, err := newBackend(t, Config{Label: runLabel, SelfID: selfID}).List(ctx)
 	if err != nil {
 		t.Fatal(err)
