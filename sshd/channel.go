@@ -39,8 +39,8 @@ func (s *Server) sessionChannel(srv *ssh.Server, conn *gossh.ServerConn, nc goss
 	cs := connStateOf(ctx)
 	release, refused := s.channelSlot(cs)
 	if refused != "" {
-		if cs != nil {
-			cs.log.Info("channel refused", "reason", refused)
+		if cs != nil { // Debug: a flood of opens must not flood the log; the client reads the reason
+			cs.log.Debug("channel refused", "reason", refused)
 		}
 		_ = nc.Reject(gossh.ResourceShortage, refused)
 		return
