@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strconv"
 	"sync"
@@ -28,8 +29,12 @@ type killer struct {
 	mu      sync.Mutex
 	pending map[int]*killWait // by session id; guarded by mu
 	running bool              // the sweeping goroutine runs; guarded by mu
+	closed  bool              // no more rounds; guarded by mu
 	wg      sync.WaitGroup    // the sweeping goroutine
 }
+
+// errKillerClosed is returned by kill after close.
+var errKillerClosed = errors.New("local backend closed: the session's processes were not killed")
 
 type killWait struct {
 	done    chan struct{} // closed once a round found nothing of the session
@@ -42,6 +47,10 @@ func newKiller() *killer { return &killer{pending: map[int]*killWait{}} }
 // ctx's error when ctx ends first (the session is then given up on).
 func (k *killer) kill(ctx context.Context, sid int) error {
 	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		return errKillerClosed
+	}
 	w := k.pending[sid]
 	if w == nil {
 		w = &killWait{done: make(chan struct{})}
@@ -72,8 +81,15 @@ func (k *killer) kill(ctx context.Context, sid int) error {
 	return ctx.Err()
 }
 
-// wait waits for the sweeping goroutine, if one runs, to end.
-func (k *killer) wait() { k.wg.Wait() }
+// close stops the sweeping after the round in progress and waits for its
+// goroutine: a gateway exiting after a shutdown that ran out of time must
+// not wait for kills still going on. Pending kills end with their contexts.
+func (k *killer) close() {
+	k.mu.Lock()
+	k.closed = true
+	k.mu.Unlock()
+	k.wg.Wait()
+}
 
 // run sweeps rounds until no session is pending.
 func (k *killer) run() {
@@ -83,7 +99,7 @@ func (k *killer) run() {
 	time.Sleep(killPause)
 	for {
 		k.mu.Lock()
-		if len(k.pending) == 0 {
+		if len(k.pending) == 0 || k.closed {
 			k.running = false
 			k.mu.Unlock()
 			return

@@ -71,9 +71,10 @@ func autoShell() []string {
 	return []string{"/bin/sh", "-i"}
 }
 
-// Close waits for the kills in progress to end (the killer's goroutine
-// ends when no Kill waits for it). Shut the registry down first.
-func (b *Backend) Close() { b.killer.wait() }
+// Close stops the killer after its round in progress and waits for its
+// goroutine (which otherwise ends when no Kill waits for it); a Kill after
+// Close fails. Shut the registry down first.
+func (b *Backend) Close() { b.killer.close() }
 
 // Watch blocks until ctx is done: local instances never stop.
 func (b *Backend) Watch(ctx context.Context, _ func(sessions.InstanceEvent)) error {
