@@ -93,6 +93,7 @@ func TestResetsDoNotQueueAfterTheClientLeaves(t *testing.T) {
 	waitAudit(t, &buf, audit.Detach)
 	done := count()
 	time.Sleep(500 * time.Millisecond)
+	t.Logf("100 reset messages, then gone: %d resets ran, none after the client left", done)
 	if n := count(); n != done || done > 3 {
 		t.Errorf("%d resets ran while the client was there, %d after it left; want a few, then none", done, n-done)
 	}

@@ -39,11 +39,14 @@ func TestShellNotReadingLeavesNoPhantomClients(t *testing.T) {
 		}
 		_ = w.c.NetConn().Close() // gone without a close frame, as a dropped network does
 	}
+	peak, left := runtime.NumGoroutine(), time.Now()
 	stay.input(string(chunk))
 	if ev := stay.event("error"); !strings.Contains(ev.Message, "not reading its input") {
 		t.Errorf("the client that stays was told %q, want that the shell is not reading its input", ev.Message)
 	}
 	e.waitClients("web1", 1)
+	t.Logf("%d clients that sent %d × 4 KiB to a shell not reading detached within %v of the last one leaving; goroutines %d before, %d while they left",
+		leavers, messages, time.Since(left).Round(time.Millisecond), baseline, peak)
 	stay.hangUp()
 	e.waitClients("web1", 0)
 
