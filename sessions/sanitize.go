@@ -55,8 +55,10 @@ func skipContinuation(b []byte, i int) int {
 // terminal reads the rest the same way: ENQ (asks for the answerback
 // message) anywhere; raw bytes 0x80–0x9F that are not part of a UTF-8
 // character (a C1 control to an 8-bit terminal, U+FFFD to a UTF-8 one, data
-// inside a string to others); and C1 controls other than ST inside a string
-// (some terminals end the string there, others keep it as data). Malformed
+// inside a string to others); UTF-8 lead bytes without their continuation
+// bytes (some parsers swallow the next bytes whatever they are); and C1
+// controls other than ST inside a string (some terminals end the string
+// there, others keep it as data). Malformed
 // CSI and DCS sequences, which a VT500 parser ignores but lenient parsers may
 // act on, are removed too.
 //
@@ -76,6 +78,20 @@ func skipContinuation(b []byte, i int) int {
 // characters are C1 controls.
 func StripQueries(b []byte) []byte {
 	s := stripper{out: make([]byte, 0, len(b))}
-	s.run(b)
+	s.run(b, 0)
 	return s.out
+}
+
+// StripQueriesFrom is StripQueries for a resume: the client already holds
+// buf[:from] and gets what StripQueriesFrom returns for buf[from:]. The bytes
+// before from are parsed for the state they leave the terminal in, so a
+// query cut by the resume point (the client holds "ESC [", the rest is "6n")
+// is found too; when its start is already at the client, CAN cancels it. CAN
+// also starts the output when the client holds a byte that terminals read
+// differently (see StripQueries) after the last ESC, CAN or SUB, since its
+// terminal's state is then unknown.
+func StripQueriesFrom(buf []byte, from int) []byte {
+	s := stripper{out: make([]byte, 0, len(buf))}
+	s.run(buf, from)
+	return s.out[s.base:]
 }

@@ -20,6 +20,12 @@ func TestStripQueriesForms(t *testing.T) {
 		{"dcs with c0 inside", "a\x1bP$\rqm\x1b\\b", "ab"},
 		{"csi with c0 inside", "a\x1b[?25$\rpb", "a\rb"}, // the CR is executed, as the terminal would
 		{"csi with bs inside", "\x1b[6\bn", "\b"},
+		// x/ansi ORs a C0 inside a CSI into its final: SOH + 'b' reads
+		// as 'c', DA1 (found by FuzzReplayOracle). Any CSI or escape
+		// sequence with a C0 inside goes, the C0 stays.
+		{"c0 inside a csi turns b into c", "\xc2\x9b\x00\x01b0", "\x00\x010"},
+		{"c0 inside an sgr", "\x1b[1\r;31mx", "\rx"},
+		{"c0 inside an escape sequence", "\x1b\x01cx", "\x01x"},
 
 		// Other C1 forms and terminators.
 		{"utf8 c1 osc ended by bel", "\xc2\x9d10;?\x07x", "x"},
@@ -91,6 +97,10 @@ func TestStripQueriesForms(t *testing.T) {
 		{"unfinished csi at the end kept", "ab\x1b[6", "ab\x1b[6"},
 		{"unfinished utf8 at the end kept", "ab\xe4\xb8", "ab\xe4\xb8"},
 
+		// A lead byte without its continuation: x/ansi would take the
+		// next two bytes as its continuation and read 0x9b as CSI.
+		{"lead byte before a character", "\xc5\xc5\x9bc", "\xc5\x9bc"},
+
 		// Kept.
 		{"sgr with colons", "\x1b[38:2::1:2:3mx", "\x1b[38:2::1:2:3mx"},
 		{"xtmodkeys kept", "\x1b[>4;1m\x1b[>4nx", "\x1b[>4;1m\x1b[>4nx"},
@@ -111,6 +121,39 @@ func TestStripQueriesForms(t *testing.T) {
 			}
 			if again := string(StripQueries([]byte(got))); again != got {
 				t.Errorf("not stable: StripQueries(%q) = %q", got, again)
+			}
+		})
+	}
+}
+
+// TestStripQueriesFromResumePoint: a resuming client already holds the
+// bytes before its offset; a query cut by that offset is not completed by
+// what it is sent (its start at the client is cancelled with CAN), and
+// nothing else changes.
+func TestStripQueriesFromResumePoint(t *testing.T) {
+	tests := []struct{ name, held, rest, want string }{
+		{"csi cut after its introducer", "$ \x1b[", "6nx", "\x18x"},
+		{"osc query cut before its terminator", "\x1b]11;", "?\x07x", "\x18x"},
+		{"unfinished osc query held, nothing new", "ab\x1b]11;?", "", "\x18"},
+		{"title cut kept", "\x1b]0;ti", "tle\x07x", "tle\x07x"},
+		{"sgr cut kept", "\x1b[3", "1mx", "1mx"},
+		{"query after the point", "ab", "\x1b[6nc", "c"},
+		{"character cut by the point", "a\xe4", "\xb8\x96b", "\xb8\x96b"},
+		{"c1 csi cut by the point", "\xc2", "\x9b6nx", "\x18x"},
+		{"nothing new", "ab", "", ""},
+		{"osc query with line feeds held", "\x1b]11;\n\n?", "\x07x", "\x18x"},
+		// The client holds a byte terminals read differently: its state
+		// is unknown, CAN resets it.
+		{"raw c1 held", "\x9b", "0c", "\x18\x18\x180c"},
+		{"c1 inside a string held", "\x1b]0;t\xc2\x9b", "6n", "\x18\x18\x186n"},
+		{"lead byte held", "\xc5", "\xc5\x9bc", "\x18\x18\x18\xc5\x9bc"},
+		{"raw c1 held, then an escape sequence", "\x9b\x1b[m", "x", "x"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := StripQueriesFrom([]byte(tt.held+tt.rest), len(tt.held))
+			if got == nil || string(got) != tt.want {
+				t.Errorf("StripQueriesFrom(%q|%q) = %q, want %q", tt.held, tt.rest, got, tt.want)
 			}
 		})
 	}

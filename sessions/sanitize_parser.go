@@ -45,8 +45,12 @@ const (
 // Bytes are appended as they are read; a sequence found to be a query is cut
 // back off out when it ends.
 type stripper struct {
-	out   []byte
-	state vtState
+	out  []byte
+	base int // where the output for the client starts (see run)
+	// uncertain: since the last ESC, CAN or SUB, the client was sent a byte
+	// terminals read differently (only matters before the resume point).
+	uncertain bool
+	state     vtState
 
 	// The current sequence, from its introducer (ESC or a C1 control) on.
 	prev   vtState // the state before the introducer (what it ended or abandoned)
@@ -62,13 +66,25 @@ type stripper struct {
 	dropST bool    // in vtEscape: this ESC ended a removed string, so an ST here goes too
 }
 
-func (s *stripper) run(b []byte) {
+// run parses b and appends what it keeps to out. The client already holds
+// b[:split] (a resume): those bytes are parsed for the state they leave,
+// and base is where the output for b[split:] starts.
+func (s *stripper) run(b []byte, split int) {
+	based := split == 0
 	for i := 0; i < len(b); {
+		if !based && i >= split {
+			s.setBase()
+			based = true
+		}
 		c := b[i]
 		if s.state == vtGround && c >= 0x20 && c < 0x7f {
 			// Fast path: a run of printable ASCII in the ground state.
+			limit := len(b)
+			if !based {
+				limit = split
+			}
 			j := i + 1
-			for j < len(b) && b[j] >= 0x20 && b[j] < 0x7f {
+			for j < limit && b[j] >= 0x20 && b[j] < 0x7f {
 				j++
 			}
 			s.out = append(s.out, b[i:j]...)
@@ -85,13 +101,26 @@ func (s *stripper) run(b []byte) {
 		if !utf8.FullRune(b[i:]) {
 			// A character cut by the end of the buffer: live output
 			// completes it.
+			if !based {
+				s.base, based = len(s.out)+split-i, true
+			}
 			s.out = append(s.out, b[i:]...)
 			break
 		}
 		r, n := utf8.DecodeRune(b[i:])
+		outBefore := len(s.out)
 		switch {
 		case r == utf8.RuneError && n == 1 && c < 0xA0:
 			// A raw C1 byte outside UTF-8: dropped (see StripQueries).
+			// The client holds it if it is before split, and may have
+			// acted on it.
+			s.uncertain = s.uncertain || !based
+		case r == utf8.RuneError && n == 1 && c >= 0xC2 && c <= 0xF4:
+			// A lead byte without its continuation bytes: dropped, as
+			// some parsers (charmbracelet/x/ansi) take the next bytes as
+			// its continuation whatever they are, and so could read the
+			// continuation byte of the next character as a C1 control.
+			s.uncertain = s.uncertain || !based
 		case r == utf8.RuneError && n == 1:
 			s.token(tokNonASCII, b[i:i+1])
 		case r < 0xA0:
@@ -99,9 +128,36 @@ func (s *stripper) run(b []byte) {
 		default:
 			s.token(tokNonASCII, b[i:i+n])
 		}
+		if !based && i+n > split {
+			// The client holds the first bytes of this character: it
+			// gets the rest if the character was kept as it is.
+			s.base, based = len(s.out), true
+			if len(s.out) == outBefore+n {
+				s.base = outBefore + split - i
+			}
+		}
 		i += n
 	}
+	if !based {
+		s.setBase()
+	}
 	s.finish()
+}
+
+// setBase marks the resume point at the end of the output. When the client
+// holds a byte that terminals read differently (a raw C1, a C1 inside a
+// string, a lead byte without its continuation), its terminal may be inside
+// a sequence the parser does not see: CAN cancels whatever it is in, and the
+// parser starts over from ground.
+func (s *stripper) setBase() {
+	s.base = len(s.out)
+	if s.uncertain {
+		// Three, for a parser still collecting a character's
+		// continuation bytes.
+		s.out = append(s.out, can, can, can)
+		s.state = vtGround
+		s.dropST = false
+	}
 }
 
 // token advances the parser by one character: c is its code (0x00–0x9F) or
@@ -109,11 +165,13 @@ func (s *stripper) run(b []byte) {
 func (s *stripper) token(c int, tok []byte) {
 	switch {
 	case c == esc:
+		s.uncertain = false // ESC starts a sequence in every reading
 		removed := s.state.isString() && s.endString()
 		s.begin(vtEscape, 0, tok)
 		s.dropST = removed // ESC \ was the removed string's terminator
 		return
 	case c == can || c == sub: // cancel any sequence
+		s.uncertain = false
 		if s.state.isString() {
 			s.endString()
 		}
@@ -162,6 +220,7 @@ func (s *stripper) c1(c byte, tok []byte) {
 			s.state = vtGround
 		}
 		// Any other C1 inside a string is dropped (see StripQueries).
+		s.uncertain = true // only read before the resume point
 		return
 	}
 	switch c {
@@ -200,6 +259,14 @@ func (s *stripper) begin(st vtState, kind byte, tok []byte) {
 // remove cuts the current sequence off the output and leaves the parser in
 // the ground state, as the sequence's end would have.
 func (s *stripper) remove() {
+	if s.seqOut < s.base {
+		// The client already holds the start of this sequence (a resume
+		// cut it): CAN cancels it there without dispatching it.
+		s.out = append(s.out[:s.base], can)
+		s.state = vtGround
+		s.dropST = false
+		return
+	}
 	s.out = s.out[:s.seqOut]
 	if s.prev != vtGround {
 		// The introducer also ended a string or abandoned a partial
@@ -228,7 +295,8 @@ func (s *stripper) escape(c int, tok []byte) {
 		s.dropST = false
 		return
 	}
-	drop := s.dropST && c == '\\'
+	// A C0 control inside corrupts the final byte in some parsers (see csi).
+	drop := s.dropST && c == '\\' || len(s.exec) > 0
 	s.dropST = false
 	if s.state == vtEscape {
 		switch c {
@@ -279,7 +347,10 @@ func (s *stripper) csi(c int, tok []byte) {
 	case c < 0x40:
 		s.state = vtCSIIgnore
 	default:
-		if isCSIQuery(s.prefix, s.params, s.inter, byte(c)) {
+		// A C0 control inside: charmbracelet/x/ansi (and so x/vt) ORs it
+		// into the final byte (ESC [ SOH b reads as DA1), so such a CSI,
+		// which no program means, goes; the control itself stays.
+		if len(s.exec) > 0 || isCSIQuery(s.prefix, s.params, s.inter, byte(c)) {
 			s.remove()
 			return
 		}

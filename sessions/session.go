@@ -317,9 +317,12 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 	info := AttachInfo{Instance: s.inst.Name, Session: s.id, New: created, Offset: s.ring.End()}
 	var replay []byte
 	if opts.Session != "" && opts.Session == s.id {
-		b, ok := s.ring.Since(opts.Since)
+		ok := opts.Since >= s.ring.Start() && opts.Since <= s.ring.End()
 		if ok {
-			replay = StripQueries(b)
+			// What the client already holds tells the sanitizer what
+			// state its terminal is in at Since.
+			b := s.ring.Bytes()
+			replay = StripQueriesFrom(b, int(opts.Since-s.ring.Start()))
 		}
 		info.Gap = !ok
 	}
