@@ -147,6 +147,7 @@ func TestStripQueriesFromResumePoint(t *testing.T) {
 		{"raw c1 held", "\x9b", "0c", "\x18\x18\x180c"},
 		{"c1 inside a string held", "\x1b]0;t\xc2\x9b", "6n", "\x18\x18\x186n"},
 		{"lead byte held", "\xc5", "\xc5\x9bc", "\x18\x18\x18\xc5\x9bc"},
+		{"lead byte held, then a cut character", "\xc5\xc5", "\x9bc", "\x18\x18\x18c"},
 		{"raw c1 held, then an escape sequence", "\x9b\x1b[m", "x", "x"},
 	}
 	for _, tt := range tests {

@@ -108,6 +108,14 @@ func (s *stripper) run(b []byte, split int) {
 			break
 		}
 		r, n := utf8.DecodeRune(b[i:])
+		if !based && i+n > split && s.uncertain {
+			// The client holds the first bytes of this character in an
+			// unknown state: after the CANs its rest would be stray.
+			s.setBase()
+			based = true
+			i += n
+			continue
+		}
 		outBefore := len(s.out)
 		switch {
 		case r == utf8.RuneError && n == 1 && c < 0xA0:
