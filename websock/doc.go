@@ -7,8 +7,9 @@
 //	POST /api/instances/{name}/terminal/reset  reset the instance's session
 //	GET  /api/sessions                         the sessions the caller may see
 //	GET  /api/instances                        the running instances the caller may reach, with their sessions
+//	GET  /api/whoami                           who the credential belongs to (name, instances=)
 //	POST /api/login · POST /api/logout         token ↔ browser cookie
-//	GET  /healthz · /readyz · /metrics         liveness · backend · Prometheus
+//	GET  /healthz · /readyz · /metrics         liveness · backend · Prometheus (metrics: unlimited tokens only)
 //	GET  /                                     the browser terminal (Config.Page)
 //
 // # Authentication
@@ -101,21 +102,29 @@
 // session: its replay and output follow as binary frames; offset is the
 // number of the first byte after that replay), {"type":"exit","code":N} (the
 // shell exited; the connection then closes with 1000) and
-// {"type":"error","message":...}: either a refused control message (the
-// connection stays up) or the reason the connection ends (it then closes
-// with 1000, or 1001 when the gateway shuts down).
+// {"type":"error","message":...}: either a refused control message or a
+// notice (a reset over its rate limit, input dropped while the shell does
+// not read it; the connection stays up) or the reason the connection ends
+// (it then closes with 1000; 1001 when the gateway shuts down; 1008 when
+// the token was revoked, see Registry.Recheck; 1013 when the client fell too
+// far behind the output).
 //
 // The client sends input as binary frames and control messages as text
 // frames: {"type":"resize","cols":N,"rows":M} and {"type":"reset"}. A
 // message over 1 MiB closes the connection with 1009.
 //
-// Each connection has three goroutines: the handler's, which owns the read
-// loop; one writer, the only goroutine that writes data frames, fed through
-// a channel by the output pump and the read loop; and the output pump, which
-// reads the sessions.Client and follows resets. Every write has a 10 s
-// deadline, pings go out every 25 s, and a peer that answers nothing for 60 s
-// is dropped. Server.Shutdown ends every connection with an error event and
-// waits for all of its goroutines.
+// Each connection has four goroutines, and a fifth while a control reset
+// runs: the handler's, which owns the read loop and never blocks on the
+// shell; one writer, the only goroutine that writes data frames, fed through
+// a channel by the output pump, the read loop and the input writer; the
+// output pump, which reads the sessions.Client and follows resets; and the
+// input writer, the only caller of Client.Write. Every write has a 10 s
+// deadline (2 s once the connection is ending because the client is too
+// slow or revoked), pings go out every 25 s, and a peer that answers
+// nothing for 60 s is dropped. Server.Shutdown ends every connection with
+// an error event and waits for all of its goroutines. Serve caps the
+// connections per client address and in total (Config.MaxConnsPerAddr,
+// MaxConns).
 //
 // Locks: Server.mu (the connection set) and conn.mu (the current attach)
 // are never held together, nor across network or backend I/O.
