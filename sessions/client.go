@@ -33,6 +33,7 @@ type Client struct {
 	label   string
 	since   time.Time
 	allowed func(instance string) error // nil: no re-check
+	who     Attached
 	done    chan struct{}               // closed with the first cause
 
 	mu     sync.Mutex // guards the fields below
@@ -48,6 +49,7 @@ func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Clie
 	return &Client{
 		sess: s, info: info, label: opts.Label, allowed: opts.Allowed, limit: limit,
 		wake: make(chan struct{}, 1), done: make(chan struct{}), since: s.clock.Now(),
+		who: Attached{Who: opts.Who, Via: opts.Via, Remote: opts.Remote, Since: s.clock.Now(), ReadOnly: opts.ReadOnly},
 	}
 }
 
@@ -101,11 +103,29 @@ func (c *Client) Read(p []byte) (int, error) {
 // closed (a Detach from another goroutine unblocks it), and with
 // ErrInputStalled when the shell took nothing for Config.InputTimeout; the
 // bytes not written by then are dropped.
-func (c *Client) Write(p []byte) (int, error) { return c.sess.input(c, p) }
+func (c *Client) Write(p []byte) (int, error) {
+	if c.who.ReadOnly {
+		return 0, ErrReadOnly
+	}
+	return c.sess.input(c, p)
+}
+
+// ReadOnly reports whether the client is an observer.
+func (c *Client) ReadOnly() bool { return c.who.ReadOnly }
 
 // Resize asks for a new window size (the latest request wins, see README).
 // Sizes outside 1..MaxDim are refused with ErrBadSize.
-func (c *Client) Resize(size Size) error { return c.sess.resize(size) }
+// An observer's size is checked but never applied: its terminal shows the
+// shell at the shell's size.
+func (c *Client) Resize(size Size) error {
+	if c.who.ReadOnly {
+		if !size.Valid() {
+			return ErrBadSize
+		}
+		return nil
+	}
+	return c.sess.resize(size)
+}
 
 // Detach leaves the session; the shell keeps running. A blocked Read returns
 // ErrDetached.

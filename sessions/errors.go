@@ -30,6 +30,9 @@ var (
 	// taken input for Config.InputTimeout: the bytes not yet written are
 	// dropped, so the listener can go back to reading its connection.
 	ErrInputStalled = errors.New("the shell is not reading its input; input dropped")
+	// ErrReadOnly refuses an observer's input (and its resets, in the
+	// listeners).
+	ErrReadOnly = errors.New("read-only access: input is not sent to the shell")
 	// ErrPreviousShellAlive refuses a new shell while the processes of the
 	// instance's previous session could not be killed yet (the engine is
 	// unreachable, say); the kill is retried until it succeeds.

@@ -67,6 +67,8 @@ type Info struct {
 	Clients   int        `json:"clients"`
 	IdleSince *time.Time `json:"idle_since"`
 	BytesOut  int64      `json:"bytes_out"`
+	// Attached lists who is attached, oldest first (Clients is its length).
+	Attached []Attached `json:"attached"`
 }
 
 func newSession(id string, inst Instance, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
@@ -304,6 +306,13 @@ type AttachOptions struct {
 	// and renames ask it of attached clients: a refusal disconnects the
 	// client with a *RevokedError carrying the returned reason.
 	Allowed func(instance string) error
+	// Who (a key's or token's name), Via ("ssh", "websocket") and Remote
+	// (the client's address) describe the client in Info.Attached.
+	Who, Via, Remote string
+	// ReadOnly attaches an observer: it gets the replay and all output,
+	// but its input is refused (ErrReadOnly) and its window size never
+	// changes the shell's.
+	ReadOnly bool
 }
 
 // attach registers a client; the replay and the registration happen in one
@@ -341,7 +350,7 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		s.idleTimer = nil
 	}
 	s.idleSince = time.Time{}
-	if !opts.Size.IsZero() && opts.Size.Valid() {
+	if !opts.ReadOnly && !opts.Size.IsZero() && opts.Size.Valid() {
 		s.setSizeLocked(opts.Size)
 	}
 	s.log.Info("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
@@ -437,6 +446,7 @@ func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	in := Info{Instance: s.inst.Name, Session: s.id, Created: s.created, Clients: len(s.clients), BytesOut: s.bytesOut}
+	in.Attached = attachedList(s.clients)
 	if !s.idleSince.IsZero() {
 		t := s.idleSince
 		in.IdleSince = &t
