@@ -34,7 +34,7 @@ type Client struct {
 	since   time.Time
 	allowed func(instance string) error // nil: no re-check
 	who     Attached
-	done    chan struct{}               // closed with the first cause
+	done    chan struct{} // closed with the first cause
 
 	mu     sync.Mutex // guards the fields below
 	queue  [][]byte   // chunks not yet read; shared, never modified
