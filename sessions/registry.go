@@ -50,6 +50,10 @@ type Config struct {
 	Clock  clockwork.Clock
 	Logger *slog.Logger
 
+	// Observe, when set, is asked once for every session that starts for
+	// an Observer of its output and sizes (nil: none); see Observer.
+	Observe func(ObservedSession) Observer
+
 	stop chan struct{} // closed when Shutdown gives up: kill retries end
 }
 

@@ -37,6 +37,9 @@ type Session struct {
 	onEnd   func(*Session) // registry bookkeeping, called once by run
 	term    string         // TERM the shell was started with; a reset keeps it
 
+	obs       Observer // set once by observe before the goroutines start; may be nil
+	recording string   // obs's recording name, if any
+
 	mu        sync.Mutex // guards the fields below
 	state     state
 	cause     error
@@ -69,6 +72,8 @@ type Info struct {
 	BytesOut  int64      `json:"bytes_out"`
 	// Attached lists who is attached, oldest first (Clients is its length).
 	Attached []Attached `json:"attached"`
+	// Recording names the session's recording (see Observer), if any.
+	Recording string `json:"recording,omitempty"`
 }
 
 func newSession(id string, inst Instance, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
@@ -108,6 +113,7 @@ func (s *Session) Instance() Instance {
 func (s *Session) start() {
 	// The backend applied the initial size; the resizer starts from it.
 	applied := s.size
+	s.observe()
 	go func() { defer close(s.resizerGone); s.resizer(applied) }()
 	go s.pump()
 	go s.inputter()
@@ -179,6 +185,7 @@ func (s *Session) run() {
 	s.kill()
 	<-s.inputGone
 	<-s.pumpGone
+	s.observeClose()
 	s.replay.Close()
 	s.log.Info("session ended", "cause", cause.Error())
 	if s.cfg.OnEnd != nil {
@@ -194,7 +201,9 @@ func (s *Session) pump() {
 	for {
 		n, err := s.proc.Read(buf)
 		if n > 0 {
-			s.deliver(append([]byte(nil), buf[:n]...))
+			chunk := append([]byte(nil), buf[:n]...)
+			s.deliver(chunk)
+			s.observeOutput(chunk)
 		}
 		if err != nil {
 			s.pumpDone <- s.endCause(err)
@@ -426,7 +435,9 @@ func (s *Session) resizer(applied Size) {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
+		s.observeResize(want)
 		if err := s.proc.Resize(ctx, want); err != nil {
+			s.observeResize(applied) // it stays as it was
 			s.log.Warn("resize terminal", "err", err, "cols", want.Cols, "rows", want.Rows)
 		} else {
 			applied = want
@@ -445,7 +456,7 @@ func (s *Session) currentSize() Size {
 func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := Info{Instance: s.inst.Name, Session: s.id, Created: s.created, Clients: len(s.clients), BytesOut: s.bytesOut}
+	in := Info{Instance: s.inst.Name, Session: s.id, Created: s.created, Clients: len(s.clients), BytesOut: s.bytesOut, Recording: s.recording}
 	in.Attached = attachedList(s.clients)
 	if !s.idleSince.IsZero() {
 		t := s.idleSince

@@ -1,0 +1,65 @@
+package sessions
+
+import "time"
+
+// Observer watches one session's output and window size: the gateway's
+// recordings are observers. Its methods are called without any session
+// lock held, Output from the pump and Resize from the resizer, and must
+// not block: an observer that cannot keep up drops what it must, it never
+// slows the shell. Close is called once, after the last Output.
+type Observer interface {
+	// Output gets every chunk of the shell's output, in order. The chunk
+	// is never modified afterwards, so the observer may keep it.
+	Output(chunk []byte)
+	// Resize gets every window size the session applies to the shell,
+	// just before the backend applies it.
+	Resize(size Size)
+	// Close says the session has ended.
+	Close()
+}
+
+// Recorded is an optional Observer capability: the name of the recording
+// the observer writes, shown as the session's Info.Recording.
+type Recorded interface {
+	Recording() string
+}
+
+// ObservedSession describes a session to Config.Observe as it starts.
+type ObservedSession struct {
+	Instance, Session string
+	Created           time.Time
+	// Size is the window size the shell was started with.
+	Size Size
+	// Term is the shell's TERM.
+	Term string
+}
+
+// observe asks Config.Observe for the session's observer; it runs once,
+// before the pump and resizer start, so they read s.obs without a lock.
+func (s *Session) observe() {
+	if s.cfg.Observe == nil {
+		return
+	}
+	s.obs = s.cfg.Observe(ObservedSession{Instance: s.inst.Name, Session: s.id, Created: s.created, Size: s.size, Term: s.term})
+	if r, ok := s.obs.(Recorded); ok {
+		s.recording = r.Recording()
+	}
+}
+
+func (s *Session) observeOutput(chunk []byte) {
+	if s.obs != nil {
+		s.obs.Output(chunk)
+	}
+}
+
+func (s *Session) observeResize(size Size) {
+	if s.obs != nil {
+		s.obs.Resize(size)
+	}
+}
+
+func (s *Session) observeClose() {
+	if s.obs != nil {
+		s.obs.Close()
+	}
+}
