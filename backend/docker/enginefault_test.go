@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,7 +58,20 @@ func needPrivateEngine(t *testing.T) *privateEngine {
 	return e
 }
 
+// start starts dockerd, twice if it gives up at once (on a loaded host its
+// own containerd may not answer in time).
 func (e *privateEngine) start(t *testing.T) {
+	t.Helper()
+	if e.startOnce(t) {
+		return
+	}
+	t.Logf("private dockerd exited at start; trying again. Its log:\n%s", e.logTail())
+	if !e.startOnce(t) {
+		t.Fatalf("private dockerd exited at start twice; its log %s:\n%s", e.logPath, e.logTail())
+	}
+}
+
+func (e *privateEngine) startOnce(t *testing.T) bool {
 	t.Helper()
 	logf, err := os.OpenFile(e.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -80,7 +94,7 @@ func (e *privateEngine) start(t *testing.T) {
 	for exec.Command("docker", "-H", e.host, "version").Run() != nil {
 		select {
 		case <-e.exited:
-			t.Fatalf("private dockerd exited at start; its log %s:\n%s", e.logPath, e.logTail())
+			return false
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -88,6 +102,7 @@ func (e *privateEngine) start(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	return true
 }
 
 func (e *privateEngine) logTail() string {
@@ -101,6 +116,101 @@ func (e *privateEngine) kill9(t *testing.T) {
 	t.Helper()
 	_ = e.cmd.Process.Kill()
 	<-e.exited
+	// dockerd's own containerd dies with it; a restart that finds it still
+	// exiting would wait for it in vain.
+	waitFor(t, "the private containerd to exit", func() bool { return onlyShims(e.leftovers()) })
+}
+
+// leftovers lists the processes whose command line names the exec root:
+// the private containerd and the shims of its containers.
+func (e *privateEngine) leftovers() map[int]string {
+	out := map[int]string{}
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		cmdline, err := os.ReadFile(d + "/cmdline")
+		if err != nil || !bytes.Contains(cmdline, []byte(e.execRoot+"/")) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		out[pid] = string(bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	}
+	return out
+}
+
+func onlyShims(procs map[int]string) bool {
+	for _, args := range procs {
+		if !strings.Contains(args, "containerd-shim") {
+			return false
+		}
+	}
+	return true
+}
+
+// killLeftovers SIGKILLs what a dockerd that could not stop its containers
+// left: each shim's children first (a container's PID 1 takes its whole PID
+// namespace with it), then the shims and containerd.
+func (e *privateEngine) killLeftovers(t *testing.T) {
+	procs := e.leftovers()
+	if len(procs) == 0 {
+		return
+	}
+	t.Logf("killing what the private engine left: %v", procs)
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		stat, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); procs[ppid] != "" {
+			pid, _ := strconv.Atoi(filepath.Base(d))
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	for pid := range procs {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	// The containers' cgroups (cgroupfs driver) go once their processes have.
+	for _, args := range procs {
+		f := strings.Fields(args)
+		i := slices.Index(f, "-id")
+		if i < 0 || i+1 >= len(f) || !strings.Contains(args, "containerd-shim") {
+			continue
+		}
+		dirs, _ := filepath.Glob("/sys/fs/cgroup/*/docker/" + f[i+1])
+		dirs = append(dirs, "/sys/fs/cgroup/docker/"+f[i+1])
+		deadline := time.Now().Add(5 * time.Second)
+		for _, d := range dirs {
+			for syscall.Rmdir(d) == syscall.EBUSY && time.Now().Before(deadline) {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}
+}
+
+// unmountAll detaches every mount under the engine's directories (its data
+// root on itself, containers' network namespaces), deepest first.
+func (e *privateEngine) unmountAll() {
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	var points []string
+	for line := range strings.Lines(string(mi)) {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		for _, dir := range []string{e.execRoot, e.dataRoot} {
+			if f[4] == dir || strings.HasPrefix(f[4], dir+"/") {
+				points = append(points, f[4])
+			}
+		}
+	}
+	slices.SortFunc(points, func(a, b string) int { return len(b) - len(a) })
+	for _, p := range points {
+		_ = syscall.Unmount(p, syscall.MNT_DETACH)
+	}
 }
 
 // stop ends dockerd with SIGTERM (which stops the containerd it started),
@@ -132,15 +242,16 @@ func (e *privateEngine) remove(t *testing.T) {
 		select {
 		case <-e.exited:
 		default:
-			if ids, err := exec.Command("docker", "-H", e.host, "ps", "-aq").Output(); err == nil && len(bytes.TrimSpace(ids)) > 0 {
-				_ = exec.Command("docker", append([]string{"-H", e.host, "rm", "-f"}, strings.Fields(string(ids))...)...).Run()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			if ids, err := exec.CommandContext(ctx, "docker", "-H", e.host, "ps", "-aq").Output(); err == nil && len(bytes.TrimSpace(ids)) > 0 {
+				_ = exec.CommandContext(ctx, "docker", append([]string{"-H", e.host, "rm", "-f"}, strings.Fields(string(ids))...)...).Run()
 			}
+			cancel()
 		}
 		e.stop()
 	}
-	for _, dir := range []string{e.execRoot, e.dataRoot} {
-		_ = syscall.Unmount(dir, syscall.MNT_DETACH)
-	}
+	e.killLeftovers(t)
+	e.unmountAll()
 	for _, p := range []string{e.dataRoot, e.execRoot, e.pidfile, e.logPath, strings.TrimPrefix(e.host, "unix://")} {
 		if err := os.RemoveAll(p); err != nil {
 			t.Errorf("remove %s: %v", p, err)
