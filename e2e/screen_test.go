@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -138,12 +139,18 @@ func TestScreenReplayVi(t *testing.T) {
 	if err := writeWS(ws2, ":q!\r"); err != nil {
 		t.Fatal(err)
 	}
+	stay.expect(`\x1b\[\?1049l`)
+	ws2.expect(`\x1b\[\?1049l`)
 	// x/vt v0.1.0 sometimes shows vi's text on the main screen after ?1049l
 	// even for the client that never left (seen in this test), so the main
 	// screen is checked with package screen's emulator.
 	v = sameViewWith(t, "after quitting vi (WebSocket)", emulateOurs, stay.out.Bytes, ws2.out.Bytes)
 	sameViewWith(t, "after quitting vi (SSH)", emulateOurs, stay.out.Bytes, ssh2.out.Bytes)
 	if v.alt || !strings.Contains(v.text, "BEFORE-VI-42") {
+		o := stay.out.Bytes()
+		for _, m := range regexp.MustCompile(`\x1b\[\?1049[hl]`).FindAllIndex(o, -1) {
+			t.Logf("alternate-screen switch at byte %d: %q", m[0], o[max(0, m[0]-150):min(len(o), m[1]+150)])
+		}
 		t.Fatalf("after quitting vi the main screen is not the shell's as before:\n%s", v)
 	}
 }

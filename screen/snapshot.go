@@ -4,10 +4,9 @@ import "strconv"
 
 // resetPrefix puts a client's terminal into a known state without a full
 // reset (RIS would clear an SSH user's own scrollback): a soft reset, then
-// each mode a soft reset leaves alone, then a cleared screen.
+// each mode a soft reset leaves alone. clearScreen follows.
 const resetPrefix = "\x1b[?1049l\x1b[!p\x1b[m\x1b[r\x1b[?6l\x1b[?7h\x1b[4l\x1b[20l\x1b[?1l\x1b>\x1b[?5l\x1b[?25h\x1b[0 q" +
-	"\x1b(B\x1b)B\x0f\x1b[?9l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1016l\x1b[?1004l\x1b[?2004l" +
-	"\x1b[H\x1b[2J"
+	"\x1b(B\x1b)B\x0f\x1b[?9l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1016l\x1b[?1004l\x1b[?2004l"
 
 // Snapshot returns the bytes that bring a terminal of the same size, in any
 // state, to this terminal's state: scrollback, screens, cursor, modes.
@@ -18,6 +17,14 @@ func (t *Terminal) Snapshot() []byte {
 // AppendSnapshot appends Snapshot to dst.
 func (t *Terminal) AppendSnapshot(dst []byte) []byte {
 	dst = append(dst, resetPrefix...)
+	// Scroll what the client shows into its own scrollback rather than
+	// erase it (its earlier screen, or a notice it just printed, stays
+	// there), then clear what a taller client still shows.
+	dst = append(dst, "\x1b[999;1H"...)
+	for range t.h {
+		dst = append(dst, '\r', '\n')
+	}
+	dst = append(dst, "\x1b[H\x1b[2J"...)
 	// Scrollback and the main screen are drawn as a stream of lines from
 	// the top of the cleared screen: the scrollback lines scroll into the
 	// client's own scrollback and the screen's rows end up in place.

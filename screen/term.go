@@ -61,6 +61,7 @@ type Terminal struct {
 
 	x, y        int
 	pendingWrap bool // the last column was written: the next character wraps
+	wrapping    bool // a wrap is scrolling: the row it leaves continues into the new one
 	pen         Pen
 	top, bot    int // scroll region, inclusive rows
 	modes
@@ -217,9 +218,7 @@ func (t *Terminal) print(r rune) {
 func (t *Terminal) put(r rune, w int) {
 	if t.pendingWrap {
 		if !t.noAutowrap {
-			t.cur.lines[t.y].wrapped = true
-			t.x = 0
-			t.index()
+			t.wrap()
 		}
 		t.pendingWrap = false
 	}
@@ -227,9 +226,7 @@ func (t *Terminal) put(r rune, w int) {
 		if t.noAutowrap || t.w < 2 {
 			t.x = max(0, t.w-2)
 		} else { // no room for both halves: wrap early
-			t.cur.lines[t.y].wrapped = true
-			t.x = 0
-			t.index()
+			t.wrap()
 		}
 	}
 	if w > t.w {
@@ -255,6 +252,15 @@ func (t *Terminal) put(r rune, w int) {
 		t.x = t.w - 1
 		t.pendingWrap = !t.noAutowrap
 	}
+}
+
+// wrap continues the cursor's row on the next one.
+func (t *Terminal) wrap() {
+	t.cur.lines[t.y].wrapped = true
+	t.x = 0
+	t.wrapping = true
+	t.index()
+	t.wrapping = false
 }
 
 // clearWide blanks the other half of a wide character about to lose one.
@@ -378,12 +384,17 @@ func (t *Terminal) scrollUpIn(b *buffer, top, bot, n int) {
 	keep := b == &t.main && top == 0
 	gone := make([]*line, n)
 	copy(gone, ls[top:top+n])
-	for _, l := range gone {
+	for i, l := range gone {
 		if keep {
+			// The region's last row has no next row to wrap into.
+			wrapped := l.wrapped && top+i < bot
+			if !wrapped {
+				l.wrapped = false
+			}
 			t.sbTmp = t.renderLine(t.sbTmp[:0], l, Pen{}, t.sbWrapped)
-			t.sb.add(t.sbTmp, !l.wrapped)
+			t.sb.add(t.sbTmp, !wrapped)
 			t.sbWrapped = 0
-			if l.wrapped {
+			if wrapped {
 				t.sbWrapped = 1
 			}
 		}
@@ -393,6 +404,11 @@ func (t *Terminal) scrollUpIn(b *buffer, top, bot, n int) {
 		l.clear(0, len(l.cells), t.pen.BG)
 		l.wrapped = false
 		ls[bot-n+1+i] = l
+	}
+	if bot-n >= top && !t.wrapping {
+		// The row above the new blank rows no longer continues into the
+		// next (only a wrap that scrolls continues into a new row).
+		ls[bot-n].wrapped = false
 	}
 }
 

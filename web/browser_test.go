@@ -167,6 +167,18 @@ func TestBrowser(t *testing.T) {
 	}
 	b.shot("05-reloaded")
 
+	// Issue 8: reloaded while busybox top runs, the page shows top whole
+	// (the screen replay redraws it), not only what top changed last.
+	b.typeKeys("top -d 1\r")
+	b.waitMatch(`PID +PPID +USER`)
+	b.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.ID("terminal")))
+	b.waitConnected()
+	b.waitFunc("top whole after the reload", `(() => { const buf = termgate.term.buffer.active, rows = [];
+		for (let i = 0; i < termgate.term.rows; i++) rows.push(buf.getLine(buf.viewportY + i).translateToString(true));
+		return rows[0].startsWith('Mem:') && rows[1].startsWith('CPU:') && rows.some(r => /PID +PPID +USER/.test(r)) && rows.some(r => /top -d 1/.test(r)); })()`)
+	b.shot("05b-top-reattached")
+	b.typeKeys("q")
+
 	// A gateway restart ends the session but not the sign-in (the cookie is
 	// signed with the key in the state directory): the page tells why it
 	// retries, then reconnects by itself, never showing the sign-in form,
