@@ -140,6 +140,10 @@ func TestStripQueriesFromResumePoint(t *testing.T) {
 		{"query after the point", "ab", "\x1b[6nc", "c"},
 		{"character cut by the point", "a\xe4", "\xb8\x96b", "\xb8\x96b"},
 		{"c1 csi cut by the point", "\xc2", "\x9b6nx", "\x18x"},
+		// The character cut by the point ends the held CSI as malformed:
+		// xterm.js would go on reading ">c" as DA2 (found by
+		// TestXtermAnswersNoReplay).
+		{"character cut inside a held csi", "\x1b[\xc3", "\xa9>c", "\x18>c"},
 		{"nothing new", "ab", "", ""},
 		{"osc query with line feeds held", "\x1b]11;\n\n?", "\x07x", "\x18x"},
 		// The client holds a byte terminals read differently: its state

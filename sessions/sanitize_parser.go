@@ -117,6 +117,13 @@ func (s *stripper) run(b []byte, split int) {
 			continue
 		}
 		outBefore := len(s.out)
+		straddle := !based && i+n > split
+		if straddle {
+			// The client holds the first bytes of this character: it gets
+			// the rest if the character is kept as it is, and a removal
+			// reaching back to them cancels with CAN (see remove).
+			s.base, based = outBefore+split-i, true
+		}
 		switch {
 		case r == utf8.RuneError && n == 1 && c < 0xA0:
 			// A raw C1 byte outside UTF-8: dropped (see StripQueries).
@@ -136,13 +143,8 @@ func (s *stripper) run(b []byte, split int) {
 		default:
 			s.token(tokNonASCII, b[i:i+n])
 		}
-		if !based && i+n > split {
-			// The client holds the first bytes of this character: it
-			// gets the rest if the character was kept as it is.
-			s.base, based = len(s.out), true
-			if len(s.out) == outBefore+n {
-				s.base = outBefore + split - i
-			}
+		if straddle && len(s.out) < s.base {
+			s.base = len(s.out) // dropped: nothing of it is sent
 		}
 		i += n
 	}

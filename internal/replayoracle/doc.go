@@ -1,6 +1,8 @@
 // Package replayoracle holds only tests: it checks the replay sanitizer of
-// package sessions against a terminal emulator (github.com/charmbracelet/x/vt)
-// used as an oracle, which must produce no answer for any sanitized replay.
-// It lives apart so that sessions keeps depending on the standard library
-// only.
+// package sessions against two terminals used as oracles, which must answer
+// nothing to any sanitized replay or resume: the emulator
+// github.com/charmbracelet/x/vt (fuzzed in-process) and the page's own
+// xterm.js (its headless build under node, xterm_oracle.mjs, with the
+// version web/package.json pins). It lives apart so that sessions keeps
+// depending on the standard library only.
 package replayoracle
