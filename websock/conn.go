@@ -24,7 +24,7 @@ const closeGrace = 2 * time.Second
 // which runs the read loop and tears down; writeLoop, the only goroutine
 // that writes data frames; pump, which copies the session's output to the
 // writer and follows resets; inputLoop, which writes input to the shell;
-// at most one at a time that runs a control reset (startReset).
+// at most one at a time that runs control resets (runResets).
 // The read loop, the pump and inputLoop hand frames to the writer through
 // out; the read loop hands input to inputLoop through in.ch.
 type conn struct {
@@ -50,16 +50,18 @@ type conn struct {
 	pumpDone   chan struct{}
 	readerDone chan struct{}
 	in         inputState
-	hurry      atomic.Bool // set by endNow
-	caller     caller      // who attached: the reset limits count per token
-	resetting  atomic.Bool // a control reset is running
-	resetWG    sync.WaitGroup
+	hurry      atomic.Bool    // set by endNow
+	caller     caller         // who attached: the reset limits count per token
+	resetWG    sync.WaitGroup // runResets
 
-	mu      sync.Mutex       // guards client, size, stopped and cause
+	mu      sync.Mutex       // guards client, size, stopped, cause, resetRunning and resetPending
 	client  *sessions.Client // the current attach; replaced after a reset
 	size    sessions.Size    // the latest size the client asked for
 	stopped bool             // set once: no new attach may be published
 	cause   error            // why the server ended the connection (first wins); nil: the peer or the network did
+	// resetRunning is set while runResets runs; resetPending when a reset
+	// waits for it (dropped when the connection ends).
+	resetRunning, resetPending bool
 }
 
 func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by string, opts sessions.AttachOptions, log *slog.Logger) *conn {
@@ -97,7 +99,10 @@ func (c *conn) run(client *sessions.Client) {
 	close(c.readerDone)
 	close(c.in.ch)
 	// A reset that was running when the client left finishes (it has begun
-	// killing the shell); none can start any more.
+	// killing the shell); the one waiting for it is dropped.
+	c.mu.Lock()
+	c.resetPending = false
+	c.mu.Unlock()
 	c.resetWG.Wait()
 
 	c.end(nil, 0) // no-op when the connection is already ending
@@ -352,36 +357,65 @@ func (c *conn) control(data []byte) {
 	}
 }
 
-// startReset runs a control reset in its own goroutine, so that the read
-// loop keeps reading the socket and notices at once when the client leaves:
-// resets never queue up behind one another (issue 9 item 11a: about 1,067
-// queued resets ran over 100 s after their clients had left). One reset at
-// a time per connection; more are refused while it runs, and all of them
-// are rate-limited per instance and per token (the limits POST shares).
+// startReset runs a control reset beside the read loop, so that the read
+// loop keeps reading the socket and notices at once when the client leaves
+// (issue 9 item 11a: about 1,067 queued resets ran over 100 s after their
+// clients had left). One reset runs at a time per connection, and one more
+// may wait for it (a client that resets again as soon as it sees the reset
+// event may be quicker than the goroutine's return); a third is refused.
+// The waiting one is dropped when the connection ends. Every reset is
+// rate-limited per instance and per token when it is asked for (the limits
+// POST shares).
 func (c *conn) startReset() {
-	if !c.resetting.CompareAndSwap(false, true) {
+	c.mu.Lock()
+	busy := c.resetRunning && c.resetPending
+	c.mu.Unlock()
+	if busy {
 		c.send(*errorFrame("a reset of this session is already in progress: wait for its reset event"))
 		return
 	}
 	if err := c.s.allowReset(c.name, c.caller); err != nil {
-		c.resetting.Store(false)
 		c.log.Info("reset refused: rate limit")
 		c.send(*errorFrame(err.Error()))
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.resetRunning {
+		c.resetPending = true
+		return
+	}
+	c.resetRunning = true
 	c.resetWG.Add(1)
-	go func() {
-		defer c.resetWG.Done()
-		defer c.resetting.Store(false)
-		// The pump sees the *ResetError, reattaches and sends the reset event.
-		sess, err := c.s.cfg.Registry.Reset(c.ctx, c.name, c.by)
-		if err != nil {
-			_, msg := c.s.attachFailure(c.ctx, c.name, err)
-			c.send(*errorFrame("reset failed: " + msg))
+	go c.runResets()
+}
+
+// runResets runs a reset, then the one that waited for it, if any.
+func (c *conn) runResets() {
+	defer c.resetWG.Done()
+	for {
+		c.reset()
+		c.mu.Lock()
+		if !c.resetPending {
+			c.resetRunning = false
+			c.mu.Unlock()
 			return
 		}
-		c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
-	}()
+		c.resetPending = false
+		c.mu.Unlock()
+	}
+}
+
+// reset resets the session; the pump sees the *ResetError, reattaches and
+// sends the reset event.
+func (c *conn) reset() {
+	sess, err := c.s.cfg.Registry.Reset(c.ctx, c.name, c.by)
+	if err != nil {
+		_, msg := c.s.attachFailure(c.ctx, c.name, err)
+		c.send(*errorFrame("reset failed: " + msg))
+		return
+	}
+	c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
 }
 
 // pump copies the session's output to the writer and follows resets until

@@ -15,7 +15,8 @@ import (
 // longest-idle one (a keep-alive connection between requests, or one that
 // has not sent a request yet) of its own address, or, for the total, of any
 // address; if there is none it is refused: over plain HTTP with a 503 that
-// says why, over TLS by closing it.
+// says why, over TLS by closing it. "Longest-idle" is by age: of the idle
+// connections, the one accepted first.
 const (
 	defaultMaxConnsPerAddr = 64
 	defaultMaxConns        = 1024
@@ -25,28 +26,29 @@ const (
 // then nothing (closing a connection happens outside it).
 type connLimiter struct {
 	perAddr, total int
-	now            func() time.Time
 	log            func(msg string, args ...any)
 
-	mu     sync.Mutex // guards n and byAddr
+	mu     sync.Mutex // guards n, seq, byAddr and every limitedConn.idle
 	n      int
+	seq    uint64
 	byAddr map[netip.Prefix]map[*limitedConn]struct{}
 }
 
-// limitedConn is a counted connection. idleSince is the zero time while
-// a request is being served or the connection was hijacked (a WebSocket);
-// otherwise it says since when it has been waiting for a request.
+// limitedConn is a counted connection. idle is false while a request is
+// being served or once the connection was hijacked (a WebSocket), true
+// while it waits for a request (its first included).
 type limitedConn struct {
 	net.Conn
 	l   *connLimiter
 	key netip.Prefix
+	seq uint64 // accept order
 
-	once      sync.Once
-	idleSince time.Time // guarded by l.mu
+	once sync.Once
+	idle bool // guarded by l.mu
 }
 
 func newConnLimiter(perAddr, total int, log func(string, ...any)) *connLimiter {
-	return &connLimiter{perAddr: perAddr, total: total, now: time.Now, log: log, byAddr: map[netip.Prefix]map[*limitedConn]struct{}{}}
+	return &connLimiter{perAddr: perAddr, total: total, log: log, byAddr: map[netip.Prefix]map[*limitedConn]struct{}{}}
 }
 
 // admit counts c in, making room by closing an idle connection if it must;
@@ -60,7 +62,7 @@ func (l *connLimiter) admit(c *limitedConn) bool {
 		victim = oldestIdle(same)
 	case l.n >= l.total:
 		for _, conns := range l.byAddr {
-			if v := oldestIdle(conns); v != nil && (victim == nil || v.idleSince.Before(victim.idleSince)) {
+			if v := oldestIdle(conns); v != nil && (victim == nil || v.seq < victim.seq) {
 				victim = v
 			}
 		}
@@ -79,7 +81,8 @@ func (l *connLimiter) admit(c *limitedConn) bool {
 	}
 	same[c] = struct{}{}
 	l.n++
-	c.idleSince = l.now()
+	l.seq++
+	c.seq, c.idle = l.seq, true
 	l.mu.Unlock()
 	if victim != nil {
 		victim.closeEvicted()
@@ -90,7 +93,7 @@ func (l *connLimiter) admit(c *limitedConn) bool {
 func oldestIdle(conns map[*limitedConn]struct{}) *limitedConn {
 	var v *limitedConn
 	for c := range conns {
-		if !c.idleSince.IsZero() && (v == nil || c.idleSince.Before(v.idleSince)) {
+		if c.idle && (v == nil || c.seq < v.seq) {
 			v = c
 		}
 	}
@@ -122,9 +125,9 @@ func (l *connLimiter) state(nc net.Conn, st http.ConnState) {
 	defer l.mu.Unlock()
 	switch st {
 	case http.StateIdle:
-		c.idleSince = l.now()
+		c.idle = true
 	case http.StateActive, http.StateHijacked:
-		c.idleSince = time.Time{}
+		c.idle = false
 	case http.StateClosed:
 		l.removeLocked(c)
 	}

@@ -113,6 +113,33 @@ func (s *served) ws(ip string) *websocket.Conn {
 	return c
 }
 
+// waitIdle waits until the server has marked c idle (it does so after
+// writing the response, so maybe after the client has read it).
+func (s *served) waitIdle(c net.Conn) {
+	s.t.Helper()
+	local := c.LocalAddr().String()
+	deadline := time.Now().Add(waitFor)
+	for {
+		s.srv.limits.mu.Lock()
+		idle := false
+		for _, conns := range s.srv.limits.byAddr {
+			for lc := range conns {
+				if lc.RemoteAddr().String() == local {
+					idle = lc.idle
+				}
+			}
+		}
+		s.srv.limits.mu.Unlock()
+		if idle {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("the server never marked %s idle", local)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func (s *served) count() int {
 	s.srv.limits.mu.Lock()
 	defer s.srv.limits.mu.Unlock()
@@ -146,6 +173,7 @@ func TestConnectionCaps(t *testing.T) {
 		if status, body := get(t, c); status != http.StatusOK {
 			t.Fatalf("keep-alive connection %d: %d %s", i+1, status, body)
 		}
+		s.waitIdle(c)
 		idle = append(idle, c)
 	}
 	for i, c := range idle {
@@ -162,9 +190,11 @@ func TestConnectionCaps(t *testing.T) {
 	if status, body := get(t, s.from("127.0.0.3")); status != http.StatusServiceUnavailable || !strings.Contains(body, "too many connections") {
 		t.Errorf("5th connection from an address holding 4 WebSockets: %d %q, want 503 too many connections", status, body)
 	}
-	if status, body := get(t, s.from("127.0.0.4")); status != http.StatusOK {
+	other := s.from("127.0.0.4")
+	if status, body := get(t, other); status != http.StatusOK {
 		t.Errorf("another address meanwhile: %d %s, want 200", status, body)
 	}
+	s.waitIdle(other)
 
 	// The total: close the idle ones, fill 10 with WebSockets; then an
 	// eleventh connection, from a fresh address, is refused.
@@ -180,9 +210,11 @@ func TestConnectionCaps(t *testing.T) {
 		t.Fatalf("%d connections, want 10", n)
 	}
 	// The .4 keep-alive is idle: it makes room for .6.
-	if status, body := get(t, s.from("127.0.0.6")); status != http.StatusOK {
+	six := s.from("127.0.0.6")
+	if status, body := get(t, six); status != http.StatusOK {
 		t.Errorf("a new address with the total full but one idle connection: %d %s, want 200", status, body)
 	}
+	s.waitIdle(six)
 	s.ws("127.0.0.7") // takes .6's place, idle after its request
 	if status, body := get(t, s.from("127.0.0.8")); status != http.StatusServiceUnavailable {
 		t.Errorf("a new address with the total full of WebSockets: %d %q, want 503", status, body)
