@@ -1,0 +1,233 @@
+package record
+
+import (
+	"bufio"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// Recording is one session's asciicast file. Output, Resize and Close
+// never block on the disk: they queue, and the recording's goroutine
+// writes.
+type Recording struct {
+	r        *Recorder
+	instance string
+	file     string // the file's name in the instance's directory
+	name     string // INSTANCE/SESSION.cast
+	log      *slog.Logger
+	start    time.Time
+	header   []byte
+	wake     chan struct{} // buffered 1: the queue has something, or Close
+
+	mu      sync.Mutex // guards the fields below
+	queue   []event
+	queued  int           // bytes of output in queue
+	last    time.Duration // time of the latest queued event
+	dropped int64         // output bytes dropped since the last marker
+	lost    *sessions.Size
+	closed  bool // Close was called
+	stopped bool // the goroutine gave up (an error): nothing more is queued
+}
+
+type event struct {
+	at   time.Duration
+	kind byte // 'o', 'r' or 'm'
+	data []byte
+	size sessions.Size
+	n    int64 // 'm': bytes dropped
+}
+
+// eventCost is what an event costs in the queue besides its data.
+const eventCost = 64
+
+// Recording names the file relative to the recording directory
+// (sessions.Recorded).
+func (rec *Recording) Recording() string { return rec.name }
+
+// Output queues a chunk of the session's output (kept, never modified).
+// When the queue is full the chunk is dropped and counted.
+func (rec *Recording) Output(chunk []byte) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.closed || rec.stopped {
+		return
+	}
+	if rec.queued+len(chunk)+eventCost > rec.r.cfg.QueueBytes {
+		rec.dropped += int64(len(chunk))
+		return
+	}
+	rec.pushLocked(event{kind: 'o', data: chunk}, len(chunk)+eventCost)
+}
+
+// Resize queues a window size change.
+func (rec *Recording) Resize(size sessions.Size) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.closed || rec.stopped {
+		return
+	}
+	if rec.queued+eventCost > rec.r.cfg.QueueBytes {
+		rec.lost = &size // written once there is room again
+		return
+	}
+	rec.pushLocked(event{kind: 'r', size: size}, eventCost)
+}
+
+// pushLocked stamps and queues ev, after the marker of what was dropped
+// before it. Stamping under rec.mu keeps the times in queue order.
+func (rec *Recording) pushLocked(ev event, cost int) {
+	at := rec.r.cfg.Now().Sub(rec.start)
+	if at < rec.last {
+		at = rec.last // the pump and the resizer race; times never go back
+	}
+	rec.last = at
+	if rec.dropped > 0 {
+		rec.queue = append(rec.queue, event{at: at, kind: 'm', n: rec.dropped})
+		rec.dropped = 0
+		rec.queued += eventCost
+	}
+	if rec.lost != nil {
+		if ev.kind != 'r' {
+			rec.queue = append(rec.queue, event{at: at, kind: 'r', size: *rec.lost})
+			rec.queued += eventCost
+		}
+		rec.lost = nil
+	}
+	ev.at = at
+	rec.queue = append(rec.queue, ev)
+	rec.queued += cost
+	select {
+	case rec.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Close says the session ended: the goroutine writes what is queued,
+// syncs and closes the file. It does not wait (Recorder.Close does).
+func (rec *Recording) Close() {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.closed {
+		return
+	}
+	rec.closed = true
+	select {
+	case rec.wake <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the queued events and whether Close was called.
+func (rec *Recording) take() ([]event, bool, int64) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	q := rec.queue
+	rec.queue, rec.queued = nil, 0
+	dropped := int64(0)
+	if rec.closed {
+		dropped = rec.dropped // nothing came after it: its marker ends the file
+		rec.dropped = 0
+	}
+	return q, rec.closed, dropped
+}
+
+// stop makes Output and Resize no-ops once the file is gone.
+func (rec *Recording) stop() {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.stopped = true
+	rec.queue, rec.queued = nil, 0
+}
+
+// run creates the file and drains the queue into it until Close.
+func (rec *Recording) run() {
+	defer rec.r.ended(rec)
+	f, err := rec.r.cfg.create(rec.instance, rec.file)
+	if err != nil {
+		rec.stop()
+		rec.log.Error("session not recorded", "err", err)
+		return
+	}
+	var (
+		w       = bufio.NewWriterSize(f, 64<<10)
+		enc     encoder
+		line    []byte
+		written int64
+		lost    int64
+		last    time.Duration
+	)
+	fail := func(err error) {
+		rec.stop()
+		_ = f.Close()
+		rec.log.Error("recording stopped: the session goes on unrecorded", "err", err, "bytes_written", written)
+	}
+	if _, err := w.Write(rec.header); err != nil {
+		fail(fmt.Errorf("write %s: %w", rec.name, err))
+		return
+	}
+	for {
+		events, closed, dropped := rec.take()
+		for _, ev := range events {
+			line = line[:0]
+			last = ev.at
+			switch ev.kind {
+			case 'o':
+				line = enc.output(line, ev.at, ev.data)
+			case 'r':
+				line = appendEvent(line, ev.at, 'r', []byte(strconv.Itoa(ev.size.Cols)+"x"+strconv.Itoa(ev.size.Rows)))
+			case 'm':
+				line = rec.marker(enc.flush(line, ev.at), ev.at, ev.n)
+				lost += ev.n
+			}
+			n, err := w.Write(line)
+			written += int64(n)
+			if err != nil {
+				fail(fmt.Errorf("write %s: %w", rec.name, err))
+				return
+			}
+		}
+		if len(events) > 0 {
+			continue // more may have come meanwhile; flush once it is quiet
+		}
+		if closed {
+			line = enc.flush(line[:0], last)
+			if dropped > 0 {
+				line = rec.marker(line, last, dropped)
+				lost += dropped
+			}
+			_, err := w.Write(line)
+			if err == nil {
+				err = w.Flush()
+			}
+			if err == nil {
+				err = f.Sync()
+			}
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				rec.stop()
+				rec.log.Error("recording not completed", "err", fmt.Errorf("finish %s: %w", rec.name, err))
+				return
+			}
+			rec.log.Info("recording closed", "bytes_written", written+int64(len(line)), "bytes_dropped", lost)
+			return
+		}
+		if err := w.Flush(); err != nil {
+			fail(fmt.Errorf("write %s: %w", rec.name, err))
+			return
+		}
+		<-rec.wake
+	}
+}
+
+// marker appends the event that says output is missing here, and logs it.
+func (rec *Recording) marker(dst []byte, at time.Duration, n int64) []byte {
+	rec.log.Warn("recording dropped output: the disk did not keep up", "bytes_dropped", n)
+	return appendEvent(dst, at, 'm', []byte("termgate: "+strconv.FormatInt(n, 10)+" bytes of output dropped: the recording could not keep up"))
+}
