@@ -106,7 +106,7 @@ func ParseAuthorizedKeys(data []byte) (*AuthorizedKeys, []string) {
 			kl.refused = err.Error()
 			warnings = append(warnings, fmt.Sprintf("line %d (%s): %v: key %s is refused where this line applies", n, name, err, fp))
 		} else {
-			kl.id.Instances, kl.id.NoPTY, kl.from = o.instances, o.noPTY, o.from
+			kl.id.Instances, kl.id.NoPTY, kl.id.ReadOnly, kl.from = o.instances, o.noPTY, o.readOnly, o.from
 			ak.usable++
 		}
 		k := string(key.Marshal())

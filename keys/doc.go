@@ -17,8 +17,8 @@
 //     unreadable, corrupt, passphrase-protected or accessible by group or
 //     others is an error that says what to do.
 //   - authorized_keys (ParseAuthorizedKeys, LoadAuthorizedKeys) is OpenSSH's
-//     format. Accepted options: instances="GLOB[,GLOB...]" (termgate's own),
-//     from="PATTERN-LIST", restrict, pty, no-pty, no-port-forwarding,
+//     format. Accepted options: instances="GLOB[,GLOB...]" and read-only
+//     (termgate's own; read-only sets Identity.ReadOnly), from="PATTERN-LIST", restrict, pty, no-pty, no-port-forwarding,
 //     no-agent-forwarding, no-X11-forwarding, no-user-rc and the
 //     port-forwarding, agent-forwarding, X11-forwarding and user-rc
 //     permissions (no-ops: the gateway never forwards nor runs rc files). Any
@@ -37,7 +37,8 @@
 //     only critical option is source-address (enforced) and which has at
 //     least one principal: the principals are the instance patterns of the
 //     Identity (as instances=), the key ID its Name, and without the
-//     permit-pty extension it is NoPTY. The SSH user name is not matched
+//     permit-pty extension it is NoPTY; the extension termgate-read-only
+//     (CertReadOnly) makes it ReadOnly. The SSH user name is not matched
 //     against the principals.
 //   - The token file (ParseTokens, LoadTokens, LoadOrCreateTokens) holds one
 //     bearer token per line: "TOKEN [NAME] [instances=GLOB[,GLOB...]]

@@ -27,10 +27,12 @@ type Identity struct {
 	// NoPTY is set by the no-pty or restrict options: the SSH layer must
 	// refuse interactive attach for this key.
 	NoPTY bool
-	// ReadOnly is set by the token-file option read-only: the contract
-	// makes such a client an observer ("Observers and recordings"). The
-	// listeners do not enforce it yet (issue 12); until they do, loading
-	// such a token logs a warning saying so.
+	// ReadOnly is set by the option read-only (authorized_keys and token
+	// file) and the certificate extension termgate-read-only: the client
+	// is an observer ("Observers and recordings" in the contract): the
+	// listeners attach it with sessions.AttachOptions.ReadOnly, so its
+	// input and window size never reach the shell, and refuse its resets.
+	// It combines with Instances.
 	ReadOnly bool
 }
 

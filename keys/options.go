@@ -11,7 +11,12 @@ type keyOptions struct {
 	instances []string
 	from      *fromList // nil: any client address
 	noPTY     bool
+	readOnly  bool
 }
+
+// keyReadOnly is termgate's own authorized_keys option (OpenSSH has no such
+// option and would refuse the line): the key attaches as an observer.
+const keyReadOnly = "read-only"
 
 // flagOptions are the value-less options termgate accepts. Their value says
 // what the option does to the PTY permission: -1 denies, +1 allows, 0 leaves
@@ -41,6 +46,13 @@ func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
 	for _, opt := range raw {
 		name, value, hasValue := strings.Cut(opt, "=")
 		name = strings.ToLower(name)
+		if name == keyReadOnly {
+			if hasValue {
+				return o, nil, fmt.Errorf("option %q takes no value", displayName(opt, 80))
+			}
+			o.readOnly = true
+			continue
+		}
 		if effect, ok := flagOptions[name]; ok {
 			if hasValue {
 				return o, nil, fmt.Errorf("option %q takes no value", displayName(opt, 80))

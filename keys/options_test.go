@@ -11,6 +11,7 @@ func TestParseOptions(t *testing.T) {
 		name          string
 		raw           []string
 		wantNoPTY     bool
+		wantReadOnly  bool
 		wantInstances []string
 		wantFrom      bool
 		wantErr       string // substring; "" = accepted
@@ -25,6 +26,9 @@ func TestParseOptions(t *testing.T) {
 		{name: "forwarding options are no-ops", raw: []string{"no-port-forwarding", "no-agent-forwarding", "no-X11-forwarding", "no-user-rc", "port-forwarding", "agent-forwarding", "x11-forwarding", "user-rc"}},
 		{name: "instances", raw: []string{`instances="web-*,db"`}, wantInstances: []string{"web-*", "db"}},
 		{name: "instances with restrict", raw: []string{"restrict", `instances="web-*"`}, wantNoPTY: true, wantInstances: []string{"web-*"}},
+		{name: "read-only", raw: []string{"read-only"}, wantReadOnly: true},
+		{name: "read-only is case-insensitive and keeps the other limits", raw: []string{"Read-Only", `instances="web-*"`}, wantReadOnly: true, wantInstances: []string{"web-*"}},
+		{name: "read-only with restrict", raw: []string{"restrict", "read-only"}, wantNoPTY: true, wantReadOnly: true},
 		{name: "from", raw: []string{`from="10.0.0.0/8"`}, wantFrom: true},
 		{name: "from with escaped quote", raw: []string{`from="a\"b"`}, wantFrom: true},
 		{name: "bad from network is a warning", raw: []string{`from="10.0.0.1/8"`}, wantFrom: true, wantWarning: "host bits"},
@@ -39,6 +43,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "no-touch-required fails closed", raw: []string{"no-touch-required"}, wantErr: `unsupported option "no-touch-required"`},
 		{name: "unknown after good ones", raw: []string{"no-pty", "bogus"}, wantErr: `unsupported option "bogus"`},
 		{name: "flag with a value", raw: []string{`no-pty="yes"`}, wantErr: "takes no value"},
+		{name: "read-only with a value", raw: []string{`read-only="no"`}, wantErr: "takes no value"},
 		{name: "instances without value", raw: []string{"instances"}, wantErr: "needs a quoted value"},
 		{name: "instances unquoted", raw: []string{"instances=web"}, wantErr: "double quotes"},
 		{name: "instances unterminated", raw: []string{`instances="web`}, wantErr: "missing closing quote"},
@@ -63,6 +68,9 @@ func TestParseOptions(t *testing.T) {
 			}
 			if o.noPTY != tt.wantNoPTY {
 				t.Errorf("noPTY = %v, want %v", o.noPTY, tt.wantNoPTY)
+			}
+			if o.readOnly != tt.wantReadOnly {
+				t.Errorf("readOnly = %v, want %v", o.readOnly, tt.wantReadOnly)
 			}
 			if strings.Join(o.instances, "|") != strings.Join(tt.wantInstances, "|") {
 				t.Errorf("instances = %q, want %q", o.instances, tt.wantInstances)

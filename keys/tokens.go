@@ -142,18 +142,10 @@ func ParseTokens(data []byte) (*Tokens, []string) {
 		if len(tok) < minTokenLen {
 			warnings = append(warnings, fmt.Sprintf("line %d (%s): the token is short (%d characters): use at least %d random characters", n, id.Name, len(tok), minTokenLen))
 		}
-		if id.ReadOnly {
-			warnings = append(warnings, fmt.Sprintf("line %d (%s): %s", n, id.Name, readOnlyNotEnforced))
-		}
 		t.entries = append(t.entries, tokenEntry{hash: h, id: id})
 	}
 	return t, warnings
 }
-
-// readOnlyNotEnforced is reported for every read-only token until the
-// listeners enforce it (issue 12): the option is parsed into
-// Identity.ReadOnly, but nothing refuses such a client's input yet.
-const readOnlyNotEnforced = "read-only is not enforced by this version: this token can still type into and reset the instances it may use"
 
 // tokenReadOnly is the token-file option that makes a token an observer.
 const tokenReadOnly = "read-only"

@@ -31,6 +31,10 @@ var (
 // ...) is refused.
 const sourceAddress = "source-address"
 
+// CertReadOnly is the certificate extension that makes its holder an
+// observer, like the authorized_keys and token option read-only.
+const CertReadOnly = "termgate-read-only"
+
 // UserCAs is a parsed --trusted-user-ca-keys file: the CA keys whose user
 // certificates are accepted, and revoked keys. It is immutable; the zero
 // value and nil trust no CA.
@@ -161,7 +165,11 @@ func (c *UserCAs) AuthorizeCert(cert *gossh.Certificate, remote net.Addr) (Ident
 // The identity's Name is the certificate's key ID, its Fingerprint the
 // fingerprint of the certified key with the serial ("SHA256:... serial=N"),
 // and NoPTY is set unless the certificate has the permit-pty extension (as
-// in OpenSSH; ssh-keygen adds it unless told -O no-pty). The error wraps
+// in OpenSSH; ssh-keygen adds it unless told -O no-pty). ReadOnly is set by
+// the extension termgate-read-only (ssh-keygen -O extension:termgate-read-only;
+// an extension, not a critical option, since OpenSSH servers ignore
+// extensions they do not know and the certificate stays usable elsewhere;
+// its value is ignored). The error wraps
 // ErrCertUntrusted, ErrCertRevoked or ErrCertInvalid and is meant for the
 // log.
 func (c *UserCAs) AuthorizeCertAt(cert *gossh.Certificate, remote net.Addr, now time.Time) (Identity, error) {
@@ -219,6 +227,7 @@ func (c *UserCAs) AuthorizeCertAt(cert *gossh.Certificate, remote net.Addr, now 
 	}
 	_, id.NoPTY = cert.Extensions["permit-pty"]
 	id.NoPTY = !id.NoPTY
+	_, id.ReadOnly = cert.Extensions[CertReadOnly]
 	return id, nil
 }
 
