@@ -42,7 +42,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	}
 	r.size = size
 	r.opts = sessions.AttachOptions{Term: pty.Term, Label: "ssh " + sess.RemoteAddr().String(),
-		Allowed: s.stillAllowed(sess, sess.PublicKey())}
+		Allowed: s.stillAllowed(sess, sess.PublicKey()),
+		Who:     id.Name, Via: "ssh", Remote: sess.RemoteAddr().String(), ReadOnly: id.ReadOnly}
 	c, err := r.attach(sess.Context())
 	if err != nil {
 		if sess.Context().Err() != nil {
@@ -59,8 +60,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		return 1
 	}
 	r.client = c
-	sess.log.Info("attached", "instance", name, "session", c.Info().Session, "new", c.Info().New)
-	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New)
+	sess.log.Info("attached", "instance", name, "session", c.Info().Session, "new", c.Info().New, "read_only", id.ReadOnly)
+	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New, "read_only", id.ReadOnly)
 	code := r.run()
 	if r.revoked {
 		// The key lost its access: the whole connection goes, after the

@@ -47,11 +47,13 @@ type fixture struct {
 }
 
 // Client keys: admin may use every instance, web only web*, nopty has
-// no-pty, stranger is not in authorized_keys.
+// no-pty, watcher is a read-only key limited to web*, stranger is not in
+// authorized_keys.
 var keyOptions = map[string]string{
-	"admin": "",
-	"web":   `instances="web*" `,
-	"nopty": "no-pty ",
+	"admin":   "",
+	"web":     `instances="web*" `,
+	"nopty":   "no-pty ",
+	"watcher": `read-only,instances="web*" `,
 }
 
 func newSigner(t testing.TB) (gossh.Signer, ed25519.PrivateKey) {
@@ -78,7 +80,7 @@ func newFixtureReg(t *testing.T, mutate func(*Config), regMutate func(*sessions.
 	f := &fixture{keys: map[string]gossh.Signer{}, privs: map[string]ed25519.PrivateKey{}, logs: &termtest.SyncBuffer{}, served: make(chan error, 1)}
 	log := slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	var ak strings.Builder
-	for _, name := range []string{"admin", "web", "nopty", "stranger"} {
+	for _, name := range []string{"admin", "web", "nopty", "watcher", "stranger"} {
 		s, priv := newSigner(t)
 		f.keys[name], f.privs[name] = s, priv
 		if opts, ok := keyOptions[name]; ok {

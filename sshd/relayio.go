@@ -10,7 +10,8 @@ import (
 )
 
 // input copies the client's keystrokes to the current session. Input typed
-// while a reset moves the client is dropped.
+// while a reset moves the client is dropped, and so is an observer's
+// (sessions refuses it with ErrReadOnly; the observer is told once).
 //
 // Writes go through one writer goroutine so that reading the channel never
 // waits for a shell that takes no input: Client.Write gives up after the
@@ -25,11 +26,20 @@ func (r *relay) input() {
 	var stalled atomic.Bool
 	go func() {
 		defer close(writerDone)
+		toldReadOnly := false
 		for p := range chunks {
 			_, err := r.current().Write(p)
 			switch {
 			case err == nil:
 				stalled.Store(false)
+			case errors.Is(err, sessions.ErrReadOnly):
+				// An observer: its keys are dropped by the session; it
+				// is told once, so its screen is not littered.
+				if !toldReadOnly {
+					toldReadOnly = true
+					r.sess.log.Info("an observer typed; its input is dropped", "instance", r.name)
+					_ = r.notice(r.sess.Stderr(), readOnlyNotice)
+				}
 			case errors.Is(err, sessions.ErrInputStalled):
 				if !stalled.Swap(true) {
 					r.sess.log.Info("the shell is not reading its input; dropping input", "instance", r.name)
@@ -61,6 +71,9 @@ func (r *relay) input() {
 		}
 	}
 }
+
+// readOnlyNotice is what an observer reads the first time it types.
+const readOnlyNotice = "read-only: your input is not sent to the shell"
 
 // writeGuard times the writes to the SSH channel that are in progress.
 type writeGuard struct {

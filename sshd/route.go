@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -77,6 +78,14 @@ func (s *Server) reset(sess *session, id keys.Identity, name string) int {
 	if !s.allowed(sess, id, name, audit.Reset) {
 		return 1
 	}
+	if id.ReadOnly {
+		// After allowed: a key that may not see the instance learns
+		// nothing about it, read-only or not.
+		sess.log.Info("reset refused: the key is read-only", "instance", name)
+		sess.errorf(readOnlyReset)
+		s.cfg.Audit.Event(audit.Reset, who(id, sess.RemoteAddr()), name, "", "result", "denied", "reason", "read-only key")
+		return 1
+	}
 	ctx, cancel := context.WithTimeout(sess.Context(), s.cfg.CommandTimeout)
 	defer cancel()
 	ns, err := s.cfg.Registry.Reset(ctx, name, resetBy(id))
@@ -90,6 +99,9 @@ func (s *Server) reset(sess *session, id keys.Identity, name string) int {
 	_, _ = fmt.Fprintf(sess, "reset %s: new session %s\n", name, ns.ID())
 	return 0
 }
+
+// readOnlyReset is what a read-only key reads when it asks for a reset.
+const readOnlyReset = "reset refused: this key is read-only (an observer may attach and watch, and run list)"
 
 // resetBy is how a reset is credited in the notice other clients see.
 func resetBy(id keys.Identity) string { return id.Name + " (ssh)" }
@@ -108,15 +120,53 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 	}
 	tw := tabwriter.NewWriter(sess, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "INSTANCE\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES")
+	attached := false
 	for _, in := range rows {
 		idle := "-"
 		if in.IdleSince != nil {
 			idle = in.IdleSince.UTC().Format(time.RFC3339)
 		}
 		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", in.Instance, in.Session, in.Clients, idle, in.BytesOut)
+		attached = attached || len(in.Attached) > 0
 	}
 	_ = tw.Flush()
+	if attached {
+		listAttached(sess, rows)
+	}
 	return 0
+}
+
+// listAttached prints who is attached to each session, as a second table
+// (one row per client, so it stays readable with many observers and each
+// line can be grepped).
+func listAttached(w io.Writer, rows []sessions.Info) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	_, _ = fmt.Fprintln(tw, "\nINSTANCE\tWHO\tVIA\tREMOTE\tSINCE\tACCESS")
+	for _, in := range rows {
+		for _, a := range in.Attached {
+			access := "read-write"
+			if a.ReadOnly {
+				access = "read-only"
+			}
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.Instance, listCell(a.Who), a.Via, listCell(a.Remote), a.Since.UTC().Format(time.RFC3339), access)
+		}
+	}
+	_ = tw.Flush()
+}
+
+// listCell keeps a table cell on its line and in its column: names are
+// already printable (keys sanitises them), but may hold a tab; an empty
+// cell is "-".
+func listCell(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '\t' || r == '\n' || r == '\r' {
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // userError turns a registry error into the message the user reads; the

@@ -19,6 +19,12 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if c.id.ReadOnly { // before the rate limit: an observer spends no one's resets
+		s.log.Info("reset refused: read-only token", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
+		s.cfg.Audit.Event(audit.Reset, s.who(r, c), name, "", "result", "denied", "reason", "read-only token")
+		writeError(w, http.StatusForbidden, msgReadOnlyReset)
+		return
+	}
 	if err := s.allowReset(name, c); err != nil {
 		s.log.Info("reset refused: rate limit", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
 		tooMany(w, err.retry, err.Error())

@@ -35,11 +35,16 @@ type conn struct {
 	// allowed is the attach's Allowed: every re-attach after a reset and
 	// every control reset checks it again.
 	allowed func(instance string) error
-	by      string // names the caller in reset notices
-	who     audit.Who
-	log     *slog.Logger
-	ctx     context.Context // ends with the connection
-	cancel  context.CancelFunc
+	// attachAs is the attach's Who, Via, Remote and ReadOnly: a re-attach
+	// after a reset is made as the same client.
+	attachAs sessions.AttachOptions
+	readOnly bool        // an observer: input and resets are refused here, input again by sessions
+	toldRO   atomic.Bool // the observer got its one error event about input
+	by       string      // names the caller in reset notices
+	who      audit.Who
+	log      *slog.Logger
+	ctx      context.Context // ends with the connection
+	cancel   context.CancelFunc
 
 	out        chan frame
 	endOnce    sync.Once
@@ -68,7 +73,7 @@ func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by str
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{
 		s: s, ws: ws, name: name, label: opts.Label, allowed: opts.Allowed, by: by, log: log,
-		ctx: ctx, cancel: cancel,
+		ctx: ctx, cancel: cancel, readOnly: opts.ReadOnly,
 		out:        make(chan frame, 16),
 		ending:     make(chan struct{}),
 		writerDone: make(chan struct{}),
@@ -76,6 +81,7 @@ func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by str
 		readerDone: make(chan struct{}),
 		in:         newInputState(),
 		size:       opts.Size,
+		attachAs:   sessions.AttachOptions{Label: opts.Label, Allowed: opts.Allowed, Who: opts.Who, Via: opts.Via, Remote: opts.Remote, ReadOnly: opts.ReadOnly},
 	}
 }
 
@@ -88,9 +94,9 @@ func (c *conn) run(client *sessions.Client) {
 	c.client = client
 	c.mu.Unlock()
 	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
-	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label)
+	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label, "read_only", c.readOnly)
 	// out is empty and nobody else sends yet: the attached event goes first.
-	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay})
+	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay, ReadOnly: c.readOnly})
 
 	go c.writeLoop()
 	go c.pump()
@@ -353,6 +359,12 @@ func (c *conn) control(data []byte) {
 				return
 			}
 		}
+		if c.readOnly { // before the rate limit: an observer spends no one's resets
+			c.log.Info("reset refused: the token is read-only")
+			c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, "", "client", c.label, "result", "denied", "reason", "read-only token")
+			c.send(*errorFrame(msgReadOnlyReset))
+			return
+		}
 		c.startReset()
 	}
 }
@@ -543,7 +555,9 @@ func (c *conn) reattach() bool {
 	c.mu.Lock()
 	size := c.size
 	c.mu.Unlock()
-	cl, err := c.s.cfg.Registry.Attach(c.ctx, c.name, sessions.AttachOptions{Size: size, Label: c.label, Allowed: c.allowed})
+	opts := c.attachAs
+	opts.Size = size
+	cl, err := c.s.cfg.Registry.Attach(c.ctx, c.name, opts)
 	if err != nil {
 		if c.ctx.Err() != nil {
 			return false

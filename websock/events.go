@@ -18,6 +18,9 @@ type attachedEvent struct {
 	// Replay is how many bytes of replay precede live output (an addition
 	// to the contract's fields): resume with since = offset + received - replay.
 	Replay int `json:"replay"`
+	// ReadOnly says the token is read-only (an addition to the contract's
+	// fields): the page shows "read-only" and no Reset button.
+	ReadOnly bool `json:"read_only"`
 }
 
 type resetEvent struct {

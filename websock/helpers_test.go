@@ -30,10 +30,12 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // waitFor bounds every wait in these tests.
 const waitFor = 10 * time.Second
 
-// Test tokens: tokAll may use every instance, tokWeb only web*.
+// Test tokens: tokAll may use every instance, tokWeb only web*, tokRO is
+// read-only and limited to web*.
 const (
 	tokAll = "all-0123456789abcdef0123456789"
 	tokWeb = "web-0123456789abcdef0123456789"
+	tokRO  = "ro--0123456789abcdef0123456789"
 )
 
 type fakeTokens map[string]keys.Identity
@@ -55,6 +57,7 @@ func (f fakeTokens) CheckHash(tokenHash []byte) (keys.Identity, bool) {
 var testTokens = fakeTokens{
 	tokAll: {Name: "alice"},
 	tokWeb: {Name: "webonly", Instances: []string{"web*"}},
+	tokRO:  {Name: "auditor", Instances: []string{"web*"}, ReadOnly: true},
 }
 
 // env is a running gateway: a registry over a backend, the websock server
@@ -217,6 +220,7 @@ type event struct {
 	Gap      bool   `json:"gap"`
 	Code     int    `json:"code"`
 	Message  string `json:"message"`
+	ReadOnly bool   `json:"read_only"`
 }
 
 // wsClient is the test side of a connection. Only the test goroutine uses

@@ -38,8 +38,18 @@ func newInputState() inputState {
 	return inputState{ch: make(chan inputMsg, inputQueue), done: make(chan struct{})}
 }
 
-// input queues p for the shell (called by the read loop only).
+// input queues p for the shell (called by the read loop only). An
+// observer's input is dropped here (sessions would refuse it too), with
+// one error event per connection, so a page that keeps sending keys is not
+// answered with an event per key.
 func (c *conn) input(p []byte) {
+	if c.readOnly {
+		if !c.toldRO.Swap(true) {
+			c.log.Info("an observer typed; its input is dropped", "bytes", len(p))
+			c.send(*errorFrame(msgReadOnlyInput))
+		}
+		return
+	}
 	cl := c.current()
 	if cl == nil {
 		return
@@ -83,6 +93,12 @@ func (c *conn) inputLoop() {
 		}
 	}
 }
+
+// Observers read these: their input and their resets are refused.
+const (
+	msgReadOnlyInput = "[termgate] read-only: your input is not sent to the shell (this token is read-only)"
+	msgReadOnlyReset = "reset refused: this token is read-only (an observer may watch, not reset)"
+)
 
 // msgInputStalled is the notice a client gets once per stall.
 var msgInputStalled = "[termgate] " + sessions.ErrInputStalled.Error()

@@ -37,6 +37,7 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	id := s.connID()
 	opts.Label = fmt.Sprintf("websocket#%d %s (%s)", id, r.RemoteAddr, c.id.Name)
 	opts.Allowed = s.allowedFor(c)
+	opts.Who, opts.Via, opts.Remote, opts.ReadOnly = c.id.Name, "websocket", r.RemoteAddr, c.id.ReadOnly
 	client, err := s.cfg.Registry.Attach(r.Context(), name, opts)
 	if err != nil {
 		status, msg := s.attachFailure(r.Context(), name, err)

@@ -15,6 +15,8 @@ type whoami struct {
 	Instances []string `json:"instances"`
 	// Via is how the request authenticated: "bearer" or "cookie".
 	Via string `json:"via"`
+	// ReadOnly is set for a read-only token: its attaches are observers.
+	ReadOnly bool `json:"read_only"`
 	// SameLogin is set when a bearer request also carries a valid login
 	// cookie: whether the cookie is a login of that same token. The page
 	// asks this with the token of a sign-in link, so that it can open the
@@ -25,7 +27,7 @@ type whoami struct {
 // handleWhoami serves GET /api/whoami.
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
-	out := whoami{Name: c.id.Name, Instances: c.id.Instances, Via: c.method.String()}
+	out := whoami{Name: c.id.Name, Instances: c.id.Instances, Via: c.method.String(), ReadOnly: c.id.ReadOnly}
 	if out.Instances == nil {
 		out.Instances = []string{}
 	}
