@@ -72,7 +72,7 @@ func resetVia(ctx context.Context, g *gateway, route, inst string, k int, ws *ws
 		if err := ws.control(`{"type":"reset"}`); err != nil {
 			return 0, err
 		}
-		_ = ws.c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		_ = ws.c.SetReadDeadline(time.Now().Add(90 * time.Second))
 		defer ws.c.SetReadDeadline(time.Time{})
 		for {
 			ev, err := ws.nextEvent()

@@ -31,7 +31,7 @@ var closeKinds = []string{closeClean, closeFIN, closeRST}
 
 // dialTimeout bounds an attach: a new session waits for a docker exec,
 // which takes seconds on a loaded machine.
-const dialTimeout = 30 * time.Second
+const dialTimeout = 60 * time.Second
 
 // term is an interactive client of a session, over SSH or WebSocket.
 type term interface {
@@ -161,7 +161,7 @@ func (g *gateway) sshCommand(ctx context.Context, k int, user, cmd string) (stri
 	defer client.Close()
 	stop := context.AfterFunc(ctx, func() { tcp.Close() })
 	defer stop()
-	_ = tcp.SetDeadline(time.Now().Add(30 * time.Second))
+	_ = tcp.SetDeadline(time.Now().Add(90 * time.Second))
 	s, err := client.NewSession()
 	if err != nil {
 		return "", "", -1, err

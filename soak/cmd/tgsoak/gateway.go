@@ -45,7 +45,9 @@ func (e *env) newGateway(name string, eng *engine, extra ...string) (*gateway, e
 		logPath:  filepath.Join(e.dir, fmt.Sprintf("termgate-%s-%d.log", name, n)),
 		// No keep-alive: no idle connection (and its goroutines in the
 		// gateway) outlives a request, so samples do not count them.
-		http: &http.Client{Timeout: 15 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
+		// A reset waits for the instance's earlier resets: a storm of
+		// concurrent ones on a loaded machine takes tens of seconds.
+		http: &http.Client{Timeout: 90 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
 	}
 	if err := e.writeState(g.stateDir); err != nil {
 		return nil, err
