@@ -241,8 +241,11 @@ func caseEngineKill(live bool) func(context.Context, *runner, *result) {
 		if status, _, err := g.request(ctx, http.MethodGet, "/readyz"); err != nil || status != http.StatusServiceUnavailable {
 			res.failf("/readyz with the engine down: %d %v, want 503", status, err)
 		}
-		if _, err := g.attachWS(ctx, inst); err == nil {
+		if t, err := g.attachWS(ctx, inst); err == nil {
 			res.failf("an attach succeeded with the engine down")
+			_ = t.Leave(closeRST)
+		} else {
+			res.notef("an attach with the engine down: %v", err)
 		}
 		time.Sleep(time.Second)
 		if !res.check(pe.start(ctx), "restart the private dockerd") {
