@@ -158,6 +158,12 @@ func (pe *privateEngine) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if pe.running() {
+		return errors.New("the private dockerd is already running")
+	}
+	// A dockerd killed with SIGKILL leaves its pid file, and the next one
+	// refuses to start when that PID has been reused meanwhile.
+	_ = os.Remove(filepath.Join(pe.dir, "dockerd.pid"))
 	logFile, err := os.OpenFile(pe.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -184,13 +190,13 @@ func (pe *privateEngine) start(ctx context.Context) error {
 		}
 		select {
 		case <-pe.exited:
-			return fmt.Errorf("the private dockerd exited during start-up; see %s", pe.logPath)
+			return fmt.Errorf("the private dockerd exited during start-up: %s", pe.logTail(8))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the private dockerd did not answer within %s: %v (log: %s)", 2*dockerWait, err, pe.logPath)
+			return fmt.Errorf("the private dockerd did not answer within %s: %v: %s", 2*dockerWait, err, pe.logTail(8))
 		}
 	}
 }
@@ -286,4 +292,15 @@ func mountsUnder(dir string) []string {
 	}
 	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
+}
+
+// logTail returns the last n lines of dockerd's log, for an error (the
+// directory is removed at the end of the run).
+func (pe *privateEngine) logTail(n int) string {
+	b, _ := os.ReadFile(pe.logPath)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "dockerd log:\n      " + strings.Join(lines, "\n      ")
 }
