@@ -1,8 +1,11 @@
 package screen
 
 import (
+	"bytes"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/termgate/termgate/sessions"
 )
 
 // FuzzTerminal feeds arbitrary output (the shell's, so untrusted) in two
@@ -38,6 +41,11 @@ func FuzzTerminal(f *testing.F) {
 		}
 		if got, want := dump(c), dump(a); got != want {
 			t.Fatalf("the snapshot does not restore the state\nsnapshot %q\n%s", a.Snapshot(), diff(want, got))
+		}
+		// The snapshot asks the client's terminal nothing: the replay
+		// sanitizer finds no query in it.
+		if snap := a.Snapshot(); !bytes.Equal(sessions.StripQueries(snap), snap) {
+			t.Fatalf("the snapshot holds something the sanitizer removes: %q", snap)
 		}
 	})
 }
