@@ -5,17 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/creack/pty"
 	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 	"go.uber.org/goleak"
@@ -109,7 +106,7 @@ func TestRecordingIsAsciicastV2(t *testing.T) {
 	if !strings.Contains(logs.String(), "recording closed") {
 		t.Fatalf("log: %s", logs.String())
 	}
-	if got, ok := asciinemaCat(t, path); ok && got != want {
+	if got, ok := termtest.AsciinemaCat(t, path); ok && got != want {
 		t.Fatalf("asciinema cat printed %q, want %q", got, want)
 	}
 }
@@ -123,45 +120,6 @@ func checkMode(t *testing.T, path string, want os.FileMode) {
 	if fi.Mode() != want {
 		t.Fatalf("%s has mode %v, want %v", path, fi.Mode(), want)
 	}
-}
-
-// asciinemaCat plays path with Debian's asciinema ("cat" prints the output
-// events; it needs a terminal, hence the PTY). It returns false when
-// asciinema is missing, unless TERMGATE_REQUIRE_ASCIINEMA=1.
-func asciinemaCat(t *testing.T, path string) (string, bool) {
-	t.Helper()
-	bin, err := exec.LookPath("asciinema")
-	if err != nil {
-		if os.Getenv("TERMGATE_REQUIRE_ASCIINEMA") == "1" {
-			t.Fatal("asciinema is not installed (apt-get install asciinema) and TERMGATE_REQUIRE_ASCIINEMA=1")
-		}
-		t.Log("asciinema not installed: the file was checked with encoding/json only")
-		return "", false
-	}
-	cmd := exec.Command(bin, "cat", path)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	f, err := pty.Start(cmd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	done := make(chan struct{})
-	go func() { defer close(done); _, _ = io.Copy(&out, f) }()
-	werr := make(chan error, 1)
-	go func() { werr <- cmd.Wait() }()
-	select {
-	case err = <-werr:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		err = <-werr
-		t.Errorf("asciinema cat did not finish in 30s")
-	}
-	<-done // the PTY reads EIO once the child is gone
-	f.Close()
-	if err != nil {
-		t.Fatalf("asciinema cat %s: %v\n%s", path, err, out.String())
-	}
-	return out.String(), true
 }
 
 // blockingFile is a disk that does not answer until released.

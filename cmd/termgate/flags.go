@@ -40,6 +40,7 @@ type options struct {
 	httpRateLimit       float64
 	replay              string
 	scrollback          int // bytes
+	recordDir           string
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
@@ -70,6 +71,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.trustedUserCAKeys, "trusted-user-ca-keys", "", "accept OpenSSH user certificates signed by the CA public keys in this file (authorized_keys format; @revoked KEY lines); a certificate's principals are the instance patterns it may use; reloaded on change or SIGHUP")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
+	fs.StringVar(&o.recordDir, "record-dir", "", "record every session as an asciicast v2 file DIR/INSTANCE/SESSION.cast (created 0700; files 0600)")
 	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
 
 	if err := fs.Parse(args); err != nil {

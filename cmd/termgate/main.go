@@ -90,6 +90,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	defer closeBackend()
+	recorder, err := newRecorder(o, log)
+	if err != nil {
+		return err
+	}
+	defer closeRecorder(recorder, log)
 	reg, err := sessions.New(sessions.Config{
 		Backend:     backend,
 		BufferSize:  o.bufferSize,
@@ -98,6 +103,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		OnEnd:       auditSessionEnd(auditLog),
 		NewReplayer: newReplayer(o),
 		Logger:      log,
+		Observe:     recorder.observe(),
 	})
 	if err != nil {
 		return err
