@@ -168,7 +168,7 @@ func TestScreenReplayTop(t *testing.T) {
 	stay.expect(`Mem:`) // a second screen
 	ws := g.wsQuery(t, name, "cols=80&rows=24")
 	v := sameView(t, "top over WebSocket", stay.out.Bytes, ws.out.Bytes)
-	if !strings.Contains(v.text, "PID") || !strings.Contains(v.text, "top -d 1") && !strings.Contains(v.text, "top") {
+	if !strings.Contains(v.text, "PID") || !strings.Contains(v.text, "Mem:") || !strings.Contains(v.text, "top -d 1") {
 		t.Fatalf("the screen compared is not top's:\n%s", v)
 	}
 	ssh := g.attach(t, keyAdmin, name, 80, 24)

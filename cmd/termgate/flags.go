@@ -117,6 +117,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		if o.scrollback < sessions.MinBufferSize {
 			return nil, fmt.Errorf("--scrollback %s is too small: at least 10KiB (the replay promises 10KiB of recent output)", scrollback)
 		}
+		if o.scrollback > maxScrollback {
+			return nil, fmt.Errorf("--scrollback %s is too large: at most 8MiB (a snapshot must fit in a client's 16MiB queue)", scrollback)
+		}
 	} else {
 		o.scrollback = o.bufferSize
 	}
@@ -147,6 +150,10 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	return o, nil
 }
+
+// maxScrollback keeps a screen snapshot well within a client's queue
+// (sessions.Config.ClientQueue, 16 MiB): a bigger one would drop the client.
+const maxScrollback = 8 << 20
 
 // parseSize reads "65536", "64KiB", "1MiB" (KB/MB/K/M are read as binary too).
 func parseSize(s string) (int, error) {

@@ -46,12 +46,29 @@ func TestFlagErrorsAreClear(t *testing.T) {
 		{nil, map[string]string{"TERMGATE_IDLE_TIMEOUT": "soon"}, "TERMGATE_IDLE_TIMEOUT"},
 		{[]string{"--idle-timeout", "-1s"}, nil, "must be positive"},
 		{[]string{"extra"}, nil, "unexpected argument"},
+		{[]string{"--replay", "vt"}, nil, "use screen"},
+		{nil, map[string]string{"TERMGATE_REPLAY": "tmux"}, "use screen"},
+		{[]string{"--scrollback", "1KiB"}, nil, "at least 10KiB"},
+		{[]string{"--scrollback", "64MiB"}, nil, "at most 8MiB"},
 	}
 	for _, tt := range tests {
 		_, err := parseFlags(tt.args, env(tt.env))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("parseFlags(%q, %v) = %v, want an error mentioning %q", tt.args, tt.env, err, tt.want)
 		}
+	}
+}
+
+// --replay defaults to screen (the contract) and reads TERMGATE_REPLAY;
+// --scrollback defaults to the buffer size.
+func TestReplayFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--buffer-size", "32KiB"}, env(nil))
+	if err != nil || o.replay != "screen" || o.scrollback != 32<<10 {
+		t.Fatalf("defaults: %+v, %v; want screen and a 32KiB scrollback", o, err)
+	}
+	o, err = parseFlags(nil, env(map[string]string{"TERMGATE_REPLAY": "raw", "TERMGATE_SCROLLBACK": "1MiB"}))
+	if err != nil || o.replay != "raw" || o.scrollback != 1<<20 {
+		t.Fatalf("from the environment: %+v, %v; want raw and 1MiB", o, err)
 	}
 }
 
