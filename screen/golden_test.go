@@ -3,6 +3,7 @@ package screen
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,7 +77,10 @@ func TestGoldenSnapshots(t *testing.T) {
 // output while keys are typed.
 func recordSession(t *testing.T, path string, keys []string) {
 	t.Helper()
-	cmd := exec.Command("docker", "run", "--rm", "-it", "-e", "TERM=xterm-256color", "termgate-test:busybox", "sh")
+	name := fmt.Sprintf("tgscreen-record-%d", time.Now().UnixNano())
+	// Killing the docker CLI leaves a TTY container running: remove it.
+	defer func() { _ = exec.Command("docker", "rm", "-f", name).Run() }()
+	cmd := exec.Command("docker", "run", "--rm", "-it", "--name", name, "-e", "TERM=xterm-256color", "termgate-test:busybox", "sh")
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: 80, Rows: 24})
 	if err != nil {
 		t.Fatal(err)
