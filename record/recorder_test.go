@@ -106,8 +106,8 @@ func TestRecordingIsAsciicastV2(t *testing.T) {
 	if !strings.Contains(logs.String(), "recording closed") {
 		t.Fatalf("log: %s", logs.String())
 	}
-	if got, ok := termtest.AsciinemaCat(t, path); ok && got != want {
-		t.Fatalf("asciinema cat printed %q, want %q", got, want)
+	if got, ok := termtest.AsciinemaPlay(t, path); ok && got != want {
+		t.Fatalf("asciinema play printed %q, want %q", got, want)
 	}
 }
 

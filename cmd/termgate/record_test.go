@@ -173,7 +173,7 @@ func TestRunRecordsSessions(t *testing.T) {
 				out.WriteString(ev.Data)
 			}
 		}
-		if played, ok := termtest.AsciinemaCat(t, path); ok && played != out.String() {
+		if played, ok := termtest.AsciinemaPlay(t, path); ok && played != out.String() {
 			t.Fatalf("asciinema played %q, the file holds %q", played, out.String())
 		}
 		return h, evs, out.String()

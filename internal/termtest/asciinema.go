@@ -11,11 +11,12 @@ import (
 	"github.com/creack/pty"
 )
 
-// AsciinemaCat plays a recording with Debian's asciinema: `asciinema cat`
-// prints its output events (it needs a terminal, hence the PTY). It
-// reports false when asciinema is not installed, and fails the test then
-// when TERMGATE_REQUIRE_ASCIINEMA=1.
-func AsciinemaCat(t testing.TB, path string) (string, bool) {
+// AsciinemaPlay plays a recording with Debian's asciinema as a user does
+// (`asciinema play`, on a terminal, hence the PTY; idle gaps capped at
+// 0.1 s) and returns what it printed: the output events. It reports false
+// when asciinema is not installed, and fails the test then when
+// TERMGATE_REQUIRE_ASCIINEMA=1.
+func AsciinemaPlay(t testing.TB, path string) (string, bool) {
 	t.Helper()
 	bin, err := exec.LookPath("asciinema")
 	if err != nil {
@@ -25,7 +26,7 @@ func AsciinemaCat(t testing.TB, path string) (string, bool) {
 		t.Log("asciinema not installed: the recording was checked with encoding/json only")
 		return "", false
 	}
-	cmd := exec.Command(bin, "cat", path)
+	cmd := exec.Command(bin, "play", "-i", "0.1", path)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir()) // asciinema writes its config there
 	f, err := pty.Start(cmd)
 	if err != nil {
@@ -42,11 +43,11 @@ func AsciinemaCat(t testing.TB, path string) (string, bool) {
 	case <-time.After(30 * time.Second):
 		_ = cmd.Process.Kill()
 		err = <-waited
-		t.Errorf("asciinema cat %s did not finish in 30s", path)
+		t.Errorf("asciinema play %s did not finish in 30s", path)
 	}
 	<-copied
 	if err != nil {
-		t.Fatalf("asciinema cat %s: %v\n%s", path, err, out.String())
+		t.Fatalf("asciinema play %s: %v\n%s", path, err, out.String())
 	}
 	return out.String(), true
 }
