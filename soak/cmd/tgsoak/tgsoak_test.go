@@ -212,4 +212,12 @@ func TestTable(t *testing.T) {
 	if rep.ok() {
 		t.Error("a failed case passed the run")
 	}
+	skipped := &report{Results: []*result{{Name: "engine-kill", Skipped: "no dockerd"}}}
+	if !skipped.ok() {
+		t.Error("a case skipped for a missing dependency failed the run")
+	}
+	skipped.Results[0].skipFails = true // TERMGATE_REQUIRE_DOCKER=1, or the -timeout ran out
+	if skipped.ok() {
+		t.Error("a case that had to run was skipped and the run passed")
+	}
 }
