@@ -152,8 +152,38 @@ func (pe *privateEngine) args() []string {
 	return a
 }
 
-// start runs dockerd and waits until it answers.
+// start runs dockerd and waits until it answers. dockerd gives its
+// containerd 15 s to come up, which a loaded machine can miss after a crash
+// (the containers' state is reloaded): it then exits, and is started again,
+// twice at most.
 func (pe *privateEngine) start(ctx context.Context) error {
+	var err error
+	for attempt := 0; attempt < 3; attempt++ {
+		if err = pe.startOnce(ctx); err == nil || ctx.Err() != nil || !errors.Is(err, errExited) {
+			return err
+		}
+		pe.e.logf("%s: %v; starting it again", pe.eng.name, err)
+		pe.killContainerd()
+	}
+	return err
+}
+
+// errExited: dockerd exited during start-up.
+var errExited = errors.New("the private dockerd exited during start-up")
+
+// killContainerd ends a containerd daemon the engine left (not the shims:
+// with --live-restore they keep the containers).
+func (pe *privateEngine) killContainerd() {
+	for _, pid := range processesUnder(pe.dir) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+		if bytes.HasPrefix(b, []byte("containerd\x00")) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+}
+
+func (pe *privateEngine) startOnce(ctx context.Context) error {
 	bin, err := dockerdPath()
 	if err != nil {
 		return err
@@ -190,7 +220,7 @@ func (pe *privateEngine) start(ctx context.Context) error {
 		}
 		select {
 		case <-pe.exited:
-			return fmt.Errorf("the private dockerd exited during start-up: %s", pe.logTail(8))
+			return fmt.Errorf("%w: %s", errExited, pe.logTail(3))
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(200 * time.Millisecond):
