@@ -189,3 +189,35 @@ func writeWS(w *wsClient, s string) error {
 	}
 	return nil
 }
+
+// Issue 8: while nobody is attached, the gateway's emulator answers a
+// program's cursor-position query (busybox ash asks one at every prompt),
+// so a program waiting for the answer gets it; a reattaching client sees
+// the result in the redrawn screen. (With --replay raw nobody answers: the
+// read times out with nothing.)
+func TestScreenAnswersQueriesWhileDetached(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, options{containers: []string{"web-1"}})
+	name := g.name("web-1")
+	w := g.wsQuery(t, name, "cols=80&rows=24")
+	w.roundTrip()
+	// After the client left: ask for the cursor position and print the
+	// answer's row and column.
+	w.send(`sleep 2; stty -icanon -echo; printf '\033[6n'; read -t 5 -d R ans; stty sane; echo "ANSWER=${ans#??}=$((40+2))"`)
+	w.expect(`sleep 2`)
+	closeWS(w)
+	g.waitClients(t, name, 0)
+	time.Sleep(3 * time.Second) // the query is asked with nobody attached
+	back := g.wsQuery(t, name, "cols=80&rows=24")
+	deadline := time.Now().Add(waitFor)
+	for {
+		v := emulateOurs(back.out.Bytes(), 80, 24)
+		if regexp.MustCompile(`ANSWER=\d+;\d+=42`).MatchString(v.text) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no answer to the cursor-position query asked while nobody was attached:\n%s", v)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
