@@ -245,6 +245,7 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the list's link opened %q, want /t/%s", p, name)
 	}
 	b.loginCSRF(gw, base, name)
+	b.observer(gw, base, name)
 	b.checkConsole()
 	t.Logf("browser test took %v; screenshots in %s", time.Since(start).Round(time.Millisecond), b.shots)
 }
@@ -330,6 +331,86 @@ func (b *browser) loginCSRF(gw *gateway, base, instance string) {
 	if shown := eval[bool](b, `!document.getElementById('switch').hidden`); shown {
 		t.Error("the user's own sign-in link asked to switch identity")
 	}
+}
+
+// observer checks issue 12 in the page: signed in with a read-only token
+// (limited to the instance), the page shows "read-only", has no Reset
+// button and lists who is attached; keys typed are not sent, input forced
+// onto the socket gets the gateway's notice, and neither reaches the shell;
+// the page's size (another one, and a resize) never changes the shell's,
+// which an SSH writer's stty size shows; the writer's output shows live.
+func (b *browser) observer(gw *gateway, base, instance string) {
+	t := b.t
+	t.Helper()
+	w := attachSSH(t, gw, instance)
+	// Its 24x80 reaches the shell asynchronously (the page was the
+	// latest to size it).
+	for i := 0; ; i++ {
+		w.send(t, fmt.Sprintf("echo bs%d=$(stty size).\r", i))
+		w.waitFor(t, fmt.Sprintf("\nbs%d=", i))
+		w.mu.Lock()
+		ok := strings.Contains(w.out.String(), fmt.Sprintf("bs%d=24 80.", i))
+		w.mu.Unlock()
+		if ok {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the SSH writer's 24x80 never reached the shell")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	// Wait for the reload in the log: polling with the new token would
+	// count as failed authentications until it is loaded.
+	const reloaded = `"msg":"reloaded API tokens"`
+	before := strings.Count(gw.logs.String(), reloaded)
+	watcher := "watcher-" + randomHex(16)
+	f, err := os.OpenFile(filepath.Join(gw.state, "api_token"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "\n%s watcher instances=%s read-only\n", watcher, instance)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); strings.Count(gw.logs.String(), reloaded) == before; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway did not reload the token file with the watcher's token")
+		}
+	}
+	b.do(chromedp.Navigate(base+"/t/"+instance+"#token="+watcher), chromedp.WaitVisible(chromedp.ID("switch")))
+	b.do(chromedp.Click(chromedp.ID("switch-accept")), chromedp.WaitVisible(chromedp.ID("terminal")))
+	b.waitConnected()
+	b.waitFunc("the read-only view", `!document.getElementById('readonly').hidden && document.getElementById('reset').hidden`)
+	b.waitFunc("who is attached", `(() => { const t = document.getElementById('attached-list').textContent;
+		return t.startsWith('attached: ') && t.includes('watcher (web, read-only)') && t.includes('(ssh)'); })()`)
+
+	b.typeKeys("echo page-typed\r")
+	b.do(chromedp.Evaluate[chromedp.Void](`termgate.conn.ws.send(new TextEncoder().encode('echo forced-typed\r'))`))
+	b.waitMatch(`read-only: your input is not sent to the shell`)
+	// Another window size: the page resizes (fit), then an invalid resize
+	// whose error event proves the valid one was handled first.
+	cols := eval[int](b, `termgate.term.cols`)
+	b.do(chromedp.EmulateViewport(640, 360))
+	b.waitFunc("the page to resize", fmt.Sprintf(`termgate.term.cols !== %d`, cols))
+	b.do(chromedp.Evaluate[chromedp.Void](`termgate.conn.ws.send(JSON.stringify({type: 'resize', cols: 0, rows: 0}))`))
+	b.waitMatch(`0x0 is out of range`)
+
+	w.send(t, "echo ssh-typed-$((6*7)) size=$(stty size).\r")
+	w.waitFor(t, "ssh-typed-42 size=24 80.")
+	b.waitLine("ssh-typed-42 size=24 80.")
+	w.mu.Lock()
+	got := w.out.String()
+	w.mu.Unlock()
+	if strings.Contains(got, "page-typed") || strings.Contains(got, "forced-typed") {
+		t.Errorf("an observer's input reached the shell; the SSH writer saw:\n%q", got)
+	}
+	b.do(chromedp.EmulateViewport(1100, 520)) // wide enough for the whole bar
+	b.waitFunc("the page to resize back", `termgate.term.cols > 100`)
+	b.shot("11-observer")
 }
 
 // jsText is a JavaScript expression for the terminal's whole buffer, one

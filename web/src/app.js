@@ -37,7 +37,7 @@ async function login(token) {
 }
 
 // whoami asks GET /api/whoami who the login cookie (or, given a token, that
-// token) belongs to: {name, instances, via, same_login}. It returns that
+// token) belongs to: {name, instances, via, read_only, same_login}. It returns that
 // object, {error} when the credential is refused, or null when the gateway
 // cannot be reached.
 async function whoami(token) {
@@ -224,6 +224,43 @@ $('signout').addEventListener('click', async () => {
 
 // ---- the terminal ----------------------------------------------------------
 
+// attachedText describes who is attached: "attached: alice (ssh), bob (web,
+// read-only)", from the attached arrays of GET /api/sessions and of the
+// clients event.
+function attachedText(list) {
+  if (!list || !list.length) return '';
+  const via = (v) => (v === 'websocket' ? 'web' : v);
+  return `attached: ${list.map((a) => `${a.who || '?'} (${via(a.via)}${a.read_only ? ', read-only' : ''})`).join(', ')}`;
+}
+
+// showAttached puts the list in the status bar; its title has the details.
+function showAttached(list) {
+  const el = $('attached-list');
+  el.textContent = attachedText(list);
+  el.title = (list || []).map((a) => `${a.who} via ${a.via} from ${a.remote} since ${new Date(a.since).toLocaleString()}${a.read_only ? ', read-only' : ''}`).join('\n');
+  window.termgateAttached = list; // for the browser test
+}
+
+// refreshAttached shows who is attached to session, from GET /api/sessions.
+async function refreshAttached(session) {
+  try {
+    const res = await fetch('/api/sessions', { cache: 'no-store' });
+    if (!res.ok) return;
+    const s = (await res.json()).find((x) => x.session === session);
+    if (s) showAttached(s.attached);
+  } catch {
+    // The next attach or clients event tries again.
+  }
+}
+
+// setReadOnly shows an observer what it is: a badge, no Reset button, and
+// a terminal that sends no keys (the gateway would drop them anyway).
+function setReadOnly(term, ro) {
+  $('readonly').hidden = !ro;
+  $('reset').hidden = ro;
+  if (term) term.options.disableStdin = ro;
+}
+
 function setStatus(kind, text) {
   $('status').className = `status ${kind}`;
   $('status').textContent = text;
@@ -290,10 +327,15 @@ class Connection {
         this.since = Date.now();
         this.cause = '';
         this.last = '';
-        this.lastAttach = { session: ev.session, new: ev.new, gap: ev.gap, resumed };
+        this.lastAttach = { session: ev.session, new: ev.new, gap: ev.gap, resumed, readOnly: !!ev.read_only };
+        setReadOnly(this.term, !!ev.read_only);
         setStatus('connected', 'connected');
+        refreshAttached(ev.session);
         break;
       }
+      case 'clients':
+        showAttached(ev.attached);
+        break;
       case 'reset':
         // With --replay screen, the replay that follows redraws the fresh
         // shell's screen over the notice: the status bar keeps it.
@@ -302,6 +344,7 @@ class Connection {
         setStatus('connected', 'connected · session reset: fresh shell');
         this.session = ev.session;
         this.pos = ev.offset - ev.replay;
+        refreshAttached(ev.session);
         break;
       case 'exit':
         this.ended = true;
@@ -434,6 +477,7 @@ function showTerminal(name) {
   fit.fit();
   term.focus();
 
+  setReadOnly(term, !!(window.termgateIdentity && window.termgateIdentity.read_only));
   const conn = new Connection(name, term);
   window.termgate = { term, conn }; // for the browser test, and for the console
   const enc = new TextEncoder();
