@@ -32,6 +32,7 @@ func New(cfg Config) *Backend {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	closeInheritedOnExec()
 	return &Backend{cfg: cfg, killer: newKiller()}
 }
 
