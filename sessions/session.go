@@ -46,7 +46,8 @@ type Session struct {
 	ring      *Ring
 	replay    Replayer
 	clients   map[*Client]struct{}
-	size      Size // latest requested window size
+	changed   chan struct{} // closed when clients changes (see attachedwatch.go); nil: nobody waits
+	size      Size          // latest requested window size
 	idleSince time.Time
 	idleTimer clockwork.Timer
 	bytesOut  int64
@@ -175,6 +176,7 @@ func (s *Session) run() {
 	s.mu.Lock()
 	clients := s.clients
 	s.clients = map[*Client]struct{}{}
+	s.clientsChangedLocked()
 	s.mu.Unlock()
 	for c := range clients {
 		c.close(cause, false)
@@ -287,6 +289,7 @@ func (s *Session) deliver(chunk []byte) {
 		switch c.enqueue(chunk) {
 		case droppedSlow:
 			delete(s.clients, c)
+			s.clientsChangedLocked()
 			s.replay.Attached(len(s.clients))
 			s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
 			s.startIdleLocked()
@@ -353,6 +356,7 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		c.enqueue(replay)
 	}
 	s.clients[c] = struct{}{}
+	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
 	if s.idleTimer != nil {
 		s.idleTimer.Stop()
@@ -376,6 +380,7 @@ func (s *Session) remove(c *Client, msg string, attrs ...any) {
 		return
 	}
 	delete(s.clients, c)
+	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
 	s.log.Info(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()

@@ -411,6 +411,11 @@ func (b *browser) observer(gw *gateway, base, instance string) {
 	b.do(chromedp.EmulateViewport(1100, 520)) // wide enough for the whole bar
 	b.waitFunc("the page to resize back", `termgate.term.cols > 100`)
 	b.shot("11-observer")
+	// Live: the writer leaves, the list follows without a reload.
+	n := eval[int](b, `termgateAttached.length`)
+	_ = w.sess.Close()
+	_ = w.client.Close()
+	b.waitFunc("the list to drop the SSH writer", fmt.Sprintf(`termgateAttached.length === %d`, n-1))
 }
 
 // jsText is a JavaScript expression for the terminal's whole buffer, one

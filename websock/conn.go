@@ -53,14 +53,18 @@ type conn struct {
 	closeCode  int           // likewise; 0 means leave without a close frame
 	writerDone chan struct{}
 	pumpDone   chan struct{}
-	readerDone chan struct{}
-	in         inputState
-	hurry      atomic.Bool    // set by endNow
-	caller     caller         // who attached: the reset limits count per token
-	resetWG    sync.WaitGroup // runResets
+	watchDone  chan struct{} // closed when watchClients returns (or at once without wantClients)
+	// wantClients: the client asked for clients events (?clients=1).
+	wantClients bool
+	readerDone  chan struct{}
+	in          inputState
+	hurry       atomic.Bool    // set by endNow
+	caller      caller         // who attached: the reset limits count per token
+	resetWG     sync.WaitGroup // runResets
 
-	mu      sync.Mutex       // guards client, size, stopped, cause, resetRunning and resetPending
+	mu      sync.Mutex       // guards client, moved, size, stopped, cause, resetRunning and resetPending
 	client  *sessions.Client // the current attach; replaced after a reset
+	moved   chan struct{}    // closed (and replaced) when client is replaced
 	size    sessions.Size    // the latest size the client asked for
 	stopped bool             // set once: no new attach may be published
 	cause   error            // why the server ended the connection (first wins); nil: the peer or the network did
@@ -78,6 +82,8 @@ func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by str
 		ending:     make(chan struct{}),
 		writerDone: make(chan struct{}),
 		pumpDone:   make(chan struct{}),
+		watchDone:  make(chan struct{}),
+		moved:      make(chan struct{}),
 		readerDone: make(chan struct{}),
 		in:         newInputState(),
 		size:       opts.Size,
@@ -101,6 +107,11 @@ func (c *conn) run(client *sessions.Client) {
 	go c.writeLoop()
 	go c.pump()
 	go c.inputLoop()
+	if c.wantClients {
+		go c.watchClients()
+	} else {
+		close(c.watchDone)
+	}
 	err := c.readLoop()
 	close(c.readerDone)
 	close(c.in.ch)
@@ -121,6 +132,7 @@ func (c *conn) run(client *sessions.Client) {
 	<-c.in.done
 	<-c.pumpDone
 	<-c.writerDone
+	<-c.watchDone // it stops on ctx or when the writer is gone
 	_ = c.ws.Close()
 	// What ended it: the server's reason when it had one (revoked, too
 	// slow, shell exited...), else what the read loop saw.
@@ -577,6 +589,8 @@ func (c *conn) reattach() bool {
 		return false
 	}
 	c.client = cl
+	close(c.moved)
+	c.moved = make(chan struct{})
 	c.mu.Unlock()
 	info := cl.Info()
 	c.log.Info("websocket moved to a new session", "session", info.Session)

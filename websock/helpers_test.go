@@ -221,6 +221,8 @@ type event struct {
 	Code     int    `json:"code"`
 	Message  string `json:"message"`
 	ReadOnly bool   `json:"read_only"`
+	// Attached is a clients event's list.
+	Attached []sessions.Attached `json:"attached"`
 }
 
 // wsClient is the test side of a connection. Only the test goroutine uses

@@ -53,6 +53,7 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	log := s.log.With("conn", id, "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
 	cn := newConn(s, r.Context(), ws, name, resetBy(c), opts, log)
 	cn.who = s.who(r, c)
+	cn.wantClients = r.URL.Query().Get("clients") == "1"
 	cn.caller = c
 	if !s.track(cn) {
 		cn.refuse(client, msgShuttingDown)

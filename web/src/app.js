@@ -225,8 +225,7 @@ $('signout').addEventListener('click', async () => {
 // ---- the terminal ----------------------------------------------------------
 
 // attachedText describes who is attached: "attached: alice (ssh), bob (web,
-// read-only)", from the attached arrays of GET /api/sessions and of the
-// clients event.
+// read-only)", from a clients event's list (as GET /api/sessions' attached).
 function attachedText(list) {
   if (!list || !list.length) return '';
   const via = (v) => (v === 'websocket' ? 'web' : v);
@@ -239,18 +238,6 @@ function showAttached(list) {
   el.textContent = attachedText(list);
   el.title = (list || []).map((a) => `${a.who} via ${a.via} from ${a.remote} since ${new Date(a.since).toLocaleString()}${a.read_only ? ', read-only' : ''}`).join('\n');
   window.termgateAttached = list; // for the browser test
-}
-
-// refreshAttached shows who is attached to session, from GET /api/sessions.
-async function refreshAttached(session) {
-  try {
-    const res = await fetch('/api/sessions', { cache: 'no-store' });
-    if (!res.ok) return;
-    const s = (await res.json()).find((x) => x.session === session);
-    if (s) showAttached(s.attached);
-  } catch {
-    // The next attach or clients event tries again.
-  }
 }
 
 // setReadOnly shows an observer what it is: a badge, no Reset button, and
@@ -292,7 +279,9 @@ class Connection {
     clearTimeout(this.timer);
     this.timer = 0;
     if (this.ws) return;
-    const q = new URLSearchParams({ cols: this.term.cols, rows: this.term.rows });
+    // clients=1: the gateway sends a clients event whenever someone
+    // attaches or leaves (the status bar's list).
+    const q = new URLSearchParams({ cols: this.term.cols, rows: this.term.rows, clients: 1 });
     if (this.session && this.pos >= 0) {
       q.set('session', this.session);
       q.set('since', this.pos);
@@ -330,7 +319,6 @@ class Connection {
         this.lastAttach = { session: ev.session, new: ev.new, gap: ev.gap, resumed, readOnly: !!ev.read_only };
         setReadOnly(this.term, !!ev.read_only);
         setStatus('connected', 'connected');
-        refreshAttached(ev.session);
         break;
       }
       case 'clients':
@@ -344,7 +332,6 @@ class Connection {
         setStatus('connected', 'connected · session reset: fresh shell');
         this.session = ev.session;
         this.pos = ev.offset - ev.replay;
-        refreshAttached(ev.session);
         break;
       case 'exit':
         this.ended = true;

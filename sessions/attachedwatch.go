@@ -1,0 +1,26 @@
+package sessions
+
+// clientsChangedLocked wakes whoever waits in Client.AttachedChanges: a
+// client attached or left, or the session ended. Called with Session.mu
+// held.
+func (s *Session) clientsChangedLocked() {
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}
+
+// AttachedChanges returns who is attached to the client's session now
+// (as Info.Attached) and a channel that is closed at the next change: a
+// client attaches or leaves, or the session ends. A listener that shows
+// the list live calls it again after each close; changes between two calls
+// are folded into one.
+func (c *Client) AttachedChanges() ([]Attached, <-chan struct{}) {
+	s := c.sess
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return attachedList(s.clients), s.changed
+}
