@@ -4,6 +4,10 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/keys"
 )
 
 // TestReadOnlyKeyWatches is issue 12 item 1 over SSH: a read-only key
@@ -114,5 +118,40 @@ func TestListShowsWhoIsAttached(t *testing.T) {
 	r = f.run(t, "admin", "me", "list")
 	if strings.Contains(r.stdout, "watcher") || !regexp.MustCompile(`(?m)^web1 +admin +ssh `).MatchString(r.stdout) {
 		t.Fatalf("after the observer left: %q", r.stdout)
+	}
+}
+
+// TestReadOnlyCertificate: a certificate with the termgate-read-only
+// extension watches like a read-only key: its keys never reach the shell,
+// it cannot reset, and list names it read-only by its key ID.
+func TestReadOnlyCertificate(t *testing.T) {
+	cf := newCertFixture(t)
+	w := cf.attach(t, "admin", "web1", 80, 24)
+	w.pid()
+	signer := cf.cert(t, func(c *gossh.Certificate) gossh.Signer {
+		c.Extensions[keys.CertReadOnly] = ""
+		return nil
+	})
+	c, err := gossh.Dial("tcp", cf.addr, cf.config(signer, "web1"))
+	if err != nil {
+		t.Fatalf("read-only certificate: %v", err)
+	}
+	defer c.Close()
+	o := cf.attachOn(t, c, 100, 40)
+	o.expect(`pid=\d+\.`)
+	o.send("echo cert-typed")
+	if m, _ := o.errOut.waitFor(regexp.MustCompile(`read-only: your input is not sent`), 0); m == nil {
+		t.Fatalf("no notice: %q", o.errOut.String())
+	}
+	w.send(`echo "size=$(stty size) x=$((2*21))."`)
+	w.expect(`size=24 80 x=42\.`)
+	if strings.Contains(w.out.String(), "cert-typed") {
+		t.Fatalf("the certificate's input reached the shell: %q", w.out.String())
+	}
+	if r := runWith(t, cf.fixture, cf.config(signer, "web1"), "reset"); r.code != 1 || !strings.HasPrefix(r.stderr, "reset refused: this key is read-only") {
+		t.Fatalf("reset with a read-only certificate: status %d, stderr %q", r.code, r.stderr)
+	}
+	if r := runWith(t, cf.fixture, cf.config(signer, "me"), "list"); !regexp.MustCompile(`(?m)^web1 +carol +ssh +\S+ +\S+ +read-only$`).MatchString(r.stdout) {
+		t.Fatalf("list: %q", r.stdout)
 	}
 }

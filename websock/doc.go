@@ -113,6 +113,18 @@
 // frames: {"type":"resize","cols":N,"rows":M} and {"type":"reset"}. A
 // message over 1 MiB closes the connection with 1009.
 //
+// Observers (issue 12): a read-only token attaches with
+// sessions.AttachOptions.ReadOnly and its attached event says
+// "read_only":true (so does GET /api/whoami). Its binary frames are
+// dropped in the read loop, the first one answered with an error event
+// (once per connection); its resize messages are accepted and never
+// applied; its reset control message gets an error event and POST reset
+// 403, both before the reset rate limits. Who, Via ("websocket") and
+// Remote go into the attach (and the re-attach after a reset), so GET
+// /api/sessions' attached array names the connection. A connection opened
+// with ?clients=1 also gets {"type":"clients","attached":[...]} after its
+// attached event and at every attach or leave in its session (clients.go).
+//
 // Each connection has four goroutines, and a fifth while a control reset
 // runs: the handler's, which owns the read loop and never blocks on the
 // shell; one writer, the only goroutine that writes data frames, fed through
