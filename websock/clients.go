@@ -15,13 +15,14 @@ type clientsEvent struct {
 
 // watchClients sends a clients event for the current attach and again at
 // every change of who is attached (sessions.Client.AttachedChanges), and
-// follows the connection to the new session after a reset. It returns when
+// follows the connection to the new session after a reset (once its reset
+// event is sent, so the events keep their order). It returns when
 // the connection's context ends or the writer is gone.
 func (c *conn) watchClients() {
 	defer close(c.watchDone)
 	for {
 		c.mu.Lock()
-		cl, moved := c.client, c.moved
+		cl, moved := c.told, c.moved
 		c.mu.Unlock()
 		if cl == nil {
 			return

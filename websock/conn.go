@@ -62,9 +62,10 @@ type conn struct {
 	caller      caller         // who attached: the reset limits count per token
 	resetWG     sync.WaitGroup // runResets
 
-	mu      sync.Mutex       // guards client, moved, size, stopped, cause, resetRunning and resetPending
+	mu      sync.Mutex       // guards client, told, moved, size, stopped, cause, resetRunning and resetPending
 	client  *sessions.Client // the current attach; replaced after a reset
-	moved   chan struct{}    // closed (and replaced) when client is replaced
+	told    *sessions.Client // the attach the client was told of (attached or reset event sent): watchClients follows it
+	moved   chan struct{}    // closed (and replaced) when told is replaced
 	size    sessions.Size    // the latest size the client asked for
 	stopped bool             // set once: no new attach may be published
 	cause   error            // why the server ended the connection (first wins); nil: the peer or the network did
@@ -97,7 +98,7 @@ func (c *conn) run(client *sessions.Client) {
 	defer c.cancel()
 	info := client.Info()
 	c.mu.Lock()
-	c.client = client
+	c.client, c.told = client, client
 	c.mu.Unlock()
 	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
 	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label, "read_only", c.readOnly)
@@ -589,10 +590,15 @@ func (c *conn) reattach() bool {
 		return false
 	}
 	c.client = cl
-	close(c.moved)
-	c.moved = make(chan struct{})
 	c.mu.Unlock()
 	info := cl.Info()
 	c.log.Info("websocket moved to a new session", "session", info.Session)
-	return c.send(eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset, Replay: info.Replay}))
+	ok := c.send(eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset, Replay: info.Replay}))
+	// The new session's clients events come after its reset event.
+	c.mu.Lock()
+	c.told = cl
+	close(c.moved)
+	c.moved = make(chan struct{})
+	c.mu.Unlock()
+	return ok
 }
