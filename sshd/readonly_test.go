@@ -93,6 +93,7 @@ func TestListShowsWhoIsAttached(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("list: status %d, stderr %q", r.code, r.stderr)
 	}
+	t.Logf("list:\n%s", r.stdout)
 	tables := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n\n")
 	if len(tables) != 2 {
 		t.Fatalf("list printed %q, want the sessions and who is attached", r.stdout)
