@@ -71,3 +71,11 @@ func TestInfoListsWhoIsAttached(t *testing.T) {
 		t.Fatalf("no client: %s, want an empty attached array", b)
 	}
 }
+
+func TestObserverStartingTheSessionDoesNotSizeIt(t *testing.T) {
+	r, fb := newTestRegistry(t, Config{})
+	attach(t, r, "web1", AttachOptions{ReadOnly: true, Size: Size{Cols: 40, Rows: 10}})
+	if got := fb.last().spec.Size; got != DefaultSize {
+		t.Fatalf("a session an observer started has size %v, want the default %v", got, DefaultSize)
+	}
+}

@@ -166,7 +166,8 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 		}
 		if created {
 			size := opts.Size
-			if size.IsZero() || !size.Valid() {
+			if size.IsZero() || !size.Valid() || opts.ReadOnly {
+				// An observer never sizes the shell, not even the first.
 				size = DefaultSize
 			}
 			r.fill(sl, inst, newID(), size, opts.Term)
