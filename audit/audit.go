@@ -1,7 +1,7 @@
 // Package audit writes termgate's audit trail: one structured event per
-// authentication success or failure, attach, detach, reset, reap and session
-// end, saying who (key fingerprint or token name), from where, which
-// instance and session, and when. Events are JSON lines when written to
+// authentication success or failure, attach, detach, reset, reap, session
+// end and recording served, saying who (key fingerprint or token name), from
+// where, which instance and session, and when. Events are JSON lines when written to
 // their own file (--audit-log), or records with audit=true in the main log.
 //
 // A nil *Log discards everything, so packages can take one optionally.
@@ -26,6 +26,8 @@ const (
 	Reset       = "reset"
 	Reap        = "reap"
 	SessionEnd  = "session_end"
+	// Recording: a recording served over HTTP (GET /api/recordings/…).
+	Recording = "recording"
 )
 
 // Log is the audit trail.

@@ -114,6 +114,11 @@ type Config struct {
 	// a connection may stay silent, pongs included, before it is dropped
 	// (default 60s).
 	WriteTimeout, PingInterval, PongTimeout time.Duration
+
+	// RecordDir is the recording directory (--record-dir): GET
+	// /api/recordings/{instance}/{session} serves its files. Empty: that
+	// route answers 404.
+	RecordDir string
 }
 
 // Server is the HTTP and WebSocket listener. Its handler can also be
@@ -262,6 +267,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/sessions", s.authed(readRoute, s.handleSessions))
 	mux.Handle("GET /api/instances", s.authed(readRoute, s.handleInstances))
 	mux.Handle("GET /api/whoami", s.authed(readRoute, s.handleWhoami))
+	mux.Handle("GET /api/recordings/{name}/{session}", s.authed(readRoute, s.handleRecording))
 	mux.HandleFunc("POST /api/login", s.handleLogin)
 	mux.HandleFunc("POST /api/logout", s.handleLogout)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {

@@ -128,6 +128,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		RequestBurst:   requestBurst(o.httpRateLimit),
 		Metrics:        metrics.Handler(reg),
 		Page:           web.Handler(),
+		RecordDir:      o.recordDir,
 	})
 	if err != nil {
 		return err
