@@ -5,13 +5,14 @@
 // in ../../websock/doc.go and the README ("HTTP and WebSocket").
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
+import { parseCast, Player } from './player.js';
 
 const $ = (id) => document.getElementById(id);
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
 const isMac = /Mac|iPhone|iPad/.test(navigator.platform);
 
 function show(view) {
-  for (const id of ['signin', 'switch', 'picker', 'terminal']) $(id).hidden = id !== view;
+  for (const id of ['signin', 'switch', 'picker', 'terminal', 'player']) $(id).hidden = id !== view;
 }
 
 // errorOf returns the message of an API error response ({"error": ...}).
@@ -199,6 +200,16 @@ async function refreshInstances() {
     if (s && s.idle_since && !s.clients) td.title = `idle since ${new Date(s.idle_since).toLocaleString()}`;
     cell(row, s ? `${ago(s.created)} ago` : '');
     cell(row, s ? bytes(s.bytes_out) : '');
+    if (s && s.recording) {
+      const rec = document.createElement('a');
+      rec.href = `/#play=${encodeURIComponent(name)}/${encodeURIComponent(s.session)}`;
+      rec.className = 'recording';
+      rec.textContent = 'recording';
+      rec.title = 'play this session\'s recording';
+      cell(row, rec);
+    } else {
+      cell(row, '');
+    }
   }
   $('instances').hidden = list.length === 0;
   $('instances-empty').hidden = list.length !== 0;
@@ -532,6 +543,68 @@ function showTerminal(name) {
   conn.connect();
 }
 
+// ---- the recording player ------------------------------------------------
+
+// playTarget returns [instance, session] from a #play=INSTANCE/SESSION
+// address, or null.
+function playTarget() {
+  const v = new URLSearchParams(location.hash.slice(1)).get('play');
+  const m = v && v.match(/^([^/]+)\/([^/]+)$/);
+  return m && NAME.test(m[1]) && NAME.test(m[2]) ? [m[1], m[2]] : null;
+}
+
+async function showPlayer(instance, session) {
+  show('player');
+  document.title = `recording of ${instance} · termgate`;
+  $('play-name').textContent = `${instance} · ${session}`;
+  const fail = (msg) => {
+    $('play-error').textContent = msg;
+    $('play-error').hidden = false;
+    $('play-controls').hidden = true;
+    window.termgatePlayer = { error: msg }; // for the browser test
+  };
+  let text;
+  try {
+    const res = await fetch(`/api/recordings/${encodeURIComponent(instance)}/${encodeURIComponent(session)}`, { cache: 'no-store' });
+    if (res.status === 401) return expired();
+    if (!res.ok) return fail(`No recording to play for ${instance} session ${session}: ${await errorOf(res)}`);
+    text = await res.text();
+  } catch {
+    return fail('The gateway is unreachable: reload the page to try again.');
+  }
+  let cast;
+  try {
+    cast = parseCast(text);
+  } catch (e) {
+    return fail(`The recording of ${instance} session ${session} is not a valid asciicast v2 file: ${e.message}`);
+  }
+  const term = new Terminal({
+    disableStdin: true,
+    scrollback: 10000,
+    fontSize: 14,
+    cols: cast.width,
+    rows: cast.height,
+    fontFamily: '"DejaVu Sans Mono", "Liberation Mono", Menlo, Consolas, monospace',
+    theme: { background: '#1b1d23', foreground: '#d8dee9', cursor: '#d8dee9', selectionBackground: '#4c566a' },
+  });
+  term.open($('play-term'));
+  const secs = (s) => `${s.toFixed(1)} s`;
+  const update = (p) => {
+    $('play-pause').textContent = p.paused ? (p.finished ? 'Replay' : 'Play') : 'Pause';
+    $('play-time').textContent = `${secs(p.pos)} / ${secs(p.duration)}${p.finished ? ' · finished' : ''}`;
+    $('play-marker').textContent = p.marker ? `marker: ${p.marker}` : '';
+    for (const b of document.querySelectorAll('#play-speeds button')) b.classList.toggle('on', Number(b.dataset.speed) === p.speed);
+  };
+  const player = new Player(term, cast, update);
+  window.termgatePlayer = player; // for the browser test, and for the console
+  window.termgate = { term }; // the browser test's helpers read termgate.term
+  $('play-pause').addEventListener('click', () => (player.paused ? player.play() : player.pause()));
+  for (const b of document.querySelectorAll('#play-speeds button')) {
+    b.addEventListener('click', () => player.setSpeed(Number(b.dataset.speed)));
+  }
+  player.play();
+}
+
 // ---- start -----------------------------------------------------------------
 
 // takeToken removes a token from the address (…/#token=… or …/?token=…:
@@ -567,6 +640,8 @@ async function main() {
     return showSignIn('');
   }
   showIdentity(me && !me.error ? me : null);
+  const play = playTarget();
+  if (play) return showPlayer(...play);
   const m = location.pathname.match(/^\/t\/([^/]+)$/);
   if (!m) return showPicker();
   const name = decodeURIComponent(m[1]);
@@ -576,7 +651,8 @@ async function main() {
 
 // A signed-in tab given a new #token=… address only sees the hash change.
 window.addEventListener('hashchange', () => {
-  if (new URLSearchParams(location.hash.slice(1)).has('token')) location.reload();
+  const h = new URLSearchParams(location.hash.slice(1));
+  if (h.has('token') || h.has('play') || !$('player').hidden) location.reload();
 });
 
 main();
