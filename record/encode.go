@@ -10,6 +10,14 @@ import (
 // UTF-8 character cut at the end of one output chunk for the next one.
 type encoder struct {
 	carry []byte // an incomplete UTF-8 sequence (at most 3 bytes)
+	input bool   // writes "i" events instead of "o"
+}
+
+func (e *encoder) kind() byte {
+	if e.input {
+		return 'i'
+	}
+	return 'o'
 }
 
 // output appends the event line for chunk (nothing when all of chunk is
@@ -33,7 +41,7 @@ func (e *encoder) output(dst []byte, at time.Duration, chunk []byte) []byte {
 	if len(chunk) == 0 {
 		return dst
 	}
-	return appendEvent(dst, at, 'o', chunk)
+	return appendEvent(dst, at, e.kind(), chunk)
 }
 
 // flush appends what is carried over (as U+FFFD: the character never
@@ -44,7 +52,7 @@ func (e *encoder) flush(dst []byte, at time.Duration) []byte {
 	}
 	c := e.carry
 	e.carry = nil
-	return appendEvent(dst, at, 'o', c)
+	return appendEvent(dst, at, e.kind(), c)
 }
 
 // appendEvent appends `[SECONDS, "KIND", "DATA"]` and a newline.

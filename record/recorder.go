@@ -22,6 +22,9 @@ type Config struct {
 	// flat out).
 	QueueBytes int
 	Logger     *slog.Logger
+	// Input records what clients write to the shell as "i" events
+	// (--record-input). Off by default: input holds passwords.
+	Input bool
 	// Now is the clock of the timestamps (default time.Now).
 	Now func() time.Time
 

@@ -29,6 +29,7 @@ type Recording struct {
 	queued  int           // bytes of output in queue
 	last    time.Duration // time of the latest queued event
 	dropped int64         // output bytes dropped since the last marker
+	inLost  int64         // input bytes dropped since the last marker
 	lost    *sessions.Size
 	closed  bool // Close was called
 	stopped bool // the goroutine gave up (an error): nothing more is queued
@@ -36,10 +37,11 @@ type Recording struct {
 
 type event struct {
 	at   time.Duration
-	kind byte // 'o', 'r' or 'm'
+	kind byte // 'o', 'i', 'r' or 'm'
 	data []byte
 	size sessions.Size
 	n    int64 // 'm': bytes dropped
+	in   bool  // 'm': of input
 }
 
 // eventCost is what an event costs in the queue besides its data.
@@ -62,6 +64,25 @@ func (rec *Recording) Output(chunk []byte) {
 		return
 	}
 	rec.pushLocked(event{kind: 'o', data: chunk}, len(chunk)+eventCost)
+}
+
+// Input queues (a copy of) what a client wrote to the shell, when the
+// Recorder records input (sessions.InputObserver). When the queue is full
+// it is dropped and counted like output.
+func (rec *Recording) Input(p []byte) {
+	if !rec.r.cfg.Input || len(p) == 0 {
+		return
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if rec.closed || rec.stopped {
+		return
+	}
+	if rec.queued+len(p)+eventCost > rec.r.cfg.QueueBytes {
+		rec.inLost += int64(len(p))
+		return
+	}
+	rec.pushLocked(event{kind: 'i', data: append([]byte(nil), p...)}, len(p)+eventCost)
 }
 
 // Resize queues a window size change.
@@ -89,6 +110,11 @@ func (rec *Recording) pushLocked(ev event, cost int) {
 	if rec.dropped > 0 {
 		rec.queue = append(rec.queue, event{at: at, kind: 'm', n: rec.dropped})
 		rec.dropped = 0
+		rec.queued += eventCost
+	}
+	if rec.inLost > 0 {
+		rec.queue = append(rec.queue, event{at: at, kind: 'm', n: rec.inLost, in: true})
+		rec.inLost = 0
 		rec.queued += eventCost
 	}
 	if rec.lost != nil {
@@ -156,6 +182,7 @@ func (rec *Recording) run() {
 	var (
 		w       = bufio.NewWriterSize(f, 64<<10)
 		enc     encoder
+		ienc    = encoder{input: true}
 		line    []byte
 		written int64
 		lost    int64
@@ -178,9 +205,15 @@ func (rec *Recording) run() {
 			switch ev.kind {
 			case 'o':
 				line = enc.output(line, ev.at, ev.data)
+			case 'i':
+				line = ienc.output(line, ev.at, ev.data)
 			case 'r':
 				line = appendEvent(line, ev.at, 'r', []byte(strconv.Itoa(ev.size.Cols)+"x"+strconv.Itoa(ev.size.Rows)))
 			case 'm':
+				if ev.in {
+					line = rec.inputMarker(ienc.flush(line, ev.at), ev.at, ev.n)
+					break
+				}
 				line = rec.marker(enc.flush(line, ev.at), ev.at, ev.n)
 				lost += ev.n
 			}
@@ -195,7 +228,7 @@ func (rec *Recording) run() {
 			continue // more may have come meanwhile; flush once it is quiet
 		}
 		if closed {
-			line = enc.flush(line[:0], last)
+			line = ienc.flush(enc.flush(line[:0], last), last)
 			if dropped > 0 {
 				line = rec.marker(line, last, dropped)
 				lost += dropped
@@ -230,4 +263,10 @@ func (rec *Recording) run() {
 func (rec *Recording) marker(dst []byte, at time.Duration, n int64) []byte {
 	rec.log.Warn("recording dropped output: the disk did not keep up", "bytes_dropped", n)
 	return appendEvent(dst, at, 'm', []byte("termgate: "+strconv.FormatInt(n, 10)+" bytes of output dropped: the recording could not keep up"))
+}
+
+// inputMarker appends the event that says recorded input is missing here.
+func (rec *Recording) inputMarker(dst []byte, at time.Duration, n int64) []byte {
+	rec.log.Warn("recording dropped input: the disk did not keep up", "bytes_dropped", n)
+	return appendEvent(dst, at, 'm', []byte("termgate: "+strconv.FormatInt(n, 10)+" bytes of input dropped: the recording could not keep up"))
 }

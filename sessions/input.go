@@ -16,6 +16,7 @@ type inputReq struct {
 	abandoned atomic.Bool   // the writer gave up: stop at the next chunk
 	progress  chan struct{} // a chunk went in (capacity 1, latest wins)
 	done      chan error    // the request ended (capacity 1)
+	client    bool          // a client's input (observed), not an answer
 }
 
 // inputter is the one goroutine that writes to the shell, so that a shell
@@ -41,6 +42,9 @@ func (s *Session) writeInput(req *inputReq) error {
 		}
 		end := min(off+inputChunk, len(req.p))
 		n, err := s.proc.Write(req.p[off:end])
+		if req.client && n > 0 {
+			s.observeInput(req.p[off : off+n])
+		}
 		off += n
 		req.written.Add(int64(n))
 		select {
@@ -60,7 +64,7 @@ func (s *Session) input(c *Client, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	req := &inputReq{p: p, progress: make(chan struct{}, 1), done: make(chan error, 1)}
+	req := &inputReq{p: p, progress: make(chan struct{}, 1), done: make(chan error, 1), client: true}
 	timer := s.clock.NewTimer(s.cfg.InputTimeout)
 	defer timer.Stop()
 	select {

@@ -24,6 +24,16 @@ type Recorded interface {
 	Recording() string
 }
 
+// InputObserver is an optional Observer capability: Input gets what a
+// client wrote to the shell, called from the session's input goroutine
+// after each successful write with the bytes the shell took (never a
+// read-only client's refused input, nor the gateway's own answers to
+// terminal queries). It must not block, and p is valid only during the
+// call: an observer that keeps it copies it.
+type InputObserver interface {
+	Input(p []byte)
+}
+
 // ObservedSession describes a session to Config.Observe as it starts.
 type ObservedSession struct {
 	Instance, Session string
@@ -49,6 +59,12 @@ func (s *Session) observe() {
 func (s *Session) observeOutput(chunk []byte) {
 	if s.obs != nil {
 		s.obs.Output(chunk)
+	}
+}
+
+func (s *Session) observeInput(p []byte) {
+	if o, ok := s.obs.(InputObserver); ok {
+		o.Input(p)
 	}
 }
 

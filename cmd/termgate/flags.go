@@ -41,6 +41,7 @@ type options struct {
 	replay              string
 	scrollback          int // bytes
 	recordDir           string
+	recordInput         bool
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
@@ -72,6 +73,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	fs.StringVar(&o.recordDir, "record-dir", "", "record every session as an asciicast v2 file DIR/INSTANCE/SESSION.cast (created 0700; files 0600)")
+	fs.BoolVar(&o.recordInput, "record-input", false, "with --record-dir: also record what clients type (\"i\" events); off by default because input holds passwords")
 	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
 
 	if err := fs.Parse(args); err != nil {
@@ -99,6 +101,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 
 	var err error
+	if o.recordInput && o.recordDir == "" {
+		return nil, errors.New("--record-input needs --record-dir (where the recordings are written)")
+	}
 	if o.bufferSize, err = parseSize(buffer); err != nil {
 		return nil, fmt.Errorf("--buffer-size: %w", err)
 	}

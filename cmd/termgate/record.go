@@ -14,11 +14,11 @@ func newRecorder(o *options, log *slog.Logger) (*gatewayRecorder, error) {
 	if o.recordDir == "" {
 		return nil, nil
 	}
-	r, err := record.New(record.Config{Dir: o.recordDir, Logger: log})
+	r, err := record.New(record.Config{Dir: o.recordDir, Logger: log, Input: o.recordInput})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("recording every session", "record_dir", o.recordDir)
+	log.Info("recording every session", "record_dir", o.recordDir, "record_input", o.recordInput)
 	return &gatewayRecorder{r}, nil
 }
 
