@@ -239,6 +239,18 @@ func TestBrowser(t *testing.T) {
 		t.Errorf("the list's title = %q", title)
 	}
 	b.shot("09-instances")
+
+	// The session is recorded (--record-dir): its list row links the
+	// recording, which the page's player plays from the gateway's
+	// GET /api/recordings route: the fresh shell's output, at the size it had.
+	href := eval[string](b, fmt.Sprintf(`(document.querySelector('#instances tr[data-instance=%q] a.recording') || {}).href || ''`, name))
+	if !strings.Contains(href, "#play="+name+"/") {
+		b.fail("the list links no recording for %s (href %q)", name, href)
+	}
+	b.do(chromedp.Navigate(href), chromedp.WaitVisible(chromedp.ID("player")))
+	b.waitFunc("the recording's output in the player", `window.termgatePlayer && window.termgatePlayer.term && (`+jsText+`).includes('pid=`+newPID+`')`)
+	b.shot("09b-recording")
+	b.do(chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("picker")))
 	b.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`#instances tr[data-instance=%q] a`, name))), chromedp.WaitVisible(chromedp.ID("terminal")))
 	b.waitConnected()
 	if p := eval[string](b, `location.pathname`); p != "/t/"+name {
@@ -269,6 +281,7 @@ func (b *browser) loginCSRF(gw *gateway, base, instance string) {
 	whoami := `fetch('/api/whoami', {cache: 'no-store'}).then(r => r.json()).then(j => j.name)`
 
 	mallory := "mallory-" + randomHex(16)
+	reloads := strings.Count(gw.logs.String(), "reloaded API tokens")
 	f, err := os.OpenFile(filepath.Join(gw.state, "api_token"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -279,6 +292,15 @@ func (b *browser) loginCSRF(gw *gateway, base, instance string) {
 	}
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Wait for the gateway's log to say it reloaded the file: asking with
+	// mallory's token before then counts as failures and locks the address
+	// out (ten within the ~0.7 s the reload took on the loaded machine).
+	for deadline := time.Now().Add(15 * time.Second); strings.Count(gw.logs.String(), "reloaded API tokens") == reloads; {
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway did not reload its token file within 15 s")
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	b.waitFunc("the gateway to load mallory's token", fmt.Sprintf(
 		`fetch('/api/whoami', {cache: 'no-store', headers: {Authorization: 'Bearer %s'}}).then(r => r.ok)`, mallory))
@@ -563,7 +585,8 @@ func (gw *gateway) start() {
 	t.Helper()
 	listening := gw.logs.expect()
 	cmd := exec.Command(gw.bin, "--state-dir", gw.state, "--backend", "docker", "--instance-label", gw.label,
-		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug")
+		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug",
+		"--record-dir", filepath.Join(gw.dir, "recordings"))
 	cmd.Stdout, cmd.Stderr = gw.logs, gw.logs
 	cmd.Env = append(os.Environ(), "HOME="+gw.dir) // no ~/.ssh keys seeded
 	if err := cmd.Start(); err != nil {
