@@ -22,6 +22,10 @@ type Config struct {
 	// flat out).
 	QueueBytes int
 	Logger     *slog.Logger
+	// MaxBytes cuts a recording that reaches this size (--record-max-size):
+	// an "m" event says so and the file is closed; the session goes on
+	// unrecorded. 0: unlimited.
+	MaxBytes int64
 	// Input records what clients write to the shell as "i" events
 	// (--record-input). Off by default: input holds passwords.
 	Input bool

@@ -197,6 +197,30 @@ func (rec *Recording) run() {
 		fail(fmt.Errorf("write %s: %w", rec.name, err))
 		return
 	}
+	written = int64(len(rec.header))
+	// cut ends a recording that reached Config.MaxBytes with a marker
+	// saying so (the one line allowed past the limit).
+	cut := func(at time.Duration) {
+		rec.stop()
+		max := rec.r.cfg.MaxBytes
+		line := appendEvent(nil, at, 'm', []byte("termgate: recording cut at "+strconv.FormatInt(written, 10)+
+			" bytes (--record-max-size "+strconv.FormatInt(max, 10)+"); the session went on unrecorded"))
+		_, err := w.Write(line)
+		if err == nil {
+			err = w.Flush()
+		}
+		if err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			rec.log.Error("recording not completed", "err", fmt.Errorf("finish %s: %w", rec.name, err))
+			return
+		}
+		rec.log.Warn("recording cut: it reached --record-max-size; the session goes on unrecorded", "max_bytes", max, "bytes_written", written+int64(len(line)))
+	}
 	for {
 		events, closed, dropped := rec.take()
 		for _, ev := range events {
@@ -216,6 +240,10 @@ func (rec *Recording) run() {
 				}
 				line = rec.marker(enc.flush(line, ev.at), ev.at, ev.n)
 				lost += ev.n
+			}
+			if max := rec.r.cfg.MaxBytes; max > 0 && written+int64(len(line)) > max {
+				cut(ev.at)
+				return
 			}
 			n, err := w.Write(line)
 			written += int64(n)

@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/termgate/termgate/record"
@@ -14,11 +17,11 @@ func newRecorder(o *options, log *slog.Logger) (*gatewayRecorder, error) {
 	if o.recordDir == "" {
 		return nil, nil
 	}
-	r, err := record.New(record.Config{Dir: o.recordDir, Logger: log, Input: o.recordInput})
+	r, err := record.New(record.Config{Dir: o.recordDir, Logger: log, Input: o.recordInput, MaxBytes: o.recordMaxSize})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("recording every session", "record_dir", o.recordDir, "record_input", o.recordInput)
+	log.Info("recording every session", "record_dir", o.recordDir, "record_input", o.recordInput, "record_max_size", o.recordMaxSize)
 	return &gatewayRecorder{r}, nil
 }
 
@@ -47,4 +50,28 @@ func closeRecorder(g *gatewayRecorder, log *slog.Logger) {
 	if err := g.Close(ctx); err != nil {
 		log.Error("recordings not all written before exit", "err", err)
 	}
+}
+
+// parseRecordSize reads --record-max-size: "0" (unlimited), bytes, or a
+// KiB/MiB/GiB suffix (KB/MB/GB and K/M/G are read as binary too).
+func parseRecordSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KIB", 1 << 10}, {"MIB", 1 << 20}, {"GIB", 1 << 30}, {"KB", 1 << 10}, {"MB", 1 << 20}, {"GB", 1 << 30}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1}} {
+		if strings.HasSuffix(strings.ToUpper(t), u.suffix) {
+			t, mult = strings.TrimSpace(t[:len(t)-len(u.suffix)]), u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 0 || n > (1<<50)/mult {
+		return 0, fmt.Errorf("%q is not a size: use bytes or a KiB/MiB/GiB suffix, e.g. 512MiB (0: unlimited)", s)
+	}
+	if n > 0 && n*mult < 4<<10 {
+		return 0, fmt.Errorf("%q is too small: at least 4KiB (0: unlimited)", s)
+	}
+	return n * mult, nil
 }
