@@ -118,15 +118,29 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 		_, _ = io.WriteString(sess, "no sessions\n")
 		return 0
 	}
+	// The RECORDING column (the file relative to --record-dir) only when
+	// something is recorded: without recordings the table stays as it was.
+	recorded := false
+	for _, in := range rows {
+		recorded = recorded || in.Recording != ""
+	}
 	tw := tabwriter.NewWriter(sess, 0, 0, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "INSTANCE\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES")
+	header := "INSTANCE\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES"
+	if recorded {
+		header += "\tRECORDING"
+	}
+	_, _ = fmt.Fprintln(tw, header)
 	attached := false
 	for _, in := range rows {
 		idle := "-"
 		if in.IdleSince != nil {
 			idle = in.IdleSince.UTC().Format(time.RFC3339)
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\n", in.Instance, in.Session, in.Clients, idle, in.BytesOut)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d", in.Instance, in.Session, in.Clients, idle, in.BytesOut)
+		if recorded {
+			_, _ = fmt.Fprintf(tw, "\t%s", listCell(in.Recording))
+		}
+		_, _ = fmt.Fprintln(tw)
 		attached = attached || len(in.Attached) > 0
 	}
 	_ = tw.Flush()
