@@ -41,6 +41,8 @@ func TestAuditTrail(t *testing.T) {
 	last := w.event("reset")
 	w.hangUp()
 	e.waitClients("web1", 0)
+	// The detach is audited after the registry has dropped the client.
+	waitAudit(t, &buf, audit.Detach)
 
 	type want struct {
 		event, via, who, instance, session, reason string
