@@ -204,8 +204,11 @@ func (s *Session) pump() {
 		n, err := s.proc.Read(buf)
 		if n > 0 {
 			chunk := append([]byte(nil), buf[:n]...)
-			s.deliver(chunk)
+			// The observer first (it never blocks): a recording then
+			// holds output before any resize a client makes after
+			// reading it.
 			s.observeOutput(chunk)
+			s.deliver(chunk)
 		}
 		if err != nil {
 			s.pumpDone <- s.endCause(err)
