@@ -398,15 +398,19 @@ func readUntil(r io.Reader, m []byte) (int64, error) {
 	}
 }
 
-// shellPID asks the shell for its PID.
+// shellPID asks the shell who it is: its PID and its start time (field 22
+// of /proc/$$/stat, in clock ticks since the host booted). The PID alone
+// is not an identity: a restarted container has a fresh PID namespace, so
+// its first shell often gets the very number the old one had (seen in CI
+// after the engine-kill case restarted the container).
 func shellPID(t term) (string, error) {
 	_ = t.SetDeadline(time.Now().Add(20 * time.Second))
 	defer t.SetDeadline(time.Time{})
 	n := markerSeq.Add(1)
-	if _, err := fmt.Fprintf(t, "echo PID%d-$$-D\r", n); err != nil {
+	if _, err := fmt.Fprintf(t, "echo PID%d-$$.$(cut -d' ' -f22 /proc/$$/stat)-D\r", n); err != nil {
 		return "", err
 	}
-	// The echo shows "PIDn-$$-D"; the output shows the number.
+	// The echo shows "PIDn-$$.$(cut…)-D"; the output shows the numbers.
 	var acc []byte
 	buf := make([]byte, 4096)
 	prefix := fmt.Sprintf("PID%d-", n)
