@@ -1,9 +1,13 @@
 package sessions
 
 // clientsChangedLocked wakes whoever waits in Client.AttachedChanges: a
-// client attached or left, or the session ended. Called with Session.mu
-// held.
+// client attached or left, or the session ended. It also tells a held
+// session's holder the new count, for its idle timer. Called with
+// Session.mu held.
 func (s *Session) clientsChangedLocked() {
+	if s.held != nil {
+		s.held.Clients(len(s.clients))
+	}
 	if s.changed != nil {
 		close(s.changed)
 		s.changed = nil

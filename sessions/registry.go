@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jonboulle/clockwork"
@@ -75,9 +76,10 @@ type Registry struct {
 // slot lets concurrent first attaches wait for one shell instead of
 // starting two: the first creates the slot, the others wait on ready.
 type slot struct {
-	ready chan struct{}
-	sess  *Session // set before ready is closed; nil with err
-	err   error
+	ready   chan struct{}
+	sess    *Session // set before ready is closed; nil with err
+	err     error
+	adopted bool // sess was adopted from its holder, not started
 }
 
 // ended reports whether the slot's start has finished (successfully or not).
@@ -170,17 +172,20 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 				// An observer never sizes the shell, not even the first.
 				size = DefaultSize
 			}
-			r.fill(sl, inst, newID(), size, opts.Term)
+			r.fill(sl, inst, newID(), size, opts.Term, adoptOrStart)
 		}
 		select {
 		case <-sl.ready:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+		if errors.Is(sl.err, ErrNotHeld) {
+			continue // AdoptAll found nothing to adopt: start one
+		}
 		if sl.err != nil {
 			return nil, sl.err
 		}
-		c, err := sl.sess.attach(opts, created)
+		c, err := sl.sess.attach(opts, created && !sl.adopted)
 		if errors.Is(err, errSessionClosing) {
 			// The session is ending under us: once its processes are
 			// killed its slot goes, and the next round starts or joins
@@ -216,23 +221,36 @@ func (r *Registry) slotFor(inst Instance) (*slot, bool, error) {
 	return sl, true, nil
 }
 
-// fill starts the shell for a slot this goroutine created.
-func (r *Registry) fill(sl *slot, inst Instance, id string, size Size, term string) {
+// fill starts the shell for a slot this goroutine created, or adopts the
+// one a holder holds (see open).
+func (r *Registry) fill(sl *slot, inst Instance, id string, size Size, term string, how openHow) {
 	defer close(sl.ready)
 	if term == "" {
 		term = "xterm-256color"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.StartTimeout)
 	defer cancel()
-	proc, err := r.cfg.Backend.Start(ctx, inst, StartSpec{SessionID: id, Shell: r.cfg.Shell, Term: term, Size: size})
+	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Shell: r.cfg.Shell, Term: term, Size: size}, how)
 	if err != nil {
-		sl.err = fmt.Errorf("start shell in %s: %w", inst.Name, err)
+		sl.err = err
 		r.forget(inst.ID, sl)
 		return
 	}
+	hp, held := proc.(HeldProcess)
+	if held && hp.Held().Session != "" {
+		id = hp.Held().Session // the holder's numbering and ID go on
+	}
+	sl.adopted = adopted
 	sl.sess = newSession(id, inst, proc, size, term, &r.cfg, func(s *Session) { r.forget(inst.ID, sl) })
+	if held {
+		sl.sess.hold(hp)
+	}
 	sl.sess.start()
-	r.cfg.Logger.Info("session started", "instance", inst.Name, "session", id)
+	msg := "session started"
+	if adopted {
+		msg = "session adopted from its holder"
+	}
+	r.cfg.Logger.Info(msg, "instance", inst.Name, "session", id, "durable", held)
 }
 
 func (r *Registry) forget(id string, sl *slot) {
@@ -291,7 +309,7 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 			}
 		}
 	}
-	r.fill(sl, inst, id, size, term)
+	r.fill(sl, inst, id, size, term, resetHeld)
 	if sl.err != nil {
 		return nil, sl.err
 	}
@@ -350,8 +368,9 @@ func (r *Registry) Sessions() []Info {
 // Ready reports whether the backend answers.
 func (r *Registry) Ready(ctx context.Context) error { return r.cfg.Backend.Ping(ctx) }
 
-// Shutdown refuses new attaches, ends every session (killing its processes)
-// and stops watching the backend. It returns ctx.Err() if that takes longer
+// Shutdown refuses new attaches, ends every session (killing its processes;
+// a held session's clients get ErrRestart and its shell is left to its
+// holder) and stops watching the backend. It returns ctx.Err() if that takes longer
 // than ctx allows.
 func (r *Registry) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
@@ -367,16 +386,25 @@ func (r *Registry) Shutdown(ctx context.Context) error {
 	go func() {
 		defer close(done)
 		var wg sync.WaitGroup
+		var held atomic.Int32
 		for _, sl := range slots {
 			wg.Go(func() {
 				<-sl.ready
 				if sl.sess != nil {
-					sl.sess.Close(ErrShutdown)
+					cause := ErrShutdown
+					if sl.sess.held != nil {
+						cause = ErrRestart // the shell stays with its holder
+						held.Add(1)
+					}
+					sl.sess.Close(cause)
 					sl.sess.Wait()
 				}
 			})
 		}
 		wg.Wait()
+		if n := held.Load(); n > 0 {
+			r.cfg.Logger.Info("durable sessions left running in their instances; the next gateway adopts them", "sessions", n)
+		}
 		<-r.watchDone
 		r.closeDone.Do(func() { close(r.shutDown) })
 	}()

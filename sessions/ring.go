@@ -4,8 +4,9 @@ package sessions
 // so a client can ask for "the bytes from offset N on". It is not safe for
 // concurrent use; Session.mu guards it.
 type Ring struct {
-	buf []byte
-	end int64 // offset of the next byte to be written
+	buf  []byte
+	base int64 // offset of the first byte ever written (see setBase)
+	end  int64 // offset of the next byte to be written
 }
 
 // NewRing returns a ring keeping the last size bytes.
@@ -26,8 +27,13 @@ func (r *Ring) Write(p []byte) {
 	r.end += int64(len(p))
 }
 
+// setBase makes an empty ring number its bytes from base on: a session
+// adopted from a holder continues the holder's numbering, so a client
+// resuming from before a gateway restart lands on the same bytes.
+func (r *Ring) setBase(base int64) { r.base, r.end = base, base }
+
 // Start is the offset of the oldest byte still held.
-func (r *Ring) Start() int64 { return max(0, r.end-int64(len(r.buf))) }
+func (r *Ring) Start() int64 { return max(r.base, r.end-int64(len(r.buf))) }
 
 // End is the offset of the next byte to be written (the total written).
 func (r *Ring) End() int64 { return r.end }

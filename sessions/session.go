@@ -37,8 +37,9 @@ type Session struct {
 	onEnd   func(*Session) // registry bookkeeping, called once by run
 	term    string         // TERM the shell was started with; a reset keeps it
 
-	obs       Observer // set once by observe before the goroutines start; may be nil
-	recording string   // obs's recording name, if any
+	obs       Observer    // set once by observe before the goroutines start; may be nil
+	held      HeldProcess // proc, when a holder holds the shell (see hold.go); set before start
+	recording string      // obs's recording name, if any
 
 	mu        sync.Mutex // guards the fields below
 	state     state
@@ -75,6 +76,9 @@ type Info struct {
 	Attached []Attached `json:"attached"`
 	// Recording names the session's recording (see Observer), if any.
 	Recording string `json:"recording,omitempty"`
+	// Durable: a holder in the instance holds the shell, which outlives
+	// the gateway (see HeldProcess).
+	Durable bool `json:"durable"`
 }
 
 func newSession(id string, inst Instance, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
@@ -162,8 +166,10 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // pump is waited for.
 func (s *Session) run() {
 	var cause error
+	streamEnded := false
 	select {
 	case cause = <-s.pumpDone:
+		streamEnded = true
 		s.mu.Lock()
 		s.requestCloseLocked(cause)
 		cause = s.cause // a Close may have raced the exit and won
@@ -183,8 +189,9 @@ func (s *Session) run() {
 	}
 	<-s.resizerGone // it stops on closeReq; no Resize may race the Kill
 	// Kill even after the shell exited by itself: background jobs it left
-	// must not outlive the session.
-	s.kill()
+	// must not outlive the session. A held shell may be left to its holder
+	// instead (see finish).
+	s.finish(cause, streamEnded)
 	<-s.inputGone
 	<-s.pumpGone
 	s.observeClose()
@@ -222,12 +229,17 @@ func (s *Session) endCause(readErr error) error {
 	if s.closing() {
 		return nil // the Close cause stands
 	}
+	if cause := endedBy(readErr); cause != nil {
+		return cause // the backend (or the holder) says how the shell ended
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
 	defer cancel()
 	if s.instanceGone(ctx) {
 		return ErrInstanceGone
 	}
-	if !errors.Is(readErr, io.EOF) {
+	if !errors.Is(readErr, io.EOF) || s.held != nil {
+		// A holder's stream ends with a typed cause when the shell
+		// ended; anything else lost the connection to it, not the shell.
 		s.log.Warn("terminal stream broke", "err", readErr)
 		return ErrBackendLost
 	}
@@ -389,12 +401,17 @@ func (s *Session) remove(c *Client, msg string, attrs ...any) {
 	s.startIdleLocked()
 }
 
-// startIdleLocked arms the idle reaper once the last client has gone.
+// startIdleLocked arms the idle reaper once the last client has gone. A
+// held session's holder reaps it (it counts every gateway's clients, see
+// clientsChangedLocked), so no timer is armed for it here.
 func (s *Session) startIdleLocked() {
 	if len(s.clients) > 0 || s.state != stateRunning || s.idleTimer != nil {
 		return
 	}
 	s.idleSince = s.clock.Now()
+	if s.held != nil {
+		return
+	}
 	var t clockwork.Timer
 	t = s.clock.AfterFunc(s.cfg.IdleTimeout, func() {
 		s.mu.Lock()
@@ -464,7 +481,7 @@ func (s *Session) currentSize() Size {
 func (s *Session) Info() Info {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := Info{Instance: s.inst.Name, Session: s.id, Created: s.created, Clients: len(s.clients), BytesOut: s.bytesOut, Recording: s.recording}
+	in := Info{Instance: s.inst.Name, Session: s.id, Created: s.created, Clients: len(s.clients), BytesOut: s.bytesOut, Recording: s.recording, Durable: s.held != nil}
 	in.Attached = attachedList(s.clients)
 	if !s.idleSince.IsZero() {
 		t := s.idleSince

@@ -1,0 +1,102 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// openHow says what fill may do to get a slot's shell.
+type openHow int
+
+const (
+	// adoptOrStart: an attach adopts the instance's held session, or
+	// starts a shell when none is held.
+	adoptOrStart openHow = iota
+	// resetHeld: a reset adopts the held session only when it is the fresh
+	// one (the spec's ID); a held session of another ID is reset first.
+	resetHeld
+	// adoptOnly: a starting gateway adopts what is held, starts nothing.
+	adoptOnly
+)
+
+// open gets the shell for a new slot: from the instance's holder when the
+// backend is an Adopter and a holder holds one (adopted), else from Start.
+// A holder that exists but cannot be adopted now is an error: starting a
+// second shell beside it would hide the user's.
+func (r *Registry) open(ctx context.Context, inst Instance, spec StartSpec, how openHow) (proc Process, adopted bool, err error) {
+	a, ok := r.cfg.Backend.(Adopter)
+	if ok {
+		hp, err := a.Adopt(ctx, inst)
+		if err == nil && how == resetHeld && hp.Held().Session != spec.SessionID {
+			hp, err = resetThenAdopt(ctx, a, inst, hp, spec.SessionID)
+		}
+		switch {
+		case err == nil:
+			return hp, true, nil
+		case !errors.Is(err, ErrNotHeld):
+			return nil, false, fmt.Errorf("connect to the held session in %s: %w (its shell keeps running; try again)", inst.Name, err)
+		}
+	}
+	if how == adoptOnly {
+		return nil, false, ErrNotHeld
+	}
+	p, err := r.cfg.Backend.Start(ctx, inst, spec)
+	if err != nil {
+		return nil, false, fmt.Errorf("start shell in %s: %w", inst.Name, err)
+	}
+	return p, false, nil
+}
+
+// resetThenAdopt resets a held session this registry did not hold (another
+// gateway's, or one whose connection broke while it was being reset) and
+// adopts the fresh session id.
+func resetThenAdopt(ctx context.Context, a Adopter, inst Instance, hp HeldProcess, id string) (HeldProcess, error) {
+	err := hp.Reset(ctx, id)
+	_ = hp.Release() // this connection only carried the reset
+	if err != nil {
+		return nil, fmt.Errorf("reset: %w", err)
+	}
+	return a.Adopt(ctx, inst)
+}
+
+// AdoptAll adopts every session the backend's holders hold, so that a
+// starting gateway lists them (and their holders learn of its clients)
+// before anyone attaches. Failures are logged: an instance whose session
+// is not adopted now is adopted at its first attach. It returns how many
+// sessions were adopted.
+func (r *Registry) AdoptAll(ctx context.Context) int {
+	a, ok := r.cfg.Backend.(Adopter)
+	if !ok {
+		return 0
+	}
+	insts, err := a.HeldInstances(ctx)
+	if err != nil {
+		r.cfg.Logger.Warn("could not list the held sessions to adopt; they are adopted at their first attach", "err", err)
+		return 0
+	}
+	n := 0
+	for _, inst := range insts {
+		if ctx.Err() != nil {
+			break
+		}
+		sl, created, err := r.slotFor(inst)
+		if err != nil {
+			break // shutting down
+		}
+		if !created {
+			continue // an attach got there first
+		}
+		r.fill(sl, inst, newID(), DefaultSize, "", adoptOnly)
+		switch {
+		case sl.err == nil:
+			n++
+		case !errors.Is(sl.err, ErrNotHeld):
+			r.cfg.Logger.Warn("could not adopt a held session; it is tried again at the first attach", "instance", inst.Name, "err", sl.err)
+		}
+	}
+	if n > 0 || len(insts) > 0 {
+		r.cfg.Logger.Info("adopted durable sessions", "sessions", n, "held", len(insts))
+	}
+	return n
+}

@@ -1,0 +1,101 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+)
+
+// The session side of durable sessions (held.go has the interfaces): a
+// held session mirrors its holder's state when it is adopted, leaves the
+// idle timer to the holder, and, when it ends, leaves the shell to the
+// holder unless the session itself is over.
+
+// hold makes s the gateway's mirror of a held shell: the holder's ID is
+// already s's; its creation time, window size, byte numbering and replay
+// become s's. Called before start, so without the lock.
+func (s *Session) hold(hp HeldProcess) {
+	st := hp.Held()
+	s.held = hp
+	if !st.Created.IsZero() {
+		s.created = st.Created
+	}
+	if st.Size.Valid() && st.Size != s.size {
+		s.size = st.Size
+		s.replay.Resize(st.Size)
+	}
+	s.ring.setBase(st.Offset)
+	if len(st.Replay) > 0 {
+		// This output was live before: its terminal queries were answered
+		// then, so the replayer must not answer them again into the shell
+		// (it answers only while no client is attached).
+		s.replay.Attached(1)
+		s.ring.Write(st.Replay)
+		s.replay.Write(st.Replay)
+		s.replay.Attached(0)
+	}
+	s.bytesOut = s.ring.End()
+	hp.Clients(0)
+}
+
+// endedBy returns the registry cause a backend's Read ended with, when it
+// says how the shell ended (a holder does; so may any backend that can
+// tell), or nil.
+func endedBy(readErr error) error {
+	var reset *ResetError
+	var exit *ExitError
+	switch {
+	case errors.As(readErr, &reset):
+		return reset
+	case errors.As(readErr, &exit):
+		return exit
+	case errors.Is(readErr, ErrIdle):
+		return ErrIdle
+	case errors.Is(readErr, ErrInstanceGone):
+		return ErrInstanceGone
+	}
+	return nil
+}
+
+// finish ends the shell's side of a session that ended with cause
+// (streamEnded: the output stream ended first, and cause says why). An
+// in-gateway shell is killed. A held shell is killed only when the session
+// is over for its holder too (the shell exited: its jobs go with it; the
+// instance stopped); a reset asks the holder for a fresh shell; otherwise
+// (the gateway restarts, the holder reset or reaped the session on its
+// own, the connection to it broke) the connection is released and the
+// shell left to its holder.
+func (s *Session) finish(cause error, streamEnded bool) {
+	if s.held == nil {
+		s.kill()
+		return
+	}
+	var reset *ResetError
+	var exit *ExitError
+	switch {
+	case errors.As(cause, &exit) || errors.Is(cause, ErrInstanceGone):
+		s.kill()
+		return
+	case streamEnded || errors.Is(cause, ErrRestart):
+	case errors.As(cause, &reset):
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
+		err := s.held.Reset(ctx, reset.NewSession)
+		cancel()
+		if err != nil {
+			// The user asked for the shell to go: end it the hard way.
+			s.log.Warn("holder did not reset the session; killing it", "err", err)
+			s.kill()
+			return
+		}
+	default: // a Close the holder cannot do for us (ErrShutdown, say)
+		s.kill()
+		return
+	}
+	if err := s.held.Release(); err != nil {
+		s.log.Warn("release the holder's connection", "err", err)
+	}
+}
+
+// Durable reports whether the client's session is held outside the gateway
+// (it survives a gateway restart: a listener closing for one tells the
+// client to reconnect).
+func (c *Client) Durable() bool { return c.sess.held != nil }
