@@ -294,7 +294,7 @@ func (c *conn) write(typ int, data []byte) error {
 }
 
 func (c *conn) writeClose(code int) error {
-	return c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(c.writeTimeout()))
+	return c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, closeReason(code)), time.Now().Add(c.writeTimeout()))
 }
 
 func (c *conn) writeTimeout() time.Duration {
@@ -491,6 +491,10 @@ func (c *conn) pump() {
 		case errors.Is(err, sessions.ErrShutdown):
 			c.setCause(err)
 			c.end(errorFrame(err.Error()), websocket.CloseGoingAway)
+			return
+		case errors.Is(err, sessions.ErrRestart): // see restart.go
+			c.setCause(err)
+			c.end(errorFrame(err.Error()), websocket.CloseServiceRestart)
 			return
 		default:
 			c.log.Info("session ended under the client", "cause", err.Error())

@@ -105,9 +105,10 @@
 // {"type":"error","message":...}: either a refused control message or a
 // notice (a reset over its rate limit, input dropped while the shell does
 // not read it; the connection stays up) or the reason the connection ends
-// (it then closes with 1000; 1001 when the gateway shuts down; 1008 when
-// the token was revoked, see Registry.Recheck; 1013 when the client fell too
-// far behind the output).
+// (it then closes with 1000; 1001 when the gateway shuts down; 1012
+// "service restart" when it shuts down leaving a durable session running,
+// see restart.go; 1008 when the token was revoked, see Registry.Recheck;
+// 1013 when the client fell too far behind the output).
 //
 // The client sends input as binary frames and control messages as text
 // frames: {"type":"resize","cols":N,"rows":M} and {"type":"reset"}. A

@@ -321,7 +321,8 @@ func (s *Server) refusedConn(addr string) {
 func (s *Server) TLS() bool { return s.http.TLSConfig != nil }
 
 // Shutdown stops accepting, tells every attached WebSocket client that the
-// gateway is shutting down (an error event, then a 1001 close), waits for
+// gateway is shutting down (an error event, then a 1001 close; 1012 for a
+// durable session's client, see restart.go), waits for
 // in-flight requests and for every connection's goroutines. When ctx ends
 // first it closes the remaining connections, waits for their goroutines
 // (which then end at once) and returns ctx.Err(). Sessions are not touched:
@@ -332,7 +333,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	conns := s.snapshotLocked()
 	s.mu.Unlock()
 	for _, c := range conns {
-		c.end(errorFrame(msgShuttingDown), websocket.CloseGoingAway)
+		c.end(c.shutdownEnd())
 	}
 	err := s.http.Shutdown(ctx)
 

@@ -284,6 +284,7 @@ class Connection {
     this.last = ''; // why the latest retry failed
     this.ended = false; // the shell exited: wait for the user
     this.lastAttach = null; // {session, new, gap, resumed}: for tests and debugging
+    this.restartUntil = 0; // until then the gateway is restarting (close 1012): retry briskly
   }
 
   connect() {
@@ -327,6 +328,7 @@ class Connection {
         this.since = Date.now();
         this.cause = '';
         this.last = '';
+        this.restartUntil = 0;
         this.lastAttach = { session: ev.session, new: ev.new, gap: ev.gap, resumed, readOnly: !!ev.read_only };
         setReadOnly(this.term, !!ev.read_only);
         setStatus('connected', 'connected');
@@ -389,6 +391,13 @@ class Connection {
       reason = 'the gateway or the instance is not reachable';
     }
     if (!reason) reason = `connection lost${ev.code && ev.code !== 1006 ? ` (code ${ev.code})` : ''}`;
+    if (ev.code === 1012) {
+      // "service restart": the gateway is being restarted (an upgrade) and
+      // the session keeps running in its instance. Come back as soon as the
+      // next gateway listens, resuming with session and since.
+      this.restartUntil = Date.now() + 60000;
+      this.failures = 0;
+    }
     if (wasAttached) {
       if (Date.now() - this.since > 10000) this.failures = 0;
       this.cause = reason;
@@ -399,7 +408,8 @@ class Connection {
       this.last = reason;
     }
     this.failures++;
-    const delay = Math.min(30000, 500 * 2 ** Math.min(this.failures - 1, 6)) * (0.8 + 0.4 * Math.random());
+    let delay = Math.min(30000, 500 * 2 ** Math.min(this.failures - 1, 6)) * (0.8 + 0.4 * Math.random());
+    if (Date.now() < this.restartUntil) delay = Math.min(delay, 200 + 300 * Math.random());
     this.retryAt = Date.now() + delay;
     this.timer = setTimeout(() => this.connect(), delay);
     this.tick();
