@@ -43,6 +43,7 @@ type options struct {
 	recordDir           string
 	recordInput         bool
 	recordMaxSize       int64
+	durable             bool
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
@@ -76,6 +77,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.recordDir, "record-dir", "", "record every session as an asciicast v2 file DIR/INSTANCE/SESSION.cast (created 0700; files 0600)")
 	fs.StringVar(&recordMax, "record-max-size", "0", "with --record-dir: cut a recording that reaches this size (bytes, or KiB/MiB/GiB; 0: unlimited); the session goes on")
 	fs.BoolVar(&o.recordInput, "record-input", false, "with --record-dir: also record what clients type (\"i\" events); off by default because input holds passwords")
+	fs.BoolVar(&o.durable, "durable", false, "hold each session inside its instance (a holder program the gateway copies there), so that shells outlive gateway restarts, upgrades and crashes and several gateways can serve them; needs --backend docker")
 	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
 
 	if err := fs.Parse(args); err != nil {
@@ -146,6 +148,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	case "docker", "local":
 	default:
 		return nil, fmt.Errorf("--backend %q: use docker or local", o.backend)
+	}
+	if o.durable && o.backend != "docker" {
+		return nil, errors.New("--durable needs --backend docker: a local shell is the gateway's own child and cannot outlive it (drop --durable or TERMGATE_DURABLE)")
 	}
 	o.allowedOrigins = splitList(origins)
 	o.localInstances = splitList(locals)

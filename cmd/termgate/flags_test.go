@@ -50,6 +50,9 @@ func TestFlagErrorsAreClear(t *testing.T) {
 		{nil, map[string]string{"TERMGATE_REPLAY": "tmux"}, "use screen"},
 		{[]string{"--scrollback", "1KiB"}, nil, "at least 10KiB"},
 		{[]string{"--scrollback", "64MiB"}, nil, "at most 8MiB"},
+		{[]string{"--durable", "--backend", "local"}, nil, "--durable needs --backend docker"},
+		{[]string{"--backend", "local"}, map[string]string{"TERMGATE_DURABLE": "true"}, "--durable needs --backend docker"},
+		{nil, map[string]string{"TERMGATE_DURABLE": "maybe"}, "TERMGATE_DURABLE"},
 	}
 	for _, tt := range tests {
 		_, err := parseFlags(tt.args, env(tt.env))
@@ -81,6 +84,27 @@ func TestParseSize(t *testing.T) {
 	for _, in := range []string{"", "KiB", "-5", "0", "99999999999MiB", "1.5MiB"} {
 		if _, err := parseSize(in); err == nil {
 			t.Errorf("parseSize(%q) accepted", in)
+		}
+	}
+}
+
+func TestDurableFlag(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		env  map[string]string
+		want bool
+	}{
+		{nil, nil, false},
+		{[]string{"--durable"}, nil, true},
+		{nil, map[string]string{"TERMGATE_DURABLE": "true"}, true},
+		{[]string{"--durable=false"}, map[string]string{"TERMGATE_DURABLE": "true"}, false}, // the flag wins
+	} {
+		o, err := parseFlags(tt.args, env(tt.env))
+		if err != nil {
+			t.Fatalf("parseFlags(%q, %v): %v", tt.args, tt.env, err)
+		}
+		if o.durable != tt.want {
+			t.Errorf("parseFlags(%q, %v): durable %v, want %v", tt.args, tt.env, o.durable, tt.want)
 		}
 	}
 }

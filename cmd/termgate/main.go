@@ -108,6 +108,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if o.durable {
+		adoptHeld(ctx, reg)
+	}
 	// Every reload of keys, tokens or CAs re-checks the attached clients.
 	recheck := reg.Recheck
 	creds.recheck.Store(&recheck)
@@ -157,7 +160,11 @@ loop:
 	for {
 		select {
 		case <-ctx.Done():
-			log.Info("shutting down: ending every session")
+			if o.durable {
+				log.Info("shutting down: durable sessions keep running in their instances (the next gateway adopts them); ending the others")
+			} else {
+				log.Info("shutting down: ending every session")
+			}
 			break loop
 		case err := <-errs:
 			runErr = err
@@ -180,7 +187,8 @@ func serveErr(name string, err error) error {
 
 // shutdown stops accepting, tells attached clients (the registry ends every
 // session with ErrShutdown, which both listeners pass on) and kills every
-// shell, within timeout.
+// shell, within timeout. Durable sessions end with ErrRestart instead, and
+// their shells stay with their holders.
 func shutdown(timeout time.Duration, log *slog.Logger, reg *sessions.Registry, servers ...interface{ Shutdown(context.Context) error }) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -255,6 +263,16 @@ func newBackend(ctx context.Context, o *options, id string, log *slog.Logger) (s
 		log.Warn("could not end shells left by an earlier run", "err", err)
 	}
 	return b, func() { b.Close() }, nil
+}
+
+// adoptHeld adopts the sessions that holders hold in the instances (left by
+// an earlier run, or served by another gateway too), so that list shows
+// them before anyone attaches. It never fails the start: a session not
+// adopted now is adopted at its first attach.
+func adoptHeld(ctx context.Context, reg *sessions.Registry) {
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	reg.AdoptAll(actx)
 }
 
 func shellArgv(s string) []string {
