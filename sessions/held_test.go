@@ -204,7 +204,7 @@ func TestHolderEndedStream(t *testing.T) {
 			return errors.As(err, &r) && r.NewSession == "f00d"
 		}, false},
 		{"reaped", ErrIdle, func(err error) bool { return errors.Is(err, ErrIdle) }, false},
-		{"connection lost", io.EOF, func(err error) bool { return errors.Is(err, ErrBackendLost) }, false},
+		{"connection lost", io.EOF, func(err error) bool { return errors.Is(err, ErrHolderLost) }, false},
 		{"shell exited", &ExitError{Code: 3}, func(err error) bool {
 			var e *ExitError
 			return errors.As(err, &e) && e.Code == 3

@@ -10,6 +10,11 @@ import (
 // idle timer to the holder, and, when it ends, leaves the shell to the
 // holder unless the session itself is over.
 
+// ErrHolderLost is the cause a held session's clients get when the
+// gateway's connection to the holder broke: the shell may well run on, and
+// a reattach adopts it again.
+var ErrHolderLost = errors.New("lost the connection to the session's holder; the shell keeps running: reconnect to return to it")
+
 // hold makes s the gateway's mirror of a held shell: the holder's ID is
 // already s's; its creation time, window size, byte numbering and replay
 // become s's. Called before start, so without the lock.
@@ -62,8 +67,8 @@ func endedBy(readErr error) error {
 // is over for its holder too (the shell exited: its jobs go with it; the
 // instance stopped); a reset asks the holder for a fresh shell; otherwise
 // (the gateway restarts, the holder reset or reaped the session on its
-// own, the connection to it broke) the connection is released and the
-// shell left to its holder.
+// own, the connection to it broke: ErrHolderLost) the connection is
+// released and the shell left to its holder.
 func (s *Session) finish(cause error, streamEnded bool) {
 	if s.held == nil {
 		s.kill()

@@ -237,9 +237,13 @@ func (s *Session) endCause(readErr error) error {
 	if s.instanceGone(ctx) {
 		return ErrInstanceGone
 	}
-	if !errors.Is(readErr, io.EOF) || s.held != nil {
+	if s.held != nil {
 		// A holder's stream ends with a typed cause when the shell
 		// ended; anything else lost the connection to it, not the shell.
+		s.log.Warn("connection to the holder broke", "err", readErr)
+		return ErrHolderLost
+	}
+	if !errors.Is(readErr, io.EOF) {
 		s.log.Warn("terminal stream broke", "err", readErr)
 		return ErrBackendLost
 	}

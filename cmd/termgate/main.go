@@ -310,9 +310,13 @@ func announce(w io.Writer, o *options, log *slog.Logger, sshAddr, httpAddr net.A
 
 // auditSessionEnd records every session's end in the audit trail: a reap
 // after the idle timeout, or a session end with its cause (reset, shell
-// exit, instance stopped, shutdown).
+// exit, instance stopped, shutdown). A durable session the gateway leaves
+// to its holder has not ended.
 func auditSessionEnd(a *audit.Log) func(sessions.Info, error) {
 	return func(in sessions.Info, cause error) {
+		if errors.Is(cause, sessions.ErrRestart) || errors.Is(cause, sessions.ErrHolderLost) {
+			return // the session goes on in its holder (its clients' detaches are audited)
+		}
 		action, why := audit.SessionEnd, ""
 		if errors.Is(cause, sessions.ErrIdle) {
 			action = audit.Reap

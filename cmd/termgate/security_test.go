@@ -94,6 +94,8 @@ func TestAuditSessionEnd(t *testing.T) {
 	end := auditSessionEnd(audit.New(&buf))
 	end(sessions.Info{Instance: "web1", Session: "s1", BytesOut: 42}, sessions.ErrIdle)
 	end(sessions.Info{Instance: "web1", Session: "s2"}, sessions.ErrInstanceGone)
+	end(sessions.Info{Instance: "web1", Session: "s3", Durable: true}, sessions.ErrRestart)    // left running
+	end(sessions.Info{Instance: "web1", Session: "s3", Durable: true}, sessions.ErrHolderLost) // likewise
 	var got []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
 		var m map[string]any
