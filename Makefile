@@ -58,6 +58,7 @@ fuzz:
 # Compares termgate (SSH and WebSocket) against direct `docker exec` in one
 # run and prints the ratios. Never part of `make test`.
 bench: build test-image
+	bash scripts/ensure-sshd.sh
 	$(GO) run ./bench/cmd/tgbench -termgate $(BIN)
 
 # The stress run of docs/RELIABILITY.md: attach/detach cycles, a reset

@@ -55,12 +55,14 @@ type env struct {
 	hostKey ssh.PublicKey // the gateway's host key
 	token   string
 
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when the gateway process has exited
-	waitErr error         // set before exited is closed
-	logPath string
-	sshAddr string
-	webAddr string
+	cmd        *exec.Cmd
+	exited     chan struct{} // closed when the gateway process has exited
+	waitErr    error         // set before exited is closed
+	logPath    string
+	openssh    *openSSH // the OpenSSH anchor; nil when it did not start
+	opensshErr error    // why it did not start
+	sshAddr    string
+	webAddr    string
 }
 
 // instance returns the name of benchmark container i (0 or 1).
@@ -105,6 +107,15 @@ func setup(ctx context.Context, cfg *config, logf func(string, ...any)) (e *env,
 		return e, err
 	}
 	logf("gateway up: ssh %s, http %s", e.sshAddr, e.webAddr)
+	if cfg.openssh {
+		if err := e.startOpenSSH(ctx); err != nil {
+			// The anchor's metrics fail with this; termgate's are still measured.
+			logf("OpenSSH anchor: %v", err)
+			e.opensshErr = err
+		} else {
+			logf("OpenSSH anchor up: sshd on %s, ForceCommand docker exec -it %s", e.openssh.addr, e.instance(0))
+		}
+	}
 	return e, nil
 }
 
@@ -373,6 +384,11 @@ func (e *env) stopGateway() error {
 // interrupt or a timeout.
 func (e *env) teardown(logf func(string, ...any)) error {
 	var errs []error
+	if e.openssh != nil {
+		logf("stopping the OpenSSH anchor")
+		e.openssh.stop()
+		e.openssh = nil
+	}
 	if e.cmd != nil {
 		logf("stopping termgate (SIGTERM)")
 		if err := e.stopGateway(); err != nil {

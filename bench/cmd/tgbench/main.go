@@ -31,6 +31,8 @@ type config struct {
 	keystrokes  int
 	attaches    int
 	fanout      int
+	cpuBytes    int
+	openssh     bool
 	timeout     time.Duration
 	keep        bool
 	quiet       bool
@@ -53,8 +55,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.runs, "runs", 5, "throughput runs per path (the median is reported; one extra warm-up run is discarded)")
 	fs.IntVar(&c.keystrokes, "keystrokes", 300, "keystrokes timed per path for the echo latency (after 20 warm-up ones)")
 	fs.IntVar(&c.attaches, "attaches", 10, "attaches timed per path (the median is reported)")
+	fs.IntVar(&c.cpuBytes, "cpu-bytes", 100_000_000, "bytes of `yes` output per CPU-time run (gateway CPU per GB against the docker CLI's)")
+	fs.BoolVar(&c.openssh, "openssh", true, "also measure the OpenSSH anchor: Debian's sshd on a loopback port with ForceCommand docker exec -it (needs openssh-server)")
 	fs.IntVar(&c.fanout, "fanout", 4, "clients attached to one session for the fan-out measurement (0: skip it)")
-	fs.DurationVar(&c.timeout, "timeout", 2*time.Minute, "bound on the measurements (setup and cleanup are bounded separately, about 30 s each at worst)")
+	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound on the measurements (setup and cleanup are bounded separately, about 30 s each at worst)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary state directory and the gateway's log")
 	fs.BoolVar(&c.quiet, "q", false, "no progress on stderr")
 	gw := (*listFlag)(&c.gatewayArgs)
@@ -68,6 +72,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	switch {
 	case c.bytes < 1000 || c.bytes > 1<<30:
 		return nil, fmt.Errorf("-bytes %d: use 1000..%d", c.bytes, 1<<30)
+	case c.cpuBytes < 1000 || c.cpuBytes > 1<<31:
+		return nil, fmt.Errorf("-cpu-bytes %d: use 1000..%d", c.cpuBytes, 1<<31)
 	case c.runs < 1 || c.runs > 50:
 		return nil, fmt.Errorf("-runs %d: use 1..50", c.runs)
 	case c.keystrokes < 10 || c.keystrokes > 100_000:

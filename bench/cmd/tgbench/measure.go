@@ -9,12 +9,22 @@ import (
 	"fmt"
 	"net/http"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 )
 
 var paths = []string{pathDirect, pathSSH, pathWS}
+
+// streamPaths are the paths of the throughput and echo phases: termgate's,
+// the direct exec, and the OpenSSH anchor when it is on.
+func streamPaths(cfg *config) []string {
+	if cfg.openssh {
+		return append(slices.Clone(paths), pathOpenSSH)
+	}
+	return paths
+}
 
 // rotate returns paths starting at index i (mod len), so that no path is
 // always measured first.
@@ -66,8 +76,9 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 	}
 	fanPath := fmt.Sprintf("%d clients", cfg.fanout)
 	shells := map[string]*shell{}
-	phase([]string{"throughput"}, paths, func() {
-		for _, p := range paths {
+	sps := streamPaths(cfg)
+	phase([]string{"throughput"}, sps, func() {
+		for _, p := range sps {
 			s, err := openShell(ctx, e, p, instanceFor(e, p))
 			if err != nil {
 				logf("%s: %v", p, err)
@@ -76,12 +87,17 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 			shells[p] = s
 		}
 		logf("throughput: %d bytes, %d runs per path", cfg.bytes, cfg.runs)
-		throughput(ctx, cfg, shells, rep, logf)
+		throughput(ctx, cfg, sps, shells, rep, logf)
 	})
-	phase([]string{"echo_p50", "echo_p99"}, paths, func() {
-		reopen(ctx, e, shells, logf)
+	phase([]string{"cpu_per_gb"}, cpuPaths, func() {
+		reopen(ctx, e, paths, shells, logf)
+		logf("gateway CPU per GB: %d bytes of yes, %d runs per path", cfg.cpuBytes, cfg.runs)
+		cpuPerGB(ctx, e, cfg, shells, rep, logf)
+	})
+	phase([]string{"echo_p50", "echo_p99"}, sps, func() {
+		reopen(ctx, e, sps, shells, logf)
 		logf("keystroke echo: %d keystrokes per path", cfg.keystrokes)
-		latency(ctx, cfg, shells, rep)
+		latency(ctx, cfg, sps, shells, rep)
 	})
 	for _, s := range shells {
 		s.Close()
@@ -96,7 +112,7 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 			fanout(ctx, e, cfg, rep)
 		})
 	}
-	phase([]string{"attach_new"}, []string{pathSSH, pathWS}, func() {
+	phase([]string{"attach_new"}, newPaths(cfg), func() {
 		logf("attach creating a new session: %d each", min(cfg.attaches, 5))
 		attachNew(ctx, e, cfg, rep)
 	})
@@ -121,7 +137,7 @@ func describeBinary(path string) string {
 }
 
 // reopen replaces the shells that failed with fresh ones, once.
-func reopen(ctx context.Context, e *env, shells map[string]*shell, logf func(string, ...any)) {
+func reopen(ctx context.Context, e *env, paths []string, shells map[string]*shell, logf func(string, ...any)) {
 	for _, p := range paths {
 		if s, ok := shells[p]; ok && s.term != nil {
 			continue
@@ -147,7 +163,7 @@ func broken(shells map[string]*shell, p string) {
 // throughput times `head -c N /dev/zero | tr '\0' x` per path, interleaved
 // run by run. MB/s is 10^6 bytes per second, from sending the command to
 // reading its end marker.
-func throughput(ctx context.Context, cfg *config, shells map[string]*shell, rep *Report, logf func(string, ...any)) {
+func throughput(ctx context.Context, cfg *config, paths []string, shells map[string]*shell, rep *Report, logf func(string, ...any)) {
 	gen := func(n int) string { return fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", n) }
 	timeout := runTimeout(cfg.bytes)
 	failed := map[string]error{}
@@ -183,8 +199,8 @@ func throughput(ctx context.Context, cfg *config, shells map[string]*shell, rep 
 			}
 		}
 		if r >= 0 {
-			logf("  run %d: direct %.1f  ssh %.1f  websocket %.1f MB/s", r+1,
-				last(samples[pathDirect]), last(samples[pathSSH]), last(samples[pathWS]))
+			logf("  run %d: direct %.1f  ssh %.1f  websocket %.1f  openssh %.1f MB/s", r+1,
+				last(samples[pathDirect]), last(samples[pathSSH]), last(samples[pathWS]), last(samples[pathOpenSSH]))
 		}
 		if ctx.Err() != nil {
 			break
@@ -229,7 +245,7 @@ const echoWarmup = 20
 // so every byte sent is read by dd and written back by it, one at a time,
 // as a shell's line editor echoes what is typed. One keystroke goes to each
 // path in turn; each is timed from the write to the read of its echo.
-func latency(ctx context.Context, cfg *config, shells map[string]*shell, rep *Report) {
+func latency(ctx context.Context, cfg *config, paths []string, shells map[string]*shell, rep *Report) {
 	total := echoWarmup + cfg.keystrokes
 	failed := map[string]error{}
 	ends := map[string]*scanner{}
@@ -400,10 +416,20 @@ func attachNew(ctx context.Context, e *env, cfg *config, rep *Report) {
 			}
 		}
 	}
-	for _, p := range []string{pathSSH, pathWS} {
+	for _, p := range newPaths(cfg) {
 		inst := instanceFor(e, p)
 		var samples []float64
 		err := func() error {
+			if p == pathOpenSSH { // every login is a fresh docker exec
+				for i := 0; i < n; i++ {
+					d, err := timeAttach(ctx, e, p, inst, exit)
+					if err != nil {
+						return fmt.Errorf("attach %d: %w", i+1, cause(ctx, err))
+					}
+					samples = append(samples, float64(d.Microseconds())/1e3)
+				}
+				return nil
+			}
 			if err := endSession(ctx, e, p, inst, exit); err != nil {
 				return fmt.Errorf("ending the earlier session: %w", err)
 			}
@@ -427,6 +453,14 @@ func attachNew(ctx context.Context, e *env, cfg *config, rep *Report) {
 	}
 }
 
+// newPaths are the paths of the new-session attach.
+func newPaths(cfg *config) []string {
+	if cfg.openssh {
+		return []string{pathSSH, pathWS, pathOpenSSH}
+	}
+	return []string{pathSSH, pathWS}
+}
+
 // endSession ends the instance's session, if any, and waits until the
 // gateway has forgotten it.
 func endSession(ctx context.Context, e *env, path, instance string, exit func(*shell) error) error {
@@ -446,6 +480,9 @@ func waitNoSession(ctx context.Context, e *env, instance string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		has, err := hasSession(ctx, e, instance)
+		if errors.Is(err, errRateLimited) && time.Now().Before(deadline) {
+			err, has = nil, true // the API's rate limit: ask again later
+		}
 		if err != nil || !has {
 			return err
 		}
@@ -455,10 +492,13 @@ func waitNoSession(ctx context.Context, e *env, instance string) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
+
+// errRateLimited is the API's 429: too many requests from this address.
+var errRateLimited = errors.New("GET /api/sessions: 429 Too Many Requests")
 
 func hasSession(ctx context.Context, e *env, instance string) (bool, error) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -473,6 +513,9 @@ func hasSession(ctx context.Context, e *env, instance string) (bool, error) {
 		return false, fmt.Errorf("GET /api/sessions: %w", err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return false, errRateLimited
+	}
 	if resp.StatusCode != http.StatusOK {
 		return false, fmt.Errorf("GET /api/sessions: %s", resp.Status)
 	}

@@ -75,13 +75,20 @@ type Result struct {
 	Value   float64   `json:"value"`
 	Ratio   *float64  `json:"ratio_to_direct,omitempty"`
 	Samples []float64 `json:"samples,omitempty"`
-	Note    string    `json:"note,omitempty"`
-	Error   string    `json:"error,omitempty"`
+	Min     float64   `json:"min,omitempty"`
+	Max     float64   `json:"max,omitempty"`
+	// Paired holds, run by run, this path's sample divided by the
+	// reference path's sample of the same run (the paths are measured in
+	// interleaved rounds, so each pair saw the same machine load).
+	Paired []float64 `json:"paired_ratios,omitempty"`
+	Note   string    `json:"note,omitempty"`
+	Error  string    `json:"error,omitempty"`
 }
 
 // The metrics, in the order they are printed.
 var metricOrder = []struct{ name, title, unit, better string }{
 	{"throughput", "throughput", "MB/s", "higher"},
+	{"cpu_per_gb", "gateway CPU per GB", "s/GB", "lower"},
 	{"echo_p50", "keystroke echo p50", "us", "lower"},
 	{"echo_p99", "keystroke echo p99", "us", "lower"},
 	{"attach", "attach (existing session)", "ms", "lower"},
@@ -105,6 +112,9 @@ func (r *Report) add(metric, path string, value float64, samples []float64, note
 	res := Result{Metric: metric, Path: path, Unit: unit, Better: better, Value: round(value), Note: note}
 	for _, s := range samples {
 		res.Samples = append(res.Samples, round(s))
+	}
+	if len(samples) > 0 {
+		res.Min, res.Max = round(slices.Min(samples)), round(slices.Max(samples))
 	}
 	if err != nil {
 		res.Error = err.Error()
@@ -138,10 +148,21 @@ func round(v float64) float64 {
 	return math.Round(v*1000) / 1000
 }
 
-// direct returns the direct path's result for a metric. The fan-out
+// refPath is the path a metric's ratios compare with: the direct exec,
+// except for the CPU metric, whose reference is the docker CLI relaying the
+// same stream.
+func refPath(metric string) string {
+	if metric == "cpu_per_gb" {
+		return pathCLI
+	}
+	return pathDirect
+}
+
+// direct returns the reference path's result for a metric. The fan-out
 // metrics compare with direct throughput, and a new session's attach with a
 // fresh docker exec.
 func (r *Report) direct(metric string) (Result, bool) {
+	ref := refPath(metric)
 	switch {
 	case strings.HasPrefix(metric, "fanout"):
 		metric = "throughput"
@@ -149,7 +170,7 @@ func (r *Report) direct(metric string) (Result, bool) {
 		metric = "attach"
 	}
 	for _, res := range r.Results {
-		if res.Metric == metric && res.Path == pathDirect && res.Error == "" && res.Value > 0 {
+		if res.Metric == metric && res.Path == ref && res.Error == "" && res.Value > 0 {
 			return res, true
 		}
 	}
@@ -159,12 +180,21 @@ func (r *Report) direct(metric string) (Result, bool) {
 // computeRatios fills in Ratio for every successful termgate result.
 func (r *Report) computeRatios() {
 	for i, res := range r.Results {
-		if res.Path == pathDirect || res.Error != "" {
+		if res.Path == refPath(res.Metric) || res.Error != "" {
 			continue
 		}
 		if d, ok := r.direct(res.Metric); ok {
 			ratio := round(res.Value / d.Value)
 			r.Results[i].Ratio = &ratio
+			// Paired only where both were sampled in the same rounds.
+			if d.Metric == res.Metric && len(d.Samples) == len(res.Samples) && len(res.Samples) > 1 {
+				r.Results[i].Paired = nil
+				for k, v := range res.Samples {
+					if d.Samples[k] > 0 {
+						r.Results[i].Paired = append(r.Results[i].Paired, round(v/d.Samples[k]))
+					}
+				}
+			}
 		}
 	}
 }
@@ -184,7 +214,7 @@ func printTable(w io.Writer, r *Report) {
 		fmt.Fprint(w, "\n\n")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "METRIC\tPATH\tTERMGATE\tDIRECT\tRATIO\t")
+	fmt.Fprintln(tw, "METRIC\tPATH\tMEDIAN\tMIN..MAX\tREFERENCE\tRATIO\tPAIRED MIN/MED/MAX\t")
 	for _, m := range metricOrder {
 		d, haveDirect := r.direct(m.name)
 		directCol := "-"
@@ -193,27 +223,43 @@ func printTable(w io.Writer, r *Report) {
 		} else if dr := r.find(m.name, pathDirect); dr != nil && dr.Error != "" {
 			directCol = "failed"
 		}
+		if haveDirect && d.Metric == m.name {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\t\t\t\n", m.title, d.Path, formatValue(d.Value, d.Unit), spread(d))
+		}
 		for _, res := range r.Results {
-			if res.Metric != m.name || res.Path == pathDirect {
+			if res.Metric != m.name || res.Path == refPath(m.name) {
 				continue
 			}
 			if res.Error != "" {
-				fmt.Fprintf(tw, "%s\t%s\tfailed (below)\t%s\t\t\n", m.title, res.Path, directCol)
+				fmt.Fprintf(tw, "%s\t%s\tfailed (below)\t\t%s\t\t\t\n", m.title, res.Path, directCol)
 				continue
 			}
 			ratio := "-"
 			if res.Ratio != nil {
 				ratio = fmt.Sprintf("%.2f", *res.Ratio)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", m.title, res.Path, formatValue(res.Value, res.Unit), directCol, ratio)
+			paired := "-"
+			if len(res.Paired) > 0 {
+				paired = fmt.Sprintf("%.2f / %.2f / %.2f", slices.Min(res.Paired), median(res.Paired), slices.Max(res.Paired))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m.title, res.Path, formatValue(res.Value, res.Unit), spread(res), directCol, ratio, paired)
 		}
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\nratio = termgate / direct: throughput, higher is better (1 = as fast as docker exec);")
-	fmt.Fprintln(w, "latency and attach, lower is better (1 = as fast as docker exec). Fan-out compares with direct throughput.")
+	fmt.Fprintln(w, "\nratio = path / reference (the direct Engine API exec; for CPU per GB the docker CLI relaying the same stream):")
+	fmt.Fprintln(w, "throughput, higher is better (1 = as fast as docker exec); latency, attach and CPU, lower is better.")
+	fmt.Fprintln(w, "Paired ratios divide each run by the reference's run of the same round. Fan-out compares with direct throughput.")
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "error:", e)
 	}
+}
+
+// spread is a result's min..max over its samples, or "-".
+func spread(res Result) string {
+	if len(res.Samples) < 2 {
+		return "-"
+	}
+	return formatValue(res.Min, res.Unit) + ".." + formatValue(res.Max, res.Unit)
 }
 
 func (r *Report) find(metric, path string) *Result {
@@ -231,6 +277,8 @@ func formatValue(v float64, unit string) string {
 		return fmt.Sprintf("%.0f us", v)
 	case "ms":
 		return fmt.Sprintf("%.1f ms", v)
+	case "s/GB":
+		return fmt.Sprintf("%.2f s/GB", v)
 	}
 	return fmt.Sprintf("%.1f %s", v, unit)
 }

@@ -56,6 +56,8 @@ func dial(ctx context.Context, e *env, path, instance string) (term, error) {
 		return dialSSH(ctx, e, instance)
 	case pathWS:
 		return dialWS(ctx, e, instance)
+	case pathOpenSSH:
+		return dialOpenSSH(ctx, e)
 	}
 	return nil, fmt.Errorf("unknown path %q", path)
 }
@@ -126,10 +128,15 @@ type sshTerm struct {
 }
 
 func dialSSH(ctx context.Context, e *env, instance string) (t *sshTerm, err error) {
+	return dialSSHTo(ctx, e.sshAddr, instance, e.hostKey, e.signer)
+}
+
+// dialSSHTo logs in to addr as user with a PTY and a shell.
+func dialSSHTo(ctx context.Context, addr, user string, hostKey ssh.PublicKey, signer ssh.Signer) (t *sshTerm, err error) {
 	var d net.Dialer
-	tcp, err := d.DialContext(ctx, "tcp", e.sshAddr)
+	tcp, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("ssh dial %s: %w", e.sshAddr, err)
+		return nil, fmt.Errorf("ssh dial %s: %w", addr, err)
 	}
 	defer func() {
 		if err != nil {
@@ -139,13 +146,13 @@ func dialSSH(ctx context.Context, e *env, instance string) (t *sshTerm, err erro
 	stop := context.AfterFunc(ctx, func() { tcp.Close() })
 	defer stop()
 	_ = tcp.SetDeadline(time.Now().Add(dialTimeout))
-	cc, chans, reqs, err := ssh.NewClientConn(tcp, e.sshAddr, &ssh.ClientConfig{
-		User:            instance,
-		Auth:            []ssh.AuthMethod{ssh.PublicKeys(e.signer)},
-		HostKeyCallback: ssh.FixedHostKey(e.hostKey),
+	cc, chans, reqs, err := ssh.NewClientConn(tcp, addr, &ssh.ClientConfig{
+		User:            user,
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(signer)},
+		HostKeyCallback: ssh.FixedHostKey(hostKey),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ssh handshake with %s: %w", e.sshAddr, err)
+		return nil, fmt.Errorf("ssh handshake with %s: %w", addr, err)
 	}
 	t = &sshTerm{tcp: tcp, client: ssh.NewClient(cc, chans, reqs), stderr: &lockedBuffer{}}
 	if t.sess, err = t.client.NewSession(); err != nil {

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // These tests need no Docker: the benchmark itself runs with make bench.
@@ -129,5 +131,57 @@ func TestGatewayEnvDropsTermgateVariables(t *testing.T) {
 	got := gatewayEnv([]string{"PATH=/bin", "TERMGATE_BUFFER_SIZE=1", "DOCKER_HOST=unix:///x", "TERMGATE_SHELL=bash"})
 	if strings.Join(got, " ") != "PATH=/bin DOCKER_HOST=unix:///x" {
 		t.Errorf("gatewayEnv = %q", got)
+	}
+}
+
+func TestParseStatCPU(t *testing.T) {
+	// The command name may hold spaces and parentheses.
+	stat := "4242 (term gate) (x)) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 0 20 0 9 0 100 0 0"
+	got, err := parseStatCPU(stat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != 3250*time.Millisecond {
+		t.Errorf("utime+stime = %v, want 3.25s (325 ticks)", got)
+	}
+	if _, err := parseStatCPU("4242 (x) S 1"); err == nil {
+		t.Error("a short stat line was accepted")
+	}
+}
+
+func TestSSHDConfigForcesTheDockerExec(t *testing.T) {
+	conf := sshdConfig("/tmp/st", "127.0.0.1:2222", "root", "tgbench-x-a", "unix:///run/d.sock")
+	for _, want := range []string{"Port 2222\n", "ListenAddress 127.0.0.1\n", "HostKey /tmp/st/openssh_host_key\n",
+		"AuthorizedKeysFile /tmp/st/authorized_keys\n", "UsePAM no\n", "PasswordAuthentication no\n",
+		"ForceCommand exec docker exec -it -e TERM=xterm-256color tgbench-x-a /bin/sh\n", "SetEnv DOCKER_HOST=unix:///run/d.sock\n"} {
+		if !strings.Contains(conf, want) {
+			t.Errorf("sshd_config lacks %q:\n%s", want, conf)
+		}
+	}
+}
+
+func TestPairedRatiosAndCPUReference(t *testing.T) {
+	r := &Report{}
+	r.add("throughput", pathDirect, 20, []float64{10, 20, 40}, "", nil)
+	r.add("throughput", pathSSH, 18, []float64{9, 18, 20}, "", nil)
+	r.add("cpu_per_gb", pathCLI, 12, []float64{12, 12, 12}, "", nil)
+	r.add("cpu_per_gb", pathWS, 18, []float64{24, 18, 12}, "", nil)
+	r.computeRatios()
+	if got := r.find("throughput", pathSSH).Paired; !slices.Equal(got, []float64{0.9, 0.9, 0.5}) {
+		t.Errorf("paired throughput ratios = %v, want [0.9 0.9 0.5]", got)
+	}
+	ws := r.find("cpu_per_gb", pathWS)
+	if ws.Ratio == nil || *ws.Ratio != 1.5 || !slices.Equal(ws.Paired, []float64{2, 1.5, 1}) {
+		t.Errorf("cpu ratio %v paired %v, want 1.5 against the docker CLI and [2 1.5 1]", ws.Ratio, ws.Paired)
+	}
+	if ws.Min != 12 || ws.Max != 24 {
+		t.Errorf("min..max = %v..%v, want 12..24", ws.Min, ws.Max)
+	}
+	var out bytes.Buffer
+	printTable(&out, r)
+	for _, want := range []string{"gateway CPU per GB", "docker exec -t", "12.00 s/GB..24.00 s/GB", "1.00 / 1.50 / 2.00", "0.50 / 0.90 / 0.90"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, out.String())
+		}
 	}
 }
