@@ -3,6 +3,7 @@ package sshd
 import (
 	"context"
 	"errors"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -68,4 +69,17 @@ func TestShutdownTellsDurableClientsToReconnect(t *testing.T) {
 		t.Fatalf("Serve returned %v", err)
 	}
 	f.served <- ssh.ErrServerClosed // for the fixture's cleanup
+}
+
+// list shows a DURABLE column when a session is durable.
+func TestListShowsDurableSessions(t *testing.T) {
+	f := newFixtureReg(t, nil, func(c *sessions.Config) { c.Backend = heldBackend{c.Backend} })
+	a := f.attach(t, "admin", "web1", 80, 24)
+	a.pid()
+	res := f.run(t, "admin", "me", "list")
+	lines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+	if res.code != 0 || len(lines) < 2 || !regexp.MustCompile(`^INSTANCE +SESSION +CLIENTS +IDLE SINCE +BYTES +DURABLE$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`^web1 +[0-9a-f]+ +1 +- +[0-9]+ +yes$`).MatchString(lines[1]) {
+		t.Fatalf("list (status %d):\n%s", res.code, res.stdout)
+	}
 }

@@ -120,12 +120,18 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 	}
 	// The RECORDING column (the file relative to --record-dir) only when
 	// something is recorded: without recordings the table stays as it was.
-	recorded := false
+	// Likewise DURABLE (yes: the shell outlives the gateway) only when a
+	// session is durable.
+	recorded, durable := false, false
 	for _, in := range rows {
 		recorded = recorded || in.Recording != ""
+		durable = durable || in.Durable
 	}
 	tw := tabwriter.NewWriter(sess, 0, 0, 2, ' ', 0)
 	header := "INSTANCE\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES"
+	if durable {
+		header += "\tDURABLE"
+	}
 	if recorded {
 		header += "\tRECORDING"
 	}
@@ -137,6 +143,9 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 			idle = in.IdleSince.UTC().Format(time.RFC3339)
 		}
 		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d", in.Instance, in.Session, in.Clients, idle, in.BytesOut)
+		if durable {
+			_, _ = fmt.Fprintf(tw, "\t%s", map[bool]string{true: "yes", false: "no"}[in.Durable])
+		}
 		if recorded {
 			_, _ = fmt.Fprintf(tw, "\t%s", listCell(in.Recording))
 		}
