@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 )
 
 // openHow says what fill may do to get a slot's shell.
@@ -63,8 +65,9 @@ func resetThenAdopt(ctx context.Context, a Adopter, inst Instance, hp HeldProces
 // AdoptAll adopts every session the backend's holders hold, so that a
 // starting gateway lists them (and their holders learn of its clients)
 // before anyone attaches. Failures are logged: an instance whose session
-// is not adopted now is adopted at its first attach. It returns how many
-// sessions were adopted.
+// is not adopted now is adopted at its first attach. ctx bounds the
+// adoptions (each also gets StartTimeout). It returns how many sessions
+// were adopted.
 func (r *Registry) AdoptAll(ctx context.Context) int {
 	a, ok := r.cfg.Backend.(Adopter)
 	if !ok {
@@ -75,11 +78,10 @@ func (r *Registry) AdoptAll(ctx context.Context) int {
 		r.cfg.Logger.Warn("could not list the held sessions to adopt; they are adopted at their first attach", "err", err)
 		return 0
 	}
-	n := 0
+	var n atomic.Int32
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, adoptParallel)
 	for _, inst := range insts {
-		if ctx.Err() != nil {
-			break
-		}
 		sl, created, err := r.slotFor(inst)
 		if err != nil {
 			break // shutting down
@@ -87,16 +89,25 @@ func (r *Registry) AdoptAll(ctx context.Context) int {
 		if !created {
 			continue // an attach got there first
 		}
-		r.fill(sl, inst, newID(), DefaultSize, "", adoptOnly)
-		switch {
-		case sl.err == nil:
-			n++
-		case !errors.Is(sl.err, ErrNotHeld):
-			r.cfg.Logger.Warn("could not adopt a held session; it is tried again at the first attach", "instance", inst.Name, "err", sl.err)
-		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			r.fill(ctx, sl, inst, newID(), DefaultSize, "", adoptOnly)
+			switch {
+			case sl.err == nil:
+				n.Add(1)
+			case !errors.Is(sl.err, ErrNotHeld):
+				r.cfg.Logger.Warn("could not adopt a held session; it is tried again at the first attach", "instance", inst.Name, "err", sl.err)
+			}
+		})
 	}
-	if n > 0 || len(insts) > 0 {
-		r.cfg.Logger.Info("adopted durable sessions", "sessions", n, "held", len(insts))
+	wg.Wait()
+	if len(insts) > 0 {
+		r.cfg.Logger.Info("adopted durable sessions", "sessions", n.Load(), "held", len(insts))
 	}
-	return n
+	return int(n.Load())
 }
+
+// adoptParallel bounds the adoptions AdoptAll runs at once: each is a few
+// engine calls, and a slow holder must not hold up the rest.
+const adoptParallel = 8

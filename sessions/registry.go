@@ -172,7 +172,7 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 				// An observer never sizes the shell, not even the first.
 				size = DefaultSize
 			}
-			r.fill(sl, inst, newID(), size, opts.Term, adoptOrStart)
+			r.fill(context.Background(), sl, inst, newID(), size, opts.Term, adoptOrStart)
 		}
 		select {
 		case <-sl.ready:
@@ -222,13 +222,14 @@ func (r *Registry) slotFor(inst Instance) (*slot, bool, error) {
 }
 
 // fill starts the shell for a slot this goroutine created, or adopts the
-// one a holder holds (see open).
-func (r *Registry) fill(sl *slot, inst Instance, id string, size Size, term string, how openHow) {
+// one a holder holds (see open), within StartTimeout. Its shell is shared:
+// the attach that happens to start it passes no context of its own.
+func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string, size Size, term string, how openHow) {
 	defer close(sl.ready)
 	if term == "" {
 		term = "xterm-256color"
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
 	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Shell: r.cfg.Shell, Term: term, Size: size}, how)
 	if err != nil {
@@ -309,7 +310,7 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 			}
 		}
 	}
-	r.fill(sl, inst, id, size, term, resetHeld)
+	r.fill(context.Background(), sl, inst, id, size, term, resetHeld)
 	if sl.err != nil {
 		return nil, sl.err
 	}
