@@ -43,6 +43,7 @@ type Client struct {
 	limit  int        // queued bytes allowed before the client is dropped
 	cause  error      // set once: why the client is closed
 	wake   chan struct{}
+	after  []func() // AfterClose callbacks not yet run
 }
 
 func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {
@@ -64,8 +65,75 @@ func (c *Client) Cause() error {
 	return c.cause
 }
 
+// AfterClose arranges for f to run in its own goroutine once the client is
+// closed (at once if it is already), like context.AfterFunc: a writer that
+// may be blocked in a network write learns of a cut without keeping a
+// goroutine per client waiting on Done. The caller waits for f itself.
+func (c *Client) AfterClose(f func()) {
+	c.mu.Lock()
+	if c.cause == nil {
+		c.after = append(c.after, f)
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	go f()
+}
+
 // Info returns where the attach landed.
 func (c *Client) Info() AttachInfo { return c.info }
+
+// Ready receives a value when output was queued or the client was closed
+// since the last Read or Take, so a writer can select on it beside its own
+// channels and then Take. A value may be stale (Take then returns nothing):
+// Ready never loses a wake-up, it may report one twice. Use either Read or
+// Ready and Take, from one goroutine.
+func (c *Client) Ready() <-chan struct{} { return c.wake }
+
+// TakeMax bounds what one Take returns (unless a single chunk is larger):
+// a writer holds at most this much beside the client's queue, and a client
+// that stops reading still fills its queue and is dropped as too slow.
+const TakeMax = 256 << 10
+
+// Take appends queued chunks to bufs, in order and up to TakeMax bytes, and
+// returns it, without copying and without blocking: the chunks are shared
+// with other clients and must not be modified; they stay valid after the
+// next Take. When it leaves chunks queued, Ready fires again. Once the
+// client is closed and its queue is drained, Take returns the cause (with
+// the last chunks, if any), like Read. Nothing queued and not closed: bufs
+// and nil.
+func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.queued == 0 {
+		return bufs, c.cause
+	}
+	if c.head > 0 {
+		c.queue[0] = c.queue[0][c.head:]
+		c.head = 0
+	}
+	n, taken := 0, 0
+	for n < len(c.queue) && (n == 0 || taken+len(c.queue[n]) <= TakeMax) {
+		taken += len(c.queue[n])
+		n++
+	}
+	bufs = append(bufs, c.queue[:n]...)
+	c.queued -= taken
+	if n < len(c.queue) {
+		// Shift the rest to the front, so the array is reused.
+		k := copy(c.queue, c.queue[n:])
+		clear(c.queue[k:])
+		c.queue = c.queue[:k]
+		c.signal()
+		return bufs, nil
+	}
+	clear(c.queue) // the chunks are the caller's now: keep no reference
+	c.queue = c.queue[:0]
+	if cap(c.queue) > 1024 { // a burst of small chunks: do not keep its array
+		c.queue = nil
+	}
+	return bufs, c.cause
+}
 
 // Read copies queued output into p, blocking until there is some or the
 // client is closed.
@@ -83,6 +151,9 @@ func (c *Client) Read(p []byte) (int, error) {
 					c.queue = c.queue[1:]
 					c.head = 0
 				}
+			}
+			if len(c.queue) == 0 {
+				c.queue = c.queue[:0:0] // let append start afresh at the front
 			}
 			c.queued -= n
 			c.mu.Unlock()
@@ -182,8 +253,13 @@ func (c *Client) close(cause error, discard bool) bool {
 		c.queue, c.head, c.queued = nil, 0, 0
 	}
 	close(c.done)
+	after := c.after
+	c.after = nil
 	c.mu.Unlock()
 	c.signal()
+	for _, f := range after {
+		go f()
+	}
 	return true
 }
 

@@ -206,11 +206,11 @@ func (s *Session) run() {
 // blocks on a client: a client whose queue is full is dropped.
 func (s *Session) pump() {
 	defer close(s.pumpGone)
-	buf := make([]byte, 32<<10)
+	var sl slab // see slab.go: no allocation per chunk, large reads when busy
 	for {
-		n, err := s.proc.Read(buf)
+		n, err := s.proc.Read(sl.buf())
 		if n > 0 {
-			chunk := append([]byte(nil), buf[:n]...)
+			chunk := sl.chunk(n)
 			// The observer first (it never blocks): a recording then
 			// holds output before any resize a client makes after
 			// reading it.

@@ -10,6 +10,7 @@ import (
 	"github.com/gliderlabs/ssh"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/relaybuf"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
@@ -161,12 +162,18 @@ func (r *relay) run() (code int) {
 // trail, why the client left.
 func (r *relay) output() (code int, cause string) {
 	const clientLeft = "client closed the channel"
-	buf := make([]byte, 32<<10)
+	var bufs [][]byte
 	for {
 		c := r.current()
-		n, err := c.Read(buf)
-		if n > 0 {
-			if werr := r.guard.do(func() error { _, err := r.out.Write(buf[:n]); return err }); werr != nil {
+		<-c.Ready() // also when the client is closed
+		var err error
+		bufs, err = c.Take(bufs[:0])
+		if len(bufs) > 0 {
+			// What was queued goes as one channel write (relaybuf), from
+			// this goroutine: no copy into a buffer, no hand-off.
+			werr := r.guard.do(func() error { return relaybuf.Write(r.out, bufs) })
+			clear(bufs) // hold no output once it is written
+			if werr != nil {
 				if cause := c.Cause(); cause != nil && !errors.Is(cause, sessions.ErrDetached) {
 					return exitDetached, cause.Error() // e.g. dropped as too slow, then cut off
 				}

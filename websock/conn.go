@@ -12,6 +12,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/relaybuf"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -22,11 +23,12 @@ const closeGrace = 2 * time.Second
 
 // conn is one upgraded WebSocket connection. Goroutines: the handler's,
 // which runs the read loop and tears down; writeLoop, the only goroutine
-// that writes data frames; pump, which copies the session's output to the
-// writer and follows resets; inputLoop, which writes input to the shell;
-// at most one at a time that runs control resets (runResets).
-// The read loop, the pump and inputLoop hand frames to the writer through
-// out; the read loop hands input to inputLoop through in.ch.
+// that writes data frames, which takes the session's output from the client
+// itself and follows resets; inputLoop, which writes input to the shell;
+// at most one at a time that runs control resets (runResets); and, only
+// once a client is closed, watchCut's callback.
+// The read loop and inputLoop hand frames to the writer through out; the
+// read loop hands input to inputLoop through in.ch.
 type conn struct {
 	s     *Server
 	ws    *websocket.Conn
@@ -52,8 +54,9 @@ type conn struct {
 	final      *frame        // written by end before ending is closed
 	closeCode  int           // likewise; 0 means leave without a close frame
 	writerDone chan struct{}
-	pumpDone   chan struct{}
-	watchDone  chan struct{} // closed when watchClients returns (or at once without wantClients)
+	binary     binaryWriter   // writes output frames for relaybuf
+	cutWG      sync.WaitGroup // watchCut's callbacks
+	watchDone  chan struct{}  // closed when watchClients returns (or at once without wantClients)
 	// wantClients: the client asked for clients events (?clients=1).
 	wantClients bool
 	readerDone  chan struct{}
@@ -77,12 +80,12 @@ type conn struct {
 func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by string, opts sessions.AttachOptions, log *slog.Logger) *conn {
 	ctx, cancel := context.WithCancel(parent)
 	return &conn{
-		s: s, ws: ws, name: name, label: opts.Label, allowed: opts.Allowed, by: by, log: log,
+		binary: binaryWriter{ws: ws},
+		s:      s, ws: ws, name: name, label: opts.Label, allowed: opts.Allowed, by: by, log: log,
 		ctx: ctx, cancel: cancel, readOnly: opts.ReadOnly,
 		out:        make(chan frame, 16),
 		ending:     make(chan struct{}),
 		writerDone: make(chan struct{}),
-		pumpDone:   make(chan struct{}),
 		watchDone:  make(chan struct{}),
 		moved:      make(chan struct{}),
 		readerDone: make(chan struct{}),
@@ -105,8 +108,8 @@ func (c *conn) run(client *sessions.Client) {
 	// out is empty and nobody else sends yet: the attached event goes first.
 	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay, ReadOnly: c.readOnly})
 
+	c.watchCut(client)
 	go c.writeLoop()
-	go c.pump()
 	go c.inputLoop()
 	if c.wantClients {
 		go c.watchClients()
@@ -131,9 +134,9 @@ func (c *conn) run(client *sessions.Client) {
 	}
 	c.stopClient() // also ends a Write inputLoop is blocked in
 	<-c.in.done
-	<-c.pumpDone
 	<-c.writerDone
-	<-c.watchDone // it stops on ctx or when the writer is gone
+	c.cutWG.Wait() // the client is closed: its callback has run or runs now
+	<-c.watchDone  // it stops on ctx or when the writer is gone
 	_ = c.ws.Close()
 	// What ended it: the server's reason when it had one (revoked, too
 	// slow, shell exited...), else what the read loop saw.
@@ -210,8 +213,8 @@ func (c *conn) current() *sessions.Client {
 	return c.client
 }
 
-// stopClient detaches the current client (which ends a blocked Read in the
-// pump) and keeps the pump from publishing a new one.
+// stopClient detaches the current client and keeps the writer from
+// publishing a new one after a reset.
 func (c *conn) stopClient() {
 	c.mu.Lock()
 	c.stopped = true
@@ -223,11 +226,25 @@ func (c *conn) stopClient() {
 	}
 }
 
-// writeLoop is the connection's only writer of data frames.
+// writeLoop is the connection's only writer of data frames: the frames
+// handed to it through out, and the session's output, which it takes from
+// the client itself (no goroutine in between) and writes as one frame per
+// wake-up, however many chunks were queued. It follows resets.
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
 	ping := time.NewTicker(c.s.cfg.PingInterval)
 	defer ping.Stop()
+	cl := c.current()
+	var bufs [][]byte
+	// The attached event was queued before the writer started: it goes
+	// before the replay.
+	for n := len(c.out); n > 0; n-- {
+		f := <-c.out
+		if err := c.write(f.typ, f.data); err != nil {
+			c.writeFailed(err)
+			return
+		}
+	}
 	for {
 		select { // an end goes before queued frames
 		case <-c.ending:
@@ -235,11 +252,29 @@ func (c *conn) writeLoop() {
 			return
 		default:
 		}
+		var ready <-chan struct{}
+		if cl != nil {
+			ready = cl.Ready()
+		}
 		select {
 		case f := <-c.out:
 			if err := c.write(f.typ, f.data); err != nil {
 				c.writeFailed(err)
 				return
+			}
+		case <-ready:
+			var err error
+			bufs, err = cl.Take(bufs[:0])
+			if len(bufs) > 0 {
+				werr := c.writeOutput(bufs)
+				clear(bufs) // hold no output once it is written
+				if werr != nil {
+					c.writeFailed(werr)
+					return
+				}
+			}
+			if err != nil {
+				cl = c.outputEnded(err)
 			}
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
@@ -251,6 +286,25 @@ func (c *conn) writeLoop() {
 			return
 		}
 	}
+}
+
+// writeOutput writes the chunks as one binary frame (several frames only
+// past relaybuf.MaxWrite).
+func (c *conn) writeOutput(bufs [][]byte) error {
+	if err := c.ws.SetWriteDeadline(time.Now().Add(c.writeTimeout())); err != nil {
+		return err
+	}
+	return relaybuf.Write(c.binary, bufs)
+}
+
+// binaryWriter writes each Write as one binary message.
+type binaryWriter struct{ ws *websocket.Conn }
+
+func (w binaryWriter) Write(p []byte) (int, error) {
+	if err := w.ws.WriteMessage(websocket.BinaryMessage, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // closeGracefully writes what end asked for and waits for the read loop to
@@ -443,66 +497,53 @@ func (c *conn) reset() {
 	c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
 }
 
-// pump copies the session's output to the writer and follows resets until
-// the session ends under the client or the connection stops.
-func (c *conn) pump() {
-	defer close(c.pumpDone)
-	buf := make([]byte, 32<<10)
-	for {
-		cl := c.current()
-		if cl == nil {
-			return
-		}
-		n, err := cl.Read(buf)
-		if n > 0 {
-			switch c.sendOutput(cl, frame{typ: websocket.BinaryMessage, data: append([]byte(nil), buf[:n]...)}) {
-			case outputSent:
-			case outputCut: // the client was cut while the frame waited for the writer
-				err = cl.Cause()
-			case writerGone:
-				return
-			}
-		}
-		if err == nil {
-			continue
-		}
-		var reset *sessions.ResetError
-		var exit *sessions.ExitError
+// outputEnded handles the end of cl's output with err: it follows a reset
+// to the new session (returned) or ends the connection (nil). A cut (too
+// slow, revoked) is handled by watchCut, which may have run already.
+func (c *conn) outputEnded(err error) *sessions.Client {
+	var reset *sessions.ResetError
+	var exit *sessions.ExitError
+	switch {
+	case errors.Is(err, sessions.ErrDetached), cut(err):
+		return nil
+	case errors.As(err, &reset):
+		return c.reattach()
+	case errors.As(err, &exit):
+		c.log.Info("shell exited", "code", exit.Code)
+		c.setCause(err)
+		f := eventFrame(exitEvent{Type: "exit", Code: exit.Code})
+		c.end(&f, websocket.CloseNormalClosure)
+	case errors.Is(err, sessions.ErrShutdown):
+		c.setCause(err)
+		c.end(errorFrame(err.Error()), websocket.CloseGoingAway)
+	case errors.Is(err, sessions.ErrRestart): // see restart.go
+		c.setCause(err)
+		c.end(errorFrame(err.Error()), websocket.CloseServiceRestart)
+	default:
+		c.log.Info("session ended under the client", "cause", err.Error())
+		c.setCause(err)
+		c.end(errorFrame(err.Error()), websocket.CloseNormalClosure)
+	}
+	return nil
+}
+
+// watchCut tells the client at once when the session cuts cl (too slow,
+// revoked), even while the writer is blocked in a write to a client that
+// does not read: endNow shortens that write's deadline. The callback runs
+// only when cl closes; run waits for it.
+func (c *conn) watchCut(cl *sessions.Client) {
+	c.cutWG.Add(1)
+	cl.AfterClose(func() {
+		defer c.cutWG.Done()
+		err := cl.Cause()
 		var revoked *sessions.RevokedError
 		switch {
-		case errors.Is(err, sessions.ErrDetached):
-			return
 		case errors.Is(err, sessions.ErrSlowClient):
 			c.tooSlow(err)
-			return
 		case errors.As(err, &revoked):
 			c.revoked(revoked)
-			return
-		case errors.As(err, &reset):
-			if !c.reattach() {
-				return
-			}
-		case errors.As(err, &exit):
-			c.log.Info("shell exited", "code", exit.Code)
-			c.setCause(err)
-			f := eventFrame(exitEvent{Type: "exit", Code: exit.Code})
-			c.end(&f, websocket.CloseNormalClosure)
-			return
-		case errors.Is(err, sessions.ErrShutdown):
-			c.setCause(err)
-			c.end(errorFrame(err.Error()), websocket.CloseGoingAway)
-			return
-		case errors.Is(err, sessions.ErrRestart): // see restart.go
-			c.setCause(err)
-			c.end(errorFrame(err.Error()), websocket.CloseServiceRestart)
-			return
-		default:
-			c.log.Info("session ended under the client", "cause", err.Error())
-			c.setCause(err)
-			c.end(errorFrame(err.Error()), websocket.CloseNormalClosure)
-			return
 		}
-	}
+	})
 }
 
 // revoked ends a connection whose credentials no longer allow its
@@ -527,39 +568,6 @@ func (c *conn) tooSlow(err error) {
 	c.endNow(errorFrame(err.Error()), websocket.CloseTryAgainLater)
 }
 
-// sendOutcome is what became of an output frame handed to the writer.
-type sendOutcome int
-
-const (
-	outputSent sendOutcome = iota
-	// outputCut: the attach was cut (too slow, revoked) while the frame
-	// waited; the frame is dropped.
-	outputCut
-	writerGone
-)
-
-// sendOutput hands an output frame of cl to the writer. A client that is
-// not reading blocks it: it gives up when the session cuts cl for being
-// slow or revoked, so that the pump can tell the client why at once
-// (before, it waited for the writer's timeout). Other causes (reset, exit)
-// let the frames queued before them through.
-func (c *conn) sendOutput(cl *sessions.Client, f frame) sendOutcome {
-	done := cl.Done()
-	for {
-		select {
-		case c.out <- f:
-			return outputSent
-		case <-c.writerDone:
-			return writerGone
-		case <-done:
-			if cut(cl.Cause()) {
-				return outputCut
-			}
-			done = nil
-		}
-	}
-}
-
 // cut reports causes that end an attach without its queued output.
 func cut(err error) bool {
 	var revoked *sessions.RevokedError
@@ -567,8 +575,10 @@ func cut(err error) bool {
 }
 
 // reattach moves the connection to the instance's new session after a
-// reset, with the size it last asked for, and sends the reset event.
-func (c *conn) reattach() bool {
+// reset, with the size it last asked for, and writes the reset event (the
+// writer calls it, so the event goes before the new session's output). It
+// returns the new attach, or nil when the connection ends.
+func (c *conn) reattach() *sessions.Client {
 	c.mu.Lock()
 	size := c.size
 	c.mu.Unlock()
@@ -577,32 +587,38 @@ func (c *conn) reattach() bool {
 	cl, err := c.s.cfg.Registry.Attach(c.ctx, c.name, opts)
 	if err != nil {
 		if c.ctx.Err() != nil {
-			return false
+			return nil
 		}
 		if revoked := (*sessions.RevokedError)(nil); errors.As(err, &revoked) {
 			c.revoked(revoked)
-			return false
+			return nil
 		}
 		_, msg := c.s.attachFailure(c.ctx, c.name, err)
 		c.end(errorFrame(msg), websocket.CloseNormalClosure)
-		return false
+		return nil
 	}
 	c.mu.Lock()
 	if c.stopped {
 		c.mu.Unlock()
 		cl.Detach()
-		return false
+		return nil
 	}
 	c.client = cl
 	c.mu.Unlock()
+	c.watchCut(cl)
 	info := cl.Info()
 	c.log.Info("websocket moved to a new session", "session", info.Session)
-	ok := c.send(eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset, Replay: info.Replay}))
+	f := eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset, Replay: info.Replay})
+	werr := c.write(f.typ, f.data)
 	// The new session's clients events come after its reset event.
 	c.mu.Lock()
 	c.told = cl
 	close(c.moved)
 	c.moved = make(chan struct{})
 	c.mu.Unlock()
-	return ok
+	if werr != nil {
+		c.writeFailed(werr)
+		return nil
+	}
+	return cl
 }

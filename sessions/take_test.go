@@ -1,0 +1,221 @@
+package sessions
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// takeAll waits on Ready and takes until want bytes arrived or Take
+// returns an error.
+func takeAll(t *testing.T, c *Client, want int) ([][]byte, error) {
+	t.Helper()
+	var got [][]byte
+	n := 0
+	deadline := time.After(5 * time.Second)
+	for n < want {
+		select {
+		case <-c.Ready():
+		case <-deadline:
+			t.Fatalf("timed out after %d of %d bytes", n, want)
+		}
+		var err error
+		before := len(got)
+		got, err = c.Take(got)
+		for _, b := range got[before:] {
+			n += len(b)
+		}
+		if err != nil {
+			return got, err
+		}
+	}
+	return got, nil
+}
+
+func TestTakeReturnsOutputInOrderThenTheCause(t *testing.T) {
+	r, fb := newTestRegistry(t, Config{})
+	c := attach(t, r, "web1", AttachOptions{})
+	p := fb.last()
+	p.emit("one ")
+	p.emit("two ")
+	p.emit("three")
+	got, err := takeAll(t, c, len("one two three"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := string(bytes.Join(got, nil)); s != "one two three" {
+		t.Fatalf("took %q, want the output in order", s)
+	}
+	if _, err := c.Take(nil); err != nil {
+		t.Fatalf("Take with nothing queued: %v, want nil", err)
+	}
+	p.emit("bye")
+	p.exit(3)
+	var rest [][]byte
+	for err == nil {
+		<-c.Ready()
+		rest, err = c.Take(rest)
+	}
+	var exit *ExitError
+	if !errors.As(err, &exit) || exit.Code != 3 {
+		t.Fatalf("Take after the exit: %v, want exit status 3", err)
+	}
+	if s := string(bytes.Join(rest, nil)); s != "bye" {
+		t.Fatalf("the output queued before the exit: %q, want \"bye\"", s)
+	}
+}
+
+func TestTakeIsBoundedAndReadyFiresForTheRest(t *testing.T) {
+	r, fb := newTestRegistry(t, Config{ClientQueue: 4 << 20})
+	c := attach(t, r, "web1", AttachOptions{})
+	p := fb.last()
+	// Queue more than TakeMax before taking anything.
+	chunk := strings.Repeat("x", 64<<10)
+	for range 8 {
+		p.emit(chunk)
+	}
+	waitQueued(t, c, 8*len(chunk))
+	<-c.Ready()
+	first, err := c.Take(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, b := range first {
+		n += len(b)
+	}
+	if n > TakeMax || n == 0 {
+		t.Fatalf("one Take returned %d bytes, want 1..%d", n, TakeMax)
+	}
+	rest, err := takeAll(t, c, 8*len(chunk)-n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := n
+	for _, b := range rest {
+		total += len(b)
+	}
+	if total != 8*len(chunk) {
+		t.Fatalf("took %d bytes in all, want %d", total, 8*len(chunk))
+	}
+}
+
+// waitQueued waits until c holds n bytes.
+func waitQueued(t *testing.T, c *Client, n int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c.mu.Lock()
+		q := c.queued
+		c.mu.Unlock()
+		if q >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d bytes queued, want %d", q, n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestAfterCloseRunsWhenTheClientIsCut(t *testing.T) {
+	r, fb := newTestRegistry(t, Config{BufferSize: 16 << 10, ClientQueue: 16 << 10})
+	c := attach(t, r, "web1", AttachOptions{})
+	cut := make(chan error, 1)
+	c.AfterClose(func() { cut <- c.Cause() })
+	p := fb.last()
+	p.emit(strings.Repeat("y", 8<<10))
+	p.emit(strings.Repeat("y", 16<<10)) // over the queue: dropped as too slow
+	select {
+	case err := <-cut:
+		if !errors.Is(err, ErrSlowClient) {
+			t.Fatalf("AfterClose saw %v, want ErrSlowClient", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("AfterClose did not run after the client was cut")
+	}
+	// Registered after the close: runs at once.
+	again := make(chan struct{})
+	c.AfterClose(func() { close(again) })
+	select {
+	case <-again:
+	case <-time.After(5 * time.Second):
+		t.Fatal("AfterClose on a closed client did not run")
+	}
+}
+
+func TestSlabChunksAreSeparateAndFollowTheStream(t *testing.T) {
+	var s slab
+	// Quiet: small reads are copied out of the small buffer.
+	b := s.buf()
+	if len(b) != smallRead {
+		t.Fatalf("first read buffer %d bytes, want the small one (%d)", len(b), smallRead)
+	}
+	copy(b, "abc")
+	c1 := s.chunk(3)
+	copy(s.buf(), "def")
+	c2 := s.chunk(3)
+	c1 = append(c1, 'Z') // a holder appending must not reach the next chunk
+	if string(c2) != "def" || string(c1[:3]) != "abc" {
+		t.Fatalf("chunks %q %q", c1, c2)
+	}
+	// A read that fills the small buffer switches to large reads.
+	copy(s.buf(), bytes.Repeat([]byte("x"), smallRead))
+	s.chunk(smallRead)
+	if b := s.buf(); len(b) < bulkMinRead {
+		t.Fatalf("read buffer after a full read: %d bytes, want at least %d", len(b), bulkMinRead)
+	}
+	c3 := s.chunk(40 << 10)
+	if len(c3) != 40<<10 || cap(c3) != 40<<10 {
+		t.Fatalf("bulk chunk len %d cap %d", len(c3), cap(c3))
+	}
+	// A short read: quiet again, and the large block is let go.
+	s.chunk(10)
+	if len(s.buf()) != smallRead || cap(s.free) > smallBlock {
+		t.Fatalf("after a short read: read buffer %d, block %d, want the small ones", len(s.buf()), cap(s.free))
+	}
+}
+
+// BenchmarkRelay is the session side of the relay: the pump reads a chunk
+// from the shell, delivers it to one client, and the client takes it. In
+// steady state it allocates nothing per chunk (the slab's blocks amortize
+// to well under one allocation per chunk).
+func BenchmarkRelay(b *testing.B) {
+	for _, size := range []int{40, 2600, 32 << 10} {
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			fb := newFakeBackend()
+			r, err := New(Config{Backend: fb})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Shutdown(b.Context())
+			c, err := r.Attach(b.Context(), "web1", AttachOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := fb.last()
+			chunk := bytes.Repeat([]byte("z"), size)
+			var bufs [][]byte
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = p.outW.Write(chunk)
+				got := 0
+				for got < size {
+					<-c.Ready()
+					bufs, err = c.Take(bufs[:0])
+					if err != nil {
+						b.Fatal(err)
+					}
+					for _, x := range bufs {
+						got += len(x)
+					}
+					clear(bufs)
+				}
+			}
+		})
+	}
+}
