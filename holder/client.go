@@ -21,11 +21,12 @@ type Client struct {
 
 	wmu sync.Mutex // serializes frames on rw
 
-	pending   []byte // output of the current frame not yet returned by Read
-	next      int64  // offset of the next output byte Read returns; -1 until known
-	exit      chan ExitMsg
-	replayEnd int64 // offset after the replay
-	once      sync.Once
+	pending     []byte // output of the current frame not yet returned by Read
+	next        int64  // offset of the next output byte Read returns; -1 until known
+	exit        chan ExitMsg
+	replayStart int64 // offset of the replay's first byte
+	replayEnd   int64 // offset after the replay
+	once        sync.Once
 }
 
 // ErrReset is returned by Read when the session was reset (by this or
@@ -56,6 +57,9 @@ func Dial(rw io.ReadWriteCloser, gateway, session string, since int64) (*Client,
 	if f.Type == TypeError {
 		var m ErrorMsg
 		_ = DecodeControl(f, &m)
+		if m.Proto != 0 && m.Proto != Version {
+			return fail(&VersionError{Theirs: m.Proto, Ours: Version})
+		}
 		return fail(fmt.Errorf("holder refused: %s", m.Message))
 	}
 	if c.Hello, err = CheckHello(f); err != nil {
@@ -76,7 +80,10 @@ func Dial(rw io.ReadWriteCloser, gateway, session string, since int64) (*Client,
 		if err := DecodeControl(f, &rep); err != nil {
 			return fail(err)
 		}
-		c.replayEnd = rep.Offset
+		if rep.Start < 0 || rep.Start > rep.Offset {
+			return fail(fmt.Errorf("holder replay from %d to %d", rep.Start, rep.Offset))
+		}
+		c.replayStart, c.replayEnd = rep.Start, rep.Offset
 		return c, rep, nil
 	}
 }
@@ -143,6 +150,22 @@ func (c *Client) Read(p []byte) (int, error) {
 	return n, nil
 }
 
+// ReadReplay returns the replay Dial announced (its ReplayMsg's Offset-Start
+// bytes), after which Read returns live output only. Call it before the
+// first Read, or not at all (Read then returns the replay first).
+func (c *Client) ReadReplay() ([]byte, error) {
+	want := c.replayEnd - c.replayStart
+	buf := make([]byte, 0, want)
+	for int64(len(buf)) < want {
+		n, err := c.Read(buf[len(buf):want])
+		buf = buf[:len(buf)+n]
+		if err != nil {
+			return buf, fmt.Errorf("holder replay: %w", err)
+		}
+	}
+	return buf, nil
+}
+
 // Offset is the number of the next output byte Read will return: a
 // gateway that reconnects resumes from it.
 func (c *Client) Offset() int64 {
@@ -188,6 +211,18 @@ func (c *Client) Wait(ctx context.Context) (ExitMsg, error) {
 		return m, nil
 	case <-ctx.Done():
 		return ExitMsg{}, ctx.Err()
+	}
+}
+
+// Exit returns how the session ended, once Read returned io.EOF for an
+// exit frame; ok is false otherwise (say, the connection was lost).
+func (c *Client) Exit() (m ExitMsg, ok bool) {
+	select {
+	case m = <-c.exit:
+		c.exit <- m
+		return m, true
+	default:
+		return ExitMsg{}, false
 	}
 }
 

@@ -77,15 +77,16 @@ func (c *conn) serve() {
 	if err != nil {
 		return
 	}
-	peer, err := CheckHello(f)
+	peer, err := checkHello(f, c.h.cfg.Proto)
 	if err != nil {
 		c.h.log.Warn("gateway refused", "err", err)
-		c.reply(TypeError, ErrorMsg{Message: err.Error()})
+		c.reply(TypeError, ErrorMsg{Message: err.Error(), Proto: c.h.cfg.Proto})
 		c.closeAfterQueue()
 		return
 	}
 	c.h.mu.Lock()
-	hello := HelloMsg{Proto: Version, Build: c.h.cfg.Build, Session: c.h.session, Offset: c.h.ring.End(), Cols: c.h.cols, Rows: c.h.rows}
+	hello := HelloMsg{Proto: c.h.cfg.Proto, Build: c.h.cfg.Build, Session: c.h.session, Offset: c.h.ring.End(),
+		Cols: c.h.cols, Rows: c.h.rows, Created: c.h.created.UnixMilli()}
 	if c.h.shell != nil {
 		hello.PID = c.h.shell.cmd.Process.Pid
 	}

@@ -82,6 +82,7 @@ func (c *conn) attach(m AttachMsg) {
 	if data == nil {
 		data = h.ring.Bytes()
 	}
+	rep.Start = rep.Offset - int64(len(data))
 	hdr, _ := ControlFrame(TypeReplay, rep)
 	c.mu.Lock()
 	c.attached = true
@@ -89,7 +90,7 @@ func (c *conn) attach(m AttachMsg) {
 	c.send(hdr)
 	// The replay goes as output frames numbered from where it starts, so
 	// the gateway keeps byte offsets exact.
-	start := rep.Offset - int64(len(data))
+	start := rep.Start
 	for len(data) > 0 {
 		n := min(len(data), MaxPayload-8)
 		frame, _ := OutputFrame(nil, start, data[:n])

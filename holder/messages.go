@@ -20,6 +20,9 @@ type HelloMsg struct {
 	Offset  int64  `json:"offset,omitempty"`
 	Cols    int    `json:"cols,omitempty"`
 	Rows    int    `json:"rows,omitempty"`
+	// Created is when the held session's shell started, in Unix
+	// milliseconds (holder → gateway only; 0: unknown).
+	Created int64 `json:"created,omitempty"`
 	// Gateway names the gateway (gateway → holder), for the holder's log.
 	Gateway string `json:"gateway,omitempty"`
 }
@@ -37,7 +40,10 @@ type ReplayMsg struct {
 	Session string `json:"session"`
 	// Offset is the number of the first output byte after the replay.
 	Offset int64 `json:"offset"`
-	Gap    bool  `json:"gap,omitempty"`
+	// Start is the number of the replay's first byte: the replay is the
+	// Offset-Start bytes of output frames that follow this one.
+	Start int64 `json:"start"`
+	Gap   bool  `json:"gap,omitempty"`
 }
 
 // ResetMsg asks for a reset (gateway → holder: By, NewSession) and reports
@@ -59,6 +65,9 @@ type ExitMsg struct {
 // ErrorMsg reports a request the holder refused.
 type ErrorMsg struct {
 	Message string `json:"message"`
+	// Proto is the holder's protocol version when it refuses a gateway's
+	// hello for speaking another one.
+	Proto int `json:"proto,omitempty"`
 }
 
 // ControlFrame encodes a JSON control message as a frame.
@@ -141,7 +150,9 @@ func DecodeClients(f Frame) (int, error) {
 
 // CheckHello decodes the peer's Hello and refuses another protocol
 // version with an error that says what to do.
-func CheckHello(f Frame) (HelloMsg, error) {
+func CheckHello(f Frame) (HelloMsg, error) { return checkHello(f, Version) }
+
+func checkHello(f Frame, want int) (HelloMsg, error) {
 	var h HelloMsg
 	if f.Type != TypeHello {
 		return h, fmt.Errorf("holder protocol: first frame %q, want a hello", f.Type)
@@ -149,8 +160,8 @@ func CheckHello(f Frame) (HelloMsg, error) {
 	if err := DecodeControl(f, &h); err != nil {
 		return h, err
 	}
-	if h.Proto != Version {
-		return h, &VersionError{Theirs: h.Proto, Build: h.Build}
+	if h.Proto != want {
+		return h, &VersionError{Theirs: h.Proto, Build: h.Build, Ours: want}
 	}
 	return h, nil
 }
@@ -160,8 +171,13 @@ func CheckHello(f Frame) (HelloMsg, error) {
 type VersionError struct {
 	Theirs int
 	Build  string
+	Ours   int
 }
 
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("holder protocol version %d (build %q) is not %d: leaving that session alone; it ends by itself when idle, or restart the gateway version that started it", e.Theirs, e.Build, Version)
+	build := ""
+	if e.Build != "" {
+		build = fmt.Sprintf(" (build %q)", e.Build)
+	}
+	return fmt.Sprintf("holder protocol version %d%s is not %d: leaving that session alone; it ends by itself when idle, or restart the gateway version that started it", e.Theirs, build, e.Ours)
 }

@@ -35,7 +35,24 @@ type ServeConfig struct {
 	// Build names this holder's build in its Hello.
 	Build  string
 	Logger *slog.Logger
+	// Ready, when set, is called once the socket listens and the shell
+	// runs.
+	Ready func()
+	// Proto is the protocol version this holder announces and accepts;
+	// 0 means Version (tests build holders of another version with it).
+	Proto int
 }
+
+// ErrAlreadyHeld is what Serve returns when another holder already holds
+// the socket: a second "serve" (say, from a second gateway racing the
+// first) must neither take the socket nor start a second shell; its
+// gateway connects to the holder that is there instead.
+var ErrAlreadyHeld = errors.New("a live holder already holds this socket")
+
+// heldEnv marks a held shell and everything it starts: a gateway's sweep
+// of its own leftover shells spares them (they outlive gateways on
+// purpose).
+const heldEnv = "TERMGATE_HELD=1"
 
 // holder is the daemon's state. One mutex guards the small fields; no I/O
 // is done while holding it, except the non-blocking queueing of output.
@@ -51,6 +68,7 @@ type holder struct {
 	cols    int
 	rows    int
 	conns   map[*conn]struct{}
+	created time.Time // when the current session's shell started
 	idle    *time.Timer
 	ended   bool
 
@@ -73,6 +91,16 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Cols < 1 || cfg.Rows < 1 {
 		cfg.Cols, cfg.Rows = 80, 24
 	}
+	if cfg.Proto == 0 {
+		cfg.Proto = Version
+	}
+	// The lock, held for the daemon's life, decides between racing
+	// holders; only its owner may replace the socket.
+	lock, err := lockSocket(cfg.Socket + ".lock")
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
 	_ = os.Remove(cfg.Socket) // a stale socket of a holder that died
 	ln, err := net.Listen("unix", cfg.Socket)
 	if err != nil {
@@ -90,6 +118,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	h.armIdle()
 	h.wg.Go(h.accept)
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
 	var why error
 	select {
 	case <-ctx.Done():
@@ -109,13 +140,14 @@ func (h *holder) startShell() error {
 	id, cols, rows := h.session, h.cols, h.rows
 	h.mu.Unlock()
 	cmd := exec.Command(h.cfg.Shell[0], h.cfg.Shell[1:]...)
-	cmd.Env = append(append(os.Environ(), h.cfg.Env...), "TERMGATE_SESSION="+id)
+	cmd.Env = append(append(os.Environ(), h.cfg.Env...), heldEnv, "TERMGATE_SESSION="+id)
 	sh, err := startShell(cmd, cols, rows)
 	if err != nil {
 		return err
 	}
 	h.mu.Lock()
 	h.shell = sh
+	h.created = time.Now()
 	h.mu.Unlock()
 	h.wg.Go(func() { h.pump(sh, id) })
 	return nil

@@ -237,3 +237,22 @@ func TestHolderReapsIdleSessionWithoutGateway(t *testing.T) {
 		t.Fatalf("socket still answers after reaping: %v", err)
 	}
 }
+
+// A second holder on a live holder's socket (a second gateway racing the
+// first to start the instance's session) starts no shell and leaves the
+// socket to the first.
+func TestSecondHolderLeavesTheFirstAlone(t *testing.T) {
+	sock, _ := startHolder(t, time.Minute)
+	started := false
+	err := Serve(context.Background(), ServeConfig{
+		Socket: sock, Session: "s2", Shell: []string{"/bin/sh"}, Build: "test",
+		Ready: func() { started = true },
+	})
+	if !errors.Is(err, ErrAlreadyHeld) || started {
+		t.Fatalf("second Serve = %v (started %v), want ErrAlreadyHeld and nothing started", err, started)
+	}
+	a := dial(t, sock, Version)
+	if a.hello.Session != "s1" || a.hello.Created == 0 {
+		t.Fatalf("the socket answers with %+v, want the first holder's session s1 with its start time", a.hello)
+	}
+}

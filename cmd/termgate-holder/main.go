@@ -2,9 +2,11 @@
 // package holder). The gateway copies this static binary into the instance
 // and runs it with execs:
 //
-//	termgate-holder serve --socket PATH --session ID [--idle D] [--buffer N] [--cols C --rows R] -- SHELL [ARGS...]
+//	termgate-holder serve --socket PATH --session ID [--idle D] [--buffer N] [--cols C --rows R] [--install-as PATH] -- SHELL [ARGS...]
 //	    starts a holder daemon (in its own session, detached from the
-//	    exec) and returns once its socket answers;
+//	    exec) and prints "holder PID SOCKET" once it listens, or prints
+//	    "already held SOCKET" and starts nothing when a live holder holds
+//	    the socket (a gateway then connects to that one);
 //	termgate-holder attach PATH
 //	    bridges the exec's stdin/stdout to the holder's socket, until
 //	    either side ends;
@@ -27,6 +29,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -36,6 +40,11 @@ import (
 
 // build is set by the gateway's build (-ldflags -X main.build=...).
 var build = "dev"
+
+// proto, when set (-ldflags -X main.proto=N), makes this holder announce
+// and accept protocol version N instead of holder.Version: tests build a
+// holder of "another version" with it.
+var proto = ""
 
 // daemonEnv marks the re-executed daemon.
 const daemonEnv = "TERMGATE_HOLDER_DAEMON"
@@ -49,12 +58,19 @@ func main() {
 	case "serve":
 		err = serve(os.Args[2:])
 	case "attach":
-		if len(os.Args) != 3 {
+		args := os.Args[2:]
+		if len(args) == 3 && args[0] == "--install-as" {
+			err = install(args[1])
+			args = args[2:]
+		}
+		if len(args) != 1 {
 			usage()
 		}
-		err = attach(os.Args[2], os.Stdin, os.Stdout)
+		if err == nil {
+			err = attach(args[0], os.Stdin, os.Stdout)
+		}
 	case "version":
-		fmt.Printf("termgate-holder protocol %d build %s\n", holder.Version, build)
+		fmt.Printf("termgate-holder protocol %d build %s\n", protoVersion(), build)
 	default:
 		usage()
 	}
@@ -65,7 +81,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach PATH | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | version")
 	os.Exit(2)
 }
 
@@ -77,6 +93,7 @@ func serve(args []string) error {
 	buffer := fs.Int("buffer", 64<<10, "replay buffer in bytes")
 	cols := fs.Int("cols", 80, "initial columns")
 	rows := fs.Int("rows", 24, "initial rows")
+	installAs := fs.String("install-as", "", "first rename this binary to PATH (atomically: an upload under a temporary name never leaves a half-written PATH for a racing gateway to run)")
 	var env multiFlag
 	fs.Var(&env, "env", "KEY=VALUE for the shell (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -91,9 +108,23 @@ func serve(args []string) error {
 	}
 	_ = os.Chmod(filepath.Dir(*sock), 0o700)
 	if os.Getenv(daemonEnv) != "1" {
-		return startDaemon(*sock)
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		if *installAs != "" {
+			if err := install(*installAs); err != nil {
+				return err
+			}
+			self = *installAs
+		}
+		return startDaemon(self, *sock)
 	}
 	os.Unsetenv(daemonEnv)
+	// fd 3 is the pipe startDaemon waits on: the shell must not inherit
+	// it, or startDaemon would wait for the shell's end.
+	syscall.CloseOnExec(3)
+	ready := os.NewFile(3, "ready")
 	logf, err := os.OpenFile(*sock+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
@@ -105,39 +136,95 @@ func serve(args []string) error {
 	err = holder.Serve(ctx, holder.ServeConfig{
 		Socket: *sock, Session: *session, Shell: shell, Env: env,
 		Cols: *cols, Rows: *rows, BufferSize: *buffer, IdleTimeout: *idle, Build: build,
-		Logger: slog.New(slog.NewJSONHandler(logf, nil)),
+		Logger: slog.New(slog.NewJSONHandler(logf, nil)), Proto: protoVersion(),
+		Ready: func() {
+			fmt.Fprintln(ready, "ready")
+			ready.Close()
+		},
 	})
-	if errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, holder.ErrAlreadyHeld):
+		fmt.Fprintln(ready, "held")
+		ready.Close()
+		return nil
+	case errors.Is(err, context.Canceled):
 		err = nil
+	case err != nil:
+		fmt.Fprintln(ready, "error:", err)
+		ready.Close()
 	}
 	return err
 }
 
-// startDaemon re-executes this program as the daemon in a session of its
-// own (so it outlives the exec that started it and the gateway behind it),
-// and returns once its socket answers.
-func startDaemon(sock string) error {
+// install renames this binary (uploaded under a temporary name) to path:
+// atomic, so a racing gateway runs either the old complete file or this
+// one, never a half-written one.
+func install(path string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, os.Args[1:]...)
+	if err := os.Rename(self, path); err != nil {
+		return fmt.Errorf("install as %s: %w", path, err)
+	}
+	return nil
+}
+
+func protoVersion() int {
+	if n, err := strconv.Atoi(proto); err == nil {
+		return n
+	}
+	return holder.Version
+}
+
+// startDaemon re-executes this program as the daemon in a session of its
+// own (so it outlives the exec that started it and the gateway behind it),
+// and returns once the daemon says on a pipe (its fd 3) that it listens,
+// that another holder holds the socket, or why it failed.
+func startDaemon(self, sock string) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	args := slices.Clone(os.Args[1:])
+	if i := slices.Index(args, "--install-as"); i >= 0 && i+1 < len(args) {
+		args = slices.Delete(args, i, i+2) // the daemon runs the installed copy
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), daemonEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = "/"
-	if err := cmd.Start(); err != nil {
+	cmd.ExtraFiles = []*os.File{w}
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
 		return fmt.Errorf("start the holder daemon: %w", err)
 	}
 	pid := cmd.Process.Pid
 	_ = cmd.Process.Release()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if c, err := net.Dial("unix", sock); err == nil {
-			c.Close()
-			fmt.Printf("holder %d %s\n", pid, sock)
-			return nil
-		}
+	done := make(chan string, 1)
+	go func() { // ends when the daemon writes or exits (EOF)
+		b, _ := io.ReadAll(io.LimitReader(r, 4096))
+		done <- strings.TrimSpace(string(b))
+	}()
+	var said string
+	select {
+	case said = <-done:
+	case <-time.After(10 * time.Second):
+		return fmt.Errorf("the holder daemon (pid %d) did not start listening on %s within 10s; see %s.log", pid, sock, sock)
 	}
-	return fmt.Errorf("the holder daemon (pid %d) did not answer on %s; see %s.log", pid, sock, sock)
+	switch {
+	case said == "ready":
+		fmt.Printf("holder %d %s\n", pid, sock)
+		return nil
+	case said == "held":
+		fmt.Printf("already held %s\n", sock)
+		return nil
+	case said == "":
+		return fmt.Errorf("the holder daemon (pid %d) exited before listening on %s; see %s.log", pid, sock, sock)
+	}
+	return fmt.Errorf("the holder daemon: %s", strings.TrimPrefix(said, "error: "))
 }
 
 // attach copies in to the socket and the socket to out. It ends when in
