@@ -6,10 +6,15 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 30s
 IMAGE     ?= termgate:dev
 
-.PHONY: demo build web run test test-short lint fuzz bench soak image test-image compose-check clean
+.PHONY: demo build holder web run test test-short lint fuzz bench soak image test-image compose-check clean
 
-build: web
-	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/termgate
+# The gateway embeds the holder of durable sessions (--durable), built
+# first as a static Linux binary (internal/holderbin, gitignored).
+build: web holder
+	CGO_ENABLED=0 $(GO) build -trimpath -tags holderembed -o $(BIN) ./cmd/termgate
+
+holder:
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags=-s -o internal/holderbin/termgate-holder ./cmd/termgate-holder
 
 # The browser terminal's assets: web/src bundled by esbuild into web/dist,
 # which the binary embeds. Without npm the binary builds anyway, and its
