@@ -9,12 +9,14 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -43,6 +45,20 @@ type Config struct {
 	// GATEWAYID.SESSION and Sweep ends only markers with this prefix. Empty
 	// means one gateway per engine: Sweep ends every termgate shell.
 	GatewayID string
+
+	// Durable makes Start hold new sessions in a holder program that it
+	// copies into the instance (holder_*.go), so they outlive the gateway,
+	// and makes the Backend a sessions.Adopter. An instance that cannot
+	// host the holder gets an ordinary session (a warning in the log).
+	Durable bool
+	// Holder is the holder binary to copy; nil means holderbin.Load()
+	// (New fails with what to do when Durable and there is none).
+	Holder *holderbin.Binary
+	// IdleTimeout and BufferSize are a held session's idle timeout and
+	// replay buffer, which its holder enforces even with no gateway
+	// running; zero means 30 minutes and 64 KiB.
+	IdleTimeout time.Duration
+	BufferSize  int
 }
 
 // Backend implements sessions.Backend over the Docker Engine API.
@@ -57,6 +73,7 @@ type Backend struct {
 	log       *slog.Logger
 	selfIDs   []string // lower-case IDs or ID prefixes of the gateway's own containers
 	gatewayID string
+	held      *heldConfig // nil unless Config.Durable
 
 	kmu   sync.Mutex           // guards lanes and their batches' markers
 	lanes map[string]*killLane // by container ID, while a Kill runs there
@@ -81,6 +98,13 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if b.log == nil {
 		b.log = slog.Default()
+	}
+	if cfg.Durable {
+		h, err := newHeldConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		b.held = h
 	}
 	if cfg.Label != "" {
 		key, val, hasValue := strings.Cut(cfg.Label, "=")

@@ -37,6 +37,9 @@ var (
 func TestMain(m *testing.M) {
 	runLabel = "termgate.test=" + randomHex(6)
 	engineErr = prepareEngine()
+	if engineErr == nil {
+		engineErr = buildHolder() // holder_test.go
+	}
 	goleak.VerifyTestMain(m)
 }
 

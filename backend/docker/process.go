@@ -63,6 +63,15 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 	if !termPattern.MatchString(term) {
 		term = defaultTerm
 	}
+	if b.held != nil {
+		p, err := b.startHeld(ctx, inst, spec, size, term)
+		var cannot *errCannotHold
+		if !errors.As(err, &cannot) {
+			return p, err
+		}
+		b.log.Warn("docker: this instance cannot hold a durable session; starting an ordinary one, which ends with the gateway",
+			"instance", inst.Name, "reason", cannot.why)
+	}
 	created, err := b.cli.ContainerExecCreate(ctx, inst.ID, container.ExecOptions{
 		Tty:          true,
 		AttachStdin:  true,

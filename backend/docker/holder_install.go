@@ -1,0 +1,217 @@
+package docker
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/client"
+
+	"github.com/termgate/termgate/internal/holderbin"
+	"github.com/termgate/termgate/sessions"
+)
+
+// Durable sessions, Docker side: the holder (cmd/termgate-holder) is copied
+// into the instance with the Engine API's archive upload and runs there as
+// a daemon, one per instance, at a fixed socket that every gateway finds.
+//
+// Where: the first of holderDirs where the upload lands AND the binary
+// runs gets a directory .termgate (0700) holding the binary
+// (holder-HASH), the socket (holder.sock), its lock and its log. A
+// directory that is missing, refuses the upload, is mounted noexec, or is a
+// mount the archive API cannot see into (a tmpfs: the upload "succeeds"
+// into the directory under it) fails the start exec, and the next one is
+// tried. A read-only root filesystem refuses every upload (even to a tmpfs
+// on it): then the session is an ordinary in-gateway one.
+var holderDirs = []string{"/tmp", "/var/tmp", "/run", "/dev/shm", "/"}
+
+const (
+	holderHome   = ".termgate"
+	holderSocket = "holder.sock"
+)
+
+func holderHomeIn(dir string) string { return path.Join(dir, holderHome) }
+
+func holderPath(dir, hash string) string { return path.Join(holderHomeIn(dir), "holder-"+hash) }
+
+func socketIn(dir string) string { return path.Join(holderHomeIn(dir), holderSocket) }
+
+// heldConfig is what a durable Backend holds sessions with.
+type heldConfig struct {
+	bin    *holderbin.Binary
+	idle   time.Duration
+	buffer int
+}
+
+func newHeldConfig(cfg Config) (*heldConfig, error) {
+	bin := cfg.Holder
+	if bin == nil {
+		var err error
+		if bin, err = holderbin.Load(); err != nil {
+			return nil, err
+		}
+	}
+	h := &heldConfig{bin: bin, idle: cfg.IdleTimeout, buffer: cfg.BufferSize}
+	if h.idle <= 0 {
+		h.idle = 30 * time.Minute
+	}
+	if h.buffer < sessions.MinBufferSize {
+		h.buffer = 64 << 10
+	}
+	return h, nil
+}
+
+// errCannotHold says why an instance cannot host a holder; Start then
+// falls back to an ordinary session.
+type errCannotHold struct{ why string }
+
+func (e *errCannotHold) Error() string { return "the instance cannot host the holder: " + e.why }
+
+// holderTar is the upload: the .termgate directory and the binary under a
+// temporary name, which the start exec renames into place (--install-as),
+// so a gateway racing this one never runs a half-written file.
+func holderTar(data []byte, staged string) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(data) + 4096)
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: holderHome + "/", Mode: 0o700, ModTime: now})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: holderHome + "/" + staged, Mode: 0o700, Size: int64(len(data)), ModTime: now})
+	_, _ = tw.Write(data)
+	_ = tw.Close()
+	return buf.Bytes()
+}
+
+// exists reports whether p exists in the container (as the archive API
+// sees it).
+func (b *Backend) exists(ctx context.Context, containerID, p string) (bool, error) {
+	_, err := b.cli.ContainerStatPath(ctx, containerID, p)
+	switch {
+	case err == nil:
+		return true, nil
+	case cerrdefs.IsNotFound(err):
+		return false, nil
+	case client.IsErrConnectionFailed(err):
+		return false, b.engineErr("stat "+p, err)
+	}
+	return false, nil // any other refusal: treat as absent, the upload will say why
+}
+
+// upload copies the holder binary into dir under a temporary name and
+// returns that name's path. A read-only root filesystem is an
+// *errCannotHold; a missing or refusing directory is another error.
+func (b *Backend) upload(ctx context.Context, containerID, dir string) (string, error) {
+	staged := ".holder-" + b.held.bin.Hash + "." + randomSuffix()
+	err := b.cli.CopyToContainer(ctx, containerID, dir, bytes.NewReader(holderTar(b.held.bin.Data, staged)),
+		container.CopyToContainerOptions{CopyUIDGID: true})
+	switch {
+	case err == nil:
+		return path.Join(holderHomeIn(dir), staged), nil
+	case client.IsErrConnectionFailed(err):
+		return "", b.engineErr("copy the holder into the instance", err)
+	case strings.Contains(err.Error(), "read-only"):
+		return "", &errCannotHold{why: "its root filesystem is read-only (" + err.Error() + ")"}
+	}
+	return "", fmt.Errorf("copy the holder to %s: %w", dir, err)
+}
+
+// serveOutcome is what a start exec did.
+type serveOutcome int
+
+const (
+	serveStarted serveOutcome = iota // a new holder holds the session
+	serveHeld                        // a live holder was already there
+	serveCannot                      // the binary could not run there
+)
+
+// parseServe reads the start exec's result: "holder PID SOCKET" or
+// "already held SOCKET" on its first line; a runtime refusal to run the
+// file (status 126/127, "exec failed") means the directory does not work.
+func parseServe(r execResult, sock string) (serveOutcome, error) {
+	line, _, _ := strings.Cut(r.Stdout, "\n")
+	f := strings.Fields(line)
+	switch {
+	case r.Code == 0 && len(f) == 3 && f[0] == "holder" && f[2] == sock:
+		if _, err := strconv.Atoi(f[1]); err == nil {
+			return serveStarted, nil
+		}
+	case r.Code == 0 && len(f) == 3 && f[0] == "already" && f[1] == "held" && f[2] == sock:
+		return serveHeld, nil
+	case (r.Code == 126 || r.Code == 127) && strings.Contains(r.Stdout+r.Stderr, "exec failed"):
+		return serveCannot, nil
+	}
+	msg := strings.TrimSpace(r.Stderr + " " + r.Stdout)
+	if len(msg) > 512 {
+		msg = msg[:512] + "..."
+	}
+	return serveCannot, fmt.Errorf("the holder did not start (status %d): %s", r.Code, msg)
+}
+
+// serveHolder installs the holder where it runs and starts it for a new
+// session (or finds the one a racing gateway just started). It returns the
+// holder's directory. An *errCannotHold means: use an ordinary session.
+func (b *Backend) serveHolder(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, size sessions.Size, term string) (string, error) {
+	var why []string
+	for _, dir := range holderDirs {
+		bin := holderPath(dir, b.held.bin.Hash)
+		have, err := b.exists(ctx, inst.ID, bin)
+		if err != nil {
+			return "", err
+		}
+		run := bin
+		if !have {
+			staged, err := b.upload(ctx, inst.ID, dir)
+			if cannot := (*errCannotHold)(nil); errors.As(err, &cannot) {
+				return "", err
+			}
+			if err != nil {
+				if ctx.Err() != nil || errors.Is(err, ErrEngineUnreachable) {
+					return "", err
+				}
+				why = append(why, err.Error())
+				continue
+			}
+			run = staged
+		}
+		cmd := []string{run, "serve", "--socket", socketIn(dir), "--session", spec.SessionID,
+			"--idle", b.held.idle.String(), "--buffer", strconv.Itoa(b.held.buffer),
+			"--cols", strconv.Itoa(size.Cols), "--rows", strconv.Itoa(size.Rows), "--env", "TERM=" + term}
+		if run != bin {
+			cmd = append(cmd, "--install-as", bin)
+		}
+		cmd = append(append(cmd, "--"), b.command(spec.Shell)...)
+		res, err := b.runExec(ctx, inst.ID, cmd)
+		if err != nil {
+			if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
+				return "", fmt.Errorf("start the holder in %q: %w: %w", inst.Name, sessions.ErrNotFound, err)
+			}
+			return "", fmt.Errorf("start the holder in %q: %w", inst.Name, err)
+		}
+		outcome, err := parseServe(res, socketIn(dir))
+		if err != nil {
+			return "", fmt.Errorf("in %q: %w", inst.Name, err)
+		}
+		switch outcome {
+		case serveStarted, serveHeld:
+			return dir, nil
+		}
+		why = append(why, fmt.Sprintf("%s: %s", dir, strings.TrimSpace(res.Stdout)))
+	}
+	return "", &errCannotHold{why: "no writable directory lets it run: " + strings.Join(why, "; ")}
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
