@@ -191,31 +191,42 @@ func TestShutdownReleasesHeldSessionsAndKillsOthers(t *testing.T) {
 // When the holder itself ends the stream, its clients get its cause and
 // the registry releases the connection, never kills the shell: the holder
 // reset it for another gateway or reaped it; a lost connection leaves the
-// shell running. A shell that exits is cleaned up with Kill.
+// shell running. A shell that exits is cleaned up with Kill. A holder
+// that dies with its instance (its stream ends, or it reports the signal
+// that killed the shell, as the instance stops) ends the session with
+// ErrInstanceGone.
 func TestHolderEndedStream(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		end   error
 		check func(error) bool
 		kill  bool
+		gone  bool // the instance stops
 	}{
 		{"reset by another gateway", &ResetError{OldSession: "4e1d", NewSession: "f00d", By: "carol"}, func(err error) bool {
 			var r *ResetError
 			return errors.As(err, &r) && r.NewSession == "f00d"
-		}, false},
-		{"reaped", ErrIdle, func(err error) bool { return errors.Is(err, ErrIdle) }, false},
-		{"connection lost", io.EOF, func(err error) bool { return errors.Is(err, ErrHolderLost) }, false},
+		}, false, false},
+		{"reaped", ErrIdle, func(err error) bool { return errors.Is(err, ErrIdle) }, false, false},
+		{"connection lost", io.EOF, func(err error) bool { return errors.Is(err, ErrHolderLost) }, false, false},
 		{"shell exited", &ExitError{Code: 3}, func(err error) bool {
 			var e *ExitError
 			return errors.As(err, &e) && e.Code == 3
-		}, true},
+		}, true, false},
+		{"instance stopped", io.EOF, func(err error) bool { return errors.Is(err, ErrInstanceGone) }, true, true},
+		{"killed as the instance stopped", &ExitError{Code: 137}, func(err error) bool { return errors.Is(err, ErrInstanceGone) }, true, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hb := newHeldBackend()
 			hb.hold("web1", "4e1d", 0, "")
-			r := newHeldRegistry(t, Config{}, hb)
+			r := newHeldRegistry(t, Config{StopGrace: 100 * time.Millisecond}, hb)
 			c := attach(t, r, "web1", AttachOptions{})
 			conn := hb.lastConn()
+			if tc.gone {
+				hb.fakeBackend.mu.Lock()
+				hb.missing["web1"] = true
+				hb.fakeBackend.mu.Unlock()
+			}
 			hb.end("web1", tc.end)
 			if _, err := readErr(t, c); !tc.check(err) {
 				t.Fatalf("client cause %v", err)

@@ -61,6 +61,30 @@ func endedBy(readErr error) error {
 	return nil
 }
 
+// checkEnd checks a backend's own account of how the shell ended against
+// the instance: a shell killed by a signal while its instance stops ended
+// with the instance (a holder dies with it, and may report the signal
+// before the engine reports the stop).
+func (s *Session) checkEnd(ctx context.Context, cause error) error {
+	var exit *ExitError
+	if errors.As(cause, &exit) && exit.Code >= 128 && s.stoppingInstance(ctx) {
+		return ErrInstanceGone
+	}
+	return cause
+}
+
+// holderLost is the cause for a holder's stream that ended without saying
+// why (a holder says when the shell ended): the connection to the holder
+// broke, not the shell, unless the instance is stopping (the holder went
+// with it).
+func (s *Session) holderLost(ctx context.Context, readErr error) error {
+	if s.stoppingInstance(ctx) {
+		return ErrInstanceGone
+	}
+	s.log.Warn("connection to the holder broke; the shell keeps running", "err", readErr)
+	return ErrHolderLost
+}
+
 // finish ends the shell's side of a session that ended with cause
 // (streamEnded: the output stream ended first, and cause says why). An
 // in-gateway shell is killed. A held shell is killed only when the session

@@ -229,19 +229,16 @@ func (s *Session) endCause(readErr error) error {
 	if s.closing() {
 		return nil // the Close cause stands
 	}
-	if cause := endedBy(readErr); cause != nil {
-		return cause // the backend (or the holder) says how the shell ended
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
 	defer cancel()
+	if cause := endedBy(readErr); cause != nil {
+		return s.checkEnd(ctx, cause) // the backend (or the holder) says how the shell ended
+	}
 	if s.instanceGone(ctx) {
 		return ErrInstanceGone
 	}
 	if s.held != nil {
-		// A holder's stream ends with a typed cause when the shell
-		// ended; anything else lost the connection to it, not the shell.
-		s.log.Warn("connection to the holder broke", "err", readErr)
-		return ErrHolderLost
+		return s.holderLost(ctx, readErr)
 	}
 	if !errors.Is(readErr, io.EOF) {
 		s.log.Warn("terminal stream broke", "err", readErr)
