@@ -14,6 +14,7 @@ import (
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/versions"
 
 	"github.com/termgate/termgate/sessions"
 )
@@ -72,7 +73,12 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 		b.log.Warn("docker: this instance cannot hold a durable session; starting an ordinary one, which ends with the gateway",
 			"instance", inst.Name, "reason", cannot.why)
 	}
+	// The exec starts at the client's size where the engine takes it (API
+	// 1.42+): no resize round trip before the first prompt, and the shell
+	// never draws at a default size first.
+	console := &[2]uint{uint(size.Rows), uint(size.Cols)}
 	created, err := b.cli.ContainerExecCreate(ctx, inst.ID, container.ExecOptions{
+		ConsoleSize:  console,
 		Tty:          true,
 		AttachStdin:  true,
 		AttachStdout: true,
@@ -87,7 +93,7 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 		}
 		return nil, b.engineErr(fmt.Sprintf("start shell in %q", inst.Name), err)
 	}
-	hr, err := b.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{Tty: true})
+	hr, err := b.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{Tty: true, ConsoleSize: console})
 	if err != nil {
 		// The exec may have started before the attach failed; make sure
 		// no shell is left behind.
@@ -108,8 +114,11 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 		conn:      hr.Conn,
 		r:         hr.Reader,
 	}
-	// The attach started the exec, so this resize cannot hit the daemon's
-	// 10 s wait for an exec that has not started.
+	if consoleSizeAtCreate(b.cli.ClientVersion()) {
+		return p, nil // created at its size (the client library drops ConsoleSize below 1.42)
+	}
+	// An older engine: the attach started the exec, so this resize cannot
+	// hit the daemon's 10 s wait for an exec that has not started.
 	if err := p.Resize(ctx, size); err != nil {
 		if ctx.Err() != nil { // the caller gave up: leave nothing behind
 			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
@@ -120,6 +129,13 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 		b.log.Warn("docker: initial resize failed", "instance", inst.Name, "err", err)
 	}
 	return p, nil
+}
+
+// consoleSizeAtCreate reports whether an engine speaking API version v
+// creates an exec at the ConsoleSize it is given (Engine API 1.42, Docker
+// 23): then Start needs no resize after the attach.
+func consoleSizeAtCreate(v string) bool {
+	return v != "" && versions.GreaterThanOrEqualTo(v, "1.42")
 }
 
 func (b *Backend) command(shell []string) []string {
