@@ -247,7 +247,12 @@ func newBackend(ctx context.Context, o *options, id string, log *slog.Logger) (s
 		b := local.New(local.Config{Instances: o.localInstances, Logger: log})
 		return b, b.Close, nil
 	}
-	b, err := docker.New(docker.Config{Label: o.instanceLabel, Shell: shellArgv(o.shell), Logger: log, GatewayID: id})
+	// With --durable the holders enforce the idle timeout and keep the
+	// replay themselves, so they get the same settings.
+	b, err := docker.New(docker.Config{
+		Label: o.instanceLabel, Shell: shellArgv(o.shell), Logger: log, GatewayID: id,
+		Durable: o.durable, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize,
+	})
 	if err != nil {
 		return nil, nil, err
 	}
