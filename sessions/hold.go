@@ -124,6 +124,15 @@ func (s *Session) finish(cause error, streamEnded bool) {
 	}
 }
 
+// endedMsg is the log line for a session's end in this gateway: a durable
+// session left to its holder has not ended.
+func endedMsg(cause error) string {
+	if errors.Is(cause, ErrRestart) || errors.Is(cause, ErrHolderLost) {
+		return "session left running in its holder"
+	}
+	return "session ended"
+}
+
 // Durable reports whether the client's session is held outside the gateway
 // (it survives a gateway restart: a listener closing for one tells the
 // client to reconnect).

@@ -196,7 +196,7 @@ func (s *Session) run() {
 	<-s.pumpGone
 	s.observeClose()
 	s.replay.Close()
-	s.log.Info("session ended", "cause", cause.Error())
+	s.log.Info(endedMsg(cause), "cause", cause.Error())
 	if s.cfg.OnEnd != nil {
 		s.cfg.OnEnd(s.Info(), cause)
 	}
