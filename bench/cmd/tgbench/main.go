@@ -55,7 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.runs, "runs", 5, "throughput runs per path (the median is reported; one extra warm-up run is discarded)")
 	fs.IntVar(&c.keystrokes, "keystrokes", 300, "keystrokes timed per path for the echo latency (after 20 warm-up ones)")
 	fs.IntVar(&c.attaches, "attaches", 10, "attaches timed per path (the median is reported)")
-	fs.IntVar(&c.cpuBytes, "cpu-bytes", 100_000_000, "bytes of `yes` output per CPU-time run (gateway CPU per GB against the docker CLI's)")
+	fs.IntVar(&c.cpuBytes, "cpu-bytes", 100_000_000, "bytes of output per CPU-time run (gateway CPU per GB against the docker CLI's)")
 	fs.BoolVar(&c.openssh, "openssh", true, "also measure the OpenSSH anchor: Debian's sshd on a loopback port with ForceCommand docker exec -it (needs openssh-server)")
 	fs.IntVar(&c.fanout, "fanout", 4, "clients attached to one session for the fan-out measurement (0: skip it)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound on the measurements (setup and cleanup are bounded separately, about 30 s each at worst)")

@@ -91,7 +91,7 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 	})
 	phase([]string{"cpu_per_gb"}, cpuPaths, func() {
 		reopen(ctx, e, paths, shells, logf)
-		logf("gateway CPU per GB: %d bytes of yes, %d runs per path", cfg.cpuBytes, cfg.runs)
+		logf("gateway CPU per GB: %d bytes, %d runs per path", cfg.cpuBytes, cfg.runs)
 		cpuPerGB(ctx, e, cfg, shells, rep, logf)
 	})
 	phase([]string{"echo_p50", "echo_p99"}, sps, func() {
