@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"slices"
 	"sync/atomic"
 )
 
@@ -14,6 +15,7 @@ type inputReq struct {
 	p         []byte
 	written   atomic.Int64
 	abandoned atomic.Bool   // the writer gave up: stop at the next chunk
+	started   atomic.Bool   // the inputter took it from the queue
 	progress  chan struct{} // a chunk went in (capacity 1, latest wins)
 	done      chan error    // the request ended (capacity 1)
 	client    bool          // a client's input (observed), not an answer
@@ -21,18 +23,47 @@ type inputReq struct {
 
 // inputter is the one goroutine that writes to the shell, so that a shell
 // that stops reading blocks it, not the listeners: their Write calls stay
-// interruptible. It stops on Close; a write it is blocked in ends when Kill
-// releases the terminal stream.
+// interruptible. It runs only while input waits (enqueueInput starts it):
+// an idle session has none. It stops once the queue is empty or the session
+// closes; a write it is blocked in ends when Kill releases the terminal
+// stream, and run waits for it (inputWG).
 func (s *Session) inputter() {
-	defer close(s.inputGone)
+	defer s.inputWG.Done()
 	for {
-		select {
-		case req := <-s.inputCh:
-			req.done <- s.writeInput(req)
-		case <-s.closeReq:
+		s.mu.Lock()
+		if len(s.inputQ) == 0 || s.state != stateRunning {
+			clear(s.inputQ) // their writers see closeReq
+			s.inputQ = s.inputQ[:0]
+			s.inputting = false
+			s.mu.Unlock()
 			return
 		}
+		req := s.inputQ[0]
+		s.inputQ[0] = nil
+		s.inputQ = s.inputQ[1:]
+		req.started.Store(true)
+		s.mu.Unlock()
+		req.done <- s.writeInput(req)
 	}
+}
+
+// enqueueInput queues req for the inputter, starting it when none runs. It
+// also drops requests whose writers gave up, so a shell that takes no input
+// for long does not collect them. False when the session is closing.
+func (s *Session) enqueueInput(req *inputReq) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateRunning {
+		return false
+	}
+	s.inputQ = slices.DeleteFunc(s.inputQ, func(r *inputReq) bool { return r.abandoned.Load() })
+	s.inputQ = append(s.inputQ, req)
+	if !s.inputting {
+		s.inputting = true
+		s.inputWG.Add(1)
+		go s.inputter()
+	}
+	return true
 }
 
 func (s *Session) writeInput(req *inputReq) error {
@@ -65,17 +96,17 @@ func (s *Session) input(c *Client, p []byte) (int, error) {
 		return 0, nil
 	}
 	req := &inputReq{p: p, progress: make(chan struct{}, 1), done: make(chan error, 1), client: true}
-	timer := s.clock.NewTimer(s.cfg.InputTimeout)
-	defer timer.Stop()
 	select {
-	case s.inputCh <- req:
 	case <-c.done:
 		return 0, c.Cause()
-	case <-s.closeReq:
-		return 0, errSessionClosing
-	case <-timer.Chan():
-		return 0, ErrInputStalled
+	default:
 	}
+	if !s.enqueueInput(req) {
+		return 0, errSessionClosing
+	}
+	timer := s.clock.NewTimer(s.cfg.InputTimeout)
+	defer timer.Stop()
+	closing := s.closeReq
 	for {
 		select {
 		case err := <-req.done:
@@ -88,6 +119,13 @@ func (s *Session) input(c *Client, p []byte) (int, error) {
 		case <-c.done:
 			req.abandoned.Store(true)
 			return int(req.written.Load()), c.Cause()
+		case <-closing:
+			if req.started.Load() {
+				closing = nil // the write ends when Kill releases the stream
+				continue
+			}
+			req.abandoned.Store(true) // dropped from the queue unwritten
+			return 0, errSessionClosing
 		case <-timer.Chan():
 			req.abandoned.Store(true)
 			return int(req.written.Load()), ErrInputStalled

@@ -24,8 +24,10 @@ const (
 var errSessionClosing = errors.New("session is closing")
 
 // Session is one shell in one instance with its replay buffer and clients.
-// It owns three goroutines (run, pump, resizer); Close asks them to stop and
-// Wait returns once all are gone and the shell's processes are killed.
+// It owns two goroutines for its whole life (run, pump) and two that run
+// only while they have work (the resizer, the inputter); Close asks them to
+// stop and Wait returns once all are gone and the shell's processes are
+// killed.
 type Session struct {
 	id      string
 	inst    Instance
@@ -53,15 +55,19 @@ type Session struct {
 	idleTimer clockwork.Timer
 	bytesOut  int64
 
-	closeReq    chan struct{} // closed by the first Close
-	pumpDone    chan error    // the pump's cause, sent once when the shell's output ends
-	pumpGone    chan struct{} // closed when the pump has returned
-	resizerGone chan struct{} // closed when the resizer has returned
-	resizeCh    chan struct{}
-	inputCh     chan *inputReq
-	inputGone   chan struct{} // closed when the inputter has returned
-	killFailed  atomic.Bool   // a kill failed and is being retried
-	done        chan struct{} // closed when the session is fully closed
+	closeReq chan struct{} // closed by the first Close
+	pumpDone chan error    // the pump's cause, sent once when the shell's output ends
+	pumpGone chan struct{} // closed when the pump has returned
+	// The resizer and the inputter run only while they have work (an
+	// idle session has neither): see resizer.go and input.go.
+	resizing   bool           // a resizer runs (guarded by mu)
+	applied    Size           // the size the backend last applied (guarded by mu)
+	resizerWG  sync.WaitGroup // the resizer
+	inputQ     []*inputReq    // input waiting for the inputter (guarded by mu)
+	inputting  bool           // an inputter runs (guarded by mu)
+	inputWG    sync.WaitGroup // the inputter
+	killFailed atomic.Bool    // a kill failed and is being retried
+	done       chan struct{}  // closed when the session is fully closed
 }
 
 // Info is a session's state as shown by "list" and GET /api/sessions.
@@ -85,20 +91,16 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 	ring := NewRing(cfg.BufferSize)
 	s := &Session{
 		id: id, inst: inst, proc: proc, cfg: cfg, onEnd: onEnd, term: term,
-		clock:       cfg.Clock,
-		created:     cfg.Clock.Now(),
-		log:         cfg.Logger.With("instance", inst.Name, "session", id),
-		ring:        ring,
-		clients:     map[*Client]struct{}{},
-		size:        size,
-		closeReq:    make(chan struct{}),
-		pumpDone:    make(chan error, 1),
-		pumpGone:    make(chan struct{}),
-		resizerGone: make(chan struct{}),
-		resizeCh:    make(chan struct{}, 1),
-		inputCh:     make(chan *inputReq),
-		inputGone:   make(chan struct{}),
-		done:        make(chan struct{}),
+		clock:    cfg.Clock,
+		created:  cfg.Clock.Now(),
+		log:      cfg.Logger.With("instance", inst.Name, "session", id),
+		ring:     ring,
+		clients:  map[*Client]struct{}{},
+		size:     size,
+		closeReq: make(chan struct{}),
+		pumpDone: make(chan error, 1),
+		pumpGone: make(chan struct{}),
+		done:     make(chan struct{}),
 	}
 	s.replay = cfg.NewReplayer(ring, s.answer)
 	s.replay.Resize(size)
@@ -116,13 +118,10 @@ func (s *Session) Instance() Instance {
 }
 
 func (s *Session) start() {
-	// The backend applied the initial size; the resizer starts from it.
-	applied := s.size
 	s.observe()
-	go func() { defer close(s.resizerGone); s.resizer(applied) }()
 	go s.pump()
-	go s.inputter()
 	s.mu.Lock()
+	s.applied = s.size  // the backend applied the initial size
 	s.startIdleLocked() // a session started by a reset may never be attached
 	s.mu.Unlock()
 	go func() {
@@ -187,12 +186,12 @@ func (s *Session) run() {
 	for c := range clients {
 		c.close(cause, false)
 	}
-	<-s.resizerGone // it stops on closeReq; no Resize may race the Kill
+	s.resizerWG.Wait() // none starts once closing; no Resize may race the Kill
 	// Kill even after the shell exited by itself: background jobs it left
 	// must not outlive the session. A held shell may be left to its holder
 	// instead (see finish).
 	s.finish(cause, streamEnded)
-	<-s.inputGone
+	s.inputWG.Wait()
 	<-s.pumpGone
 	s.observeClose()
 	s.replay.Close()
@@ -441,41 +440,7 @@ func (s *Session) setSizeLocked(size Size) {
 	}
 	s.size = size
 	s.replay.Resize(size)
-	select {
-	case s.resizeCh <- struct{}{}:
-	default:
-	}
-}
-
-// resizer applies the latest requested size outside any lock, so a slow
-// backend resize never stalls output or other clients.
-func (s *Session) resizer(applied Size) {
-	for {
-		select {
-		case <-s.resizeCh:
-		case <-s.closeReq:
-			return
-		}
-		want := s.currentSize()
-		if want == applied {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
-		s.observeResize(want)
-		if err := s.proc.Resize(ctx, want); err != nil {
-			s.observeResize(applied) // it stays as it was
-			s.log.Warn("resize terminal", "err", err, "cols", want.Cols, "rows", want.Rows)
-		} else {
-			applied = want
-		}
-		cancel()
-	}
-}
-
-func (s *Session) currentSize() Size {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.size
+	s.startResizerLocked()
 }
 
 // Info returns a snapshot of the session's state.
