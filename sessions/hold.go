@@ -17,10 +17,14 @@ var ErrHolderLost = errors.New("lost the connection to the session's holder; the
 
 // hold makes s the gateway's mirror of a held shell: the holder's ID is
 // already s's; its creation time, window size, byte numbering and replay
-// become s's. Called before start, so without the lock.
+// become s's. Called before start.
 func (s *Session) hold(hp HeldProcess) {
 	st := hp.Held()
 	s.held = hp
+	// Nothing else runs yet, but the replayer is called under the lock,
+	// as it is promised.
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if !st.Created.IsZero() {
 		s.created = st.Created
 	}

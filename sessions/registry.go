@@ -371,8 +371,8 @@ func (r *Registry) Ready(ctx context.Context) error { return r.cfg.Backend.Ping(
 
 // Shutdown refuses new attaches, ends every session (killing its processes;
 // a held session's clients get ErrRestart and its shell is left to its
-// holder) and stops watching the backend. It returns ctx.Err() if that takes longer
-// than ctx allows.
+// holder) and stops watching the backend. It returns ctx.Err() if that
+// takes longer than ctx allows.
 func (r *Registry) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
