@@ -14,21 +14,6 @@ import (
 
 var _ sessions.Adopter = (*Backend)(nil)
 
-// startHeld starts a held session: the holder is installed where it runs
-// and started (or, when a racing gateway just did, found), then connected
-// to. The session it holds may be the racer's (Held().Session says which).
-func (b *Backend) startHeld(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, size sessions.Size, term string) (sessions.Process, error) {
-	dir, err := b.serveHolder(ctx, inst, spec, size, term)
-	if err != nil {
-		return nil, err
-	}
-	p, err := b.connect(ctx, inst, dir)
-	if err != nil {
-		return nil, fmt.Errorf("start a held session in %q: %w", inst.Name, err)
-	}
-	return p, nil
-}
-
 // Adopt connects to the session the instance's holder holds. Without a
 // live holder the error wraps sessions.ErrNotHeld; a holder of another
 // protocol version gives a *holder.VersionError and is left alone. A

@@ -125,6 +125,12 @@ func (b *Backend) upload(ctx context.Context, containerID, dir string) (string, 
 	return "", fmt.Errorf("copy the holder to %s: %w", dir, err)
 }
 
+// execResult is what a start exec printed, and its status when it ended.
+type execResult struct {
+	Stdout, Stderr string
+	Code           int
+}
+
 // serveOutcome is what a start exec did.
 type serveOutcome int
 
@@ -141,11 +147,11 @@ func parseServe(r execResult, sock string) (serveOutcome, error) {
 	line, _, _ := strings.Cut(r.Stdout, "\n")
 	f := strings.Fields(line)
 	switch {
-	case r.Code == 0 && len(f) == 3 && f[0] == "holder" && f[2] == sock:
+	case len(f) == 3 && f[0] == "holder" && f[2] == sock:
 		if _, err := strconv.Atoi(f[1]); err == nil {
 			return serveStarted, nil
 		}
-	case r.Code == 0 && len(f) == 3 && f[0] == "already" && f[1] == "held" && f[2] == sock:
+	case len(f) == 3 && f[0] == "already" && f[1] == "held" && f[2] == sock:
 		return serveHeld, nil
 	case (r.Code == 126 || r.Code == 127) && strings.Contains(r.Stdout+r.Stderr, "exec failed"):
 		return serveCannot, nil
@@ -157,57 +163,86 @@ func parseServe(r execResult, sock string) (serveOutcome, error) {
 	return serveCannot, fmt.Errorf("the holder did not start (status %d): %s", r.Code, msg)
 }
 
-// serveHolder installs the holder where it runs and starts it for a new
-// session (or finds the one a racing gateway just started). It returns the
-// holder's directory. An *errCannotHold means: use an ordinary session.
-func (b *Backend) serveHolder(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, size sessions.Size, term string) (string, error) {
+// startHeld installs the holder where it runs, starts it for a new
+// session and connects to it, all with one exec ("serve --attach": the
+// start exec's status line, then the protocol), or connects to the holder
+// a racing gateway just started. The session it holds may be the racer's
+// (Held().Session says which). An *errCannotHold means: use an ordinary
+// session.
+func (b *Backend) startHeld(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, size sessions.Size, term string) (sessions.Process, error) {
 	var why []string
 	for _, dir := range holderDirs {
-		bin := holderPath(dir, b.held.bin.Hash)
-		have, err := b.exists(ctx, inst.ID, bin)
+		run, install, err := b.holderBinary(ctx, inst.ID, dir)
+		if cannot := (*errCannotHold)(nil); errors.As(err, &cannot) {
+			return nil, err
+		}
 		if err != nil {
-			return "", err
-		}
-		run := bin
-		if !have {
-			staged, err := b.upload(ctx, inst.ID, dir)
-			if cannot := (*errCannotHold)(nil); errors.As(err, &cannot) {
-				return "", err
+			if ctx.Err() != nil || errors.Is(err, ErrEngineUnreachable) {
+				return nil, err
 			}
-			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, ErrEngineUnreachable) {
-					return "", err
-				}
-				why = append(why, err.Error())
-				continue
-			}
-			run = staged
+			why = append(why, err.Error())
+			continue
 		}
-		cmd := []string{run, "serve", "--socket", socketIn(dir), "--session", spec.SessionID,
+		cmd := []string{run, "serve", "--socket", socketIn(dir), "--session", spec.SessionID, "--attach",
 			"--idle", b.held.idle.String(), "--buffer", strconv.Itoa(b.held.buffer),
 			"--cols", strconv.Itoa(size.Cols), "--rows", strconv.Itoa(size.Rows), "--env", "TERM=" + term}
-		if run != bin {
-			cmd = append(cmd, "--install-as", bin)
+		if install != "" {
+			cmd = append(cmd, "--install-as", install)
 		}
 		cmd = append(append(cmd, "--"), b.command(spec.Shell)...)
-		res, err := b.runExec(ctx, inst.ID, cmd)
+		x, err := b.openExec(ctx, inst, cmd)
 		if err != nil {
-			if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
-				return "", fmt.Errorf("start the holder in %q: %w: %w", inst.Name, sessions.ErrNotFound, err)
+			return nil, fmt.Errorf("start the holder: %w", err)
+		}
+		stop := x.deadline(ctx)
+		line, lerr := x.r.ReadSlice('\n')
+		stop()
+		res := execResult{Stdout: string(line)}
+		if lerr != nil || !bytes.HasPrefix(line, []byte("holder ")) && !bytes.HasPrefix(line, []byte("already held ")) {
+			// The exec failed (or hangs): how?
+			x.conn.Close()
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("start the holder in %q: %w", inst.Name, ctx.Err())
 			}
-			return "", fmt.Errorf("start the holder in %q: %w", inst.Name, err)
+			res.Stderr = x.demux.Stderr()
+			res.Code = b.execStatus(ctx, x.id)
 		}
 		outcome, err := parseServe(res, socketIn(dir))
 		if err != nil {
-			return "", fmt.Errorf("in %q: %w", inst.Name, err)
+			x.conn.Close()
+			return nil, fmt.Errorf("in %q: %w", inst.Name, err)
 		}
-		switch outcome {
-		case serveStarted, serveHeld:
-			return dir, nil
+		if outcome == serveCannot {
+			why = append(why, fmt.Sprintf("%s: %s", dir, strings.TrimSpace(res.Stdout)))
+			continue
 		}
-		why = append(why, fmt.Sprintf("%s: %s", dir, strings.TrimSpace(res.Stdout)))
+		p, err := b.handshake(ctx, inst, dir, x)
+		if err != nil {
+			return nil, fmt.Errorf("start a held session in %q: %w", inst.Name, err)
+		}
+		return p, nil
 	}
-	return "", &errCannotHold{why: "no writable directory lets it run: " + strings.Join(why, "; ")}
+	return nil, &errCannotHold{why: "no writable directory lets it run: " + strings.Join(why, "; ")}
+}
+
+// execStatus returns an ended exec's exit status (-1 when the engine does
+// not say within a second).
+func (b *Backend) execStatus(ctx context.Context, execID string) int {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
+		info, err := b.cli.ContainerExecInspect(ctx, execID)
+		if err == nil && !info.Running {
+			return info.ExitCode
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return -1
+		case <-t.C:
+		}
+	}
 }
 
 func randomSuffix() string {

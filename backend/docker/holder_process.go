@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
 	"github.com/termgate/termgate/holder"
@@ -27,8 +29,6 @@ type heldProcess struct {
 	name      string
 	container string
 	dir       string // the holder's directory (holderDirs)
-	conn      net.Conn
-	demux     *demuxReader
 	c         *holder.Client
 	state     sessions.HeldState
 
@@ -53,19 +53,48 @@ const dialTimeout = 15 * time.Second
 // error wrapping sessions.ErrNotHeld means no holder answers there; a
 // *holder.VersionError, a holder of another protocol version (left alone).
 func (b *Backend) connect(ctx context.Context, inst sessions.Instance, dir string) (*heldProcess, error) {
-	bin := holderPath(dir, b.held.bin.Hash)
-	have, err := b.exists(ctx, inst.ID, bin)
+	run, install, err := b.holderBinary(ctx, inst.ID, dir)
+	if err != nil {
+		return nil, fmt.Errorf("connect to the holder in %q: %w", inst.Name, err)
+	}
+	cmd := []string{run, "attach", socketIn(dir)}
+	if install != "" { // a holder another build started: bring ours for the attach
+		cmd = []string{run, "attach", "--install-as", install, socketIn(dir)}
+	}
+	x, err := b.openExec(ctx, inst, cmd)
 	if err != nil {
 		return nil, err
 	}
-	cmd := []string{bin, "attach", socketIn(dir)}
-	if !have { // a holder another build started: bring ours for the attach
-		staged, err := b.upload(ctx, inst.ID, dir)
-		if err != nil {
-			return nil, fmt.Errorf("connect to the holder in %q: %w", inst.Name, err)
-		}
-		cmd = []string{staged, "attach", "--install-as", bin, socketIn(dir)}
+	return b.handshake(ctx, inst, dir, x)
+}
+
+// holderBinary returns the path of this build's holder in dir, uploading
+// it first under a temporary name when it is not there yet (install is
+// then where it must be renamed to).
+func (b *Backend) holderBinary(ctx context.Context, containerID, dir string) (run, install string, err error) {
+	bin := holderPath(dir, b.held.bin.Hash)
+	have, err := b.exists(ctx, containerID, bin)
+	if err != nil || have {
+		return bin, "", err
 	}
+	staged, err := b.upload(ctx, containerID, dir)
+	if err != nil {
+		return "", "", err
+	}
+	return staged, bin, nil
+}
+
+// openedExec is a started non-TTY exec with its input hijacked and its
+// output demultiplexed (and buffered, so a status line can be read off
+// its front).
+type openedExec struct {
+	id    string
+	conn  net.Conn
+	demux *demuxReader
+	r     *bufio.Reader
+}
+
+func (b *Backend) openExec(ctx context.Context, inst sessions.Instance, cmd []string) (*openedExec, error) {
 	created, err := b.cli.ContainerExecCreate(ctx, inst.ID, container.ExecOptions{
 		AttachStdin:  true,
 		AttachStdout: true,
@@ -73,45 +102,62 @@ func (b *Backend) connect(ctx context.Context, inst sessions.Instance, dir strin
 		Cmd:          cmd,
 	})
 	if err != nil {
-		return nil, b.engineErr(fmt.Sprintf("connect to the holder in %q", inst.Name), err)
+		if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
+			return nil, fmt.Errorf("exec in %q: %w: %w", inst.Name, sessions.ErrNotFound, err)
+		}
+		return nil, b.engineErr(fmt.Sprintf("exec in %q", inst.Name), err)
 	}
 	hr, err := b.cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
 	if err != nil {
-		return nil, b.engineErr(fmt.Sprintf("connect to the holder in %q", inst.Name), err)
+		return nil, b.engineErr(fmt.Sprintf("exec in %q", inst.Name), err)
 	}
-	p := &heldProcess{
-		b: b, name: inst.Name, container: inst.ID, dir: dir, conn: hr.Conn,
-		demux: newDemuxReader(hr.Reader), wake: make(chan struct{}, 1), stop: make(chan struct{}),
-	}
+	d := newDemuxReader(hr.Reader)
+	return &openedExec{id: created.ID, conn: hr.Conn, demux: d, r: bufio.NewReaderSize(d, 64<<10)}, nil
+}
+
+// deadline bounds a handshake on x: dialTimeout, or ctx's deadline when
+// sooner, and ctx's cancellation. The returned stop lifts both.
+func (x *openedExec) deadline(ctx context.Context) (stop func()) {
 	deadline := time.Now().Add(dialTimeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	_ = hr.Conn.SetDeadline(deadline)
-	stopWatch := closeOnDone(ctx, hr.Conn)
-	c, rep, err := holder.Dial(execStream{conn: hr.Conn, demux: p.demux}, b.gatewayID, "", 0)
+	_ = x.conn.SetDeadline(deadline)
+	stopWatch := closeOnDone(ctx, x.conn)
+	return func() {
+		stopWatch()
+		_ = x.conn.SetDeadline(time.Time{})
+	}
+}
+
+// handshake says hello to the holder over x and reads the replay.
+func (b *Backend) handshake(ctx context.Context, inst sessions.Instance, dir string, x *openedExec) (*heldProcess, error) {
+	stop := x.deadline(ctx)
+	c, rep, err := holder.Dial(execStream{conn: x.conn, r: x.r}, b.gatewayID, "", 0)
 	var replay []byte
 	if err == nil {
 		if replay, err = c.ReadReplay(); err != nil {
 			c.Close()
 		}
 	}
-	stopWatch()
+	stop()
 	if err != nil {
-		hr.Close()
+		x.conn.Close()
 		var verr *holder.VersionError
 		switch {
 		case errors.As(err, &verr):
 			return nil, fmt.Errorf("instance %q: %w", inst.Name, err)
-		case strings.Contains(p.demux.Stderr(), "no holder answers"):
+		case strings.Contains(x.demux.Stderr(), "no holder answers"):
 			return nil, fmt.Errorf("instance %q: %w (stale socket %s)", inst.Name, sessions.ErrNotHeld, socketIn(dir))
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("connect to the holder in %q: %w", inst.Name, ctx.Err())
 		}
-		return nil, fmt.Errorf("connect to the holder in %q: %w %s", inst.Name, err, strings.TrimSpace(p.demux.Stderr()))
+		return nil, fmt.Errorf("connect to the holder in %q: %w %s", inst.Name, err, strings.TrimSpace(x.demux.Stderr()))
 	}
-	_ = hr.Conn.SetDeadline(time.Time{})
-	p.c = c
+	p := &heldProcess{
+		b: b, name: inst.Name, container: inst.ID, dir: dir, c: c,
+		wake: make(chan struct{}, 1), stop: make(chan struct{}),
+	}
 	h := c.Hello
 	p.state = sessions.HeldState{
 		Session: rep.Session, Offset: rep.Start, Replay: replay,
@@ -127,11 +173,11 @@ func (b *Backend) connect(ctx context.Context, inst sessions.Instance, dir strin
 // execStream is the attach exec's stream as holder.Dial sees it: input
 // to the hijacked connection, output demultiplexed from it.
 type execStream struct {
-	conn  net.Conn
-	demux *demuxReader
+	conn net.Conn
+	r    io.Reader
 }
 
-func (s execStream) Read(b []byte) (int, error)  { return s.demux.Read(b) }
+func (s execStream) Read(b []byte) (int, error)  { return s.r.Read(b) }
 func (s execStream) Write(b []byte) (int, error) { return s.conn.Write(b) }
 func (s execStream) Close() error                { return s.conn.Close() }
 
@@ -247,6 +293,10 @@ func (p *heldProcess) Kill(ctx context.Context) error {
 	err := p.c.End()
 	_ = p.Release()
 	if err != nil { // the connection broke: end it through a new one
+		if p.b.checkGone(ctx, p.container, nil) == nil {
+			p.killed = true // the container stopped: so did the holder
+			return nil
+		}
 		q, cerr := p.b.connect(ctx, sessions.Instance{Name: p.name, ID: p.container}, p.dir)
 		if errors.Is(cerr, sessions.ErrNotHeld) {
 			p.killed = true

@@ -6,7 +6,8 @@
 //	    starts a holder daemon (in its own session, detached from the
 //	    exec) and prints "holder PID SOCKET" once it listens, or prints
 //	    "already held SOCKET" and starts nothing when a live holder holds
-//	    the socket (a gateway then connects to that one);
+//	    the socket (a gateway then connects to that one); with --attach it
+//	    then goes on as "attach SOCKET" (the gateway's start is one exec);
 //	termgate-holder attach PATH
 //	    bridges the exec's stdin/stdout to the holder's socket, until
 //	    either side ends;
@@ -93,6 +94,7 @@ func serve(args []string) error {
 	buffer := fs.Int("buffer", 64<<10, "replay buffer in bytes")
 	cols := fs.Int("cols", 80, "initial columns")
 	rows := fs.Int("rows", 24, "initial rows")
+	attachToo := fs.Bool("attach", false, "after the status line, bridge stdin/stdout to the socket as attach does (one exec instead of two)")
 	installAs := fs.String("install-as", "", "first rename this binary to PATH (atomically: an upload under a temporary name never leaves a half-written PATH for a racing gateway to run)")
 	var env multiFlag
 	fs.Var(&env, "env", "KEY=VALUE for the shell (repeatable)")
@@ -118,7 +120,10 @@ func serve(args []string) error {
 			}
 			self = *installAs
 		}
-		return startDaemon(self, *sock)
+		if err := startDaemon(self, *sock); err != nil || !*attachToo {
+			return err
+		}
+		return attach(*sock, os.Stdin, os.Stdout)
 	}
 	os.Unsetenv(daemonEnv)
 	// fd 3 is the pipe startDaemon waits on: the shell must not inherit
@@ -187,9 +192,19 @@ func startDaemon(self, sock string) error {
 		return err
 	}
 	defer r.Close()
+	// The daemon runs the installed copy and attaches nothing: drop those
+	// flags (before "--": what follows is the shell's).
 	args := slices.Clone(os.Args[1:])
-	if i := slices.Index(args, "--install-as"); i >= 0 && i+1 < len(args) {
-		args = slices.Delete(args, i, i+2) // the daemon runs the installed copy
+	flags := len(args)
+	if i := slices.Index(args, "--"); i >= 0 {
+		flags = i
+	}
+	if i := slices.Index(args[:flags], "--install-as"); i >= 0 && i+1 < flags {
+		args = slices.Delete(args, i, i+2)
+		flags -= 2
+	}
+	if i := slices.Index(args[:flags], "--attach"); i >= 0 {
+		args = slices.Delete(args, i, i+1)
 	}
 	cmd := exec.Command(self, args...)
 	cmd.Env = append(os.Environ(), daemonEnv+"=1")

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Builds the local image termgate-test:glibc without pulling anything: this
+# host's dynamically linked /bin/bash with the glibc libraries `ldd` names,
+# plus a static busybox for the usual tools, imported with `docker import`.
+# The durable-session tests run the holder (a static binary) in it next to
+# a glibc shell. Idempotent: nothing happens when the image exists (set
+# TERMGATE_REBUILD_IMAGE=1 to force).
+set -euo pipefail
+
+image=${TERMGATE_TEST_GLIBC_IMAGE:-termgate-test:glibc}
+busybox=${BUSYBOX:-/bin/busybox}
+bash_bin=$(command -v bash)
+
+if [[ "${TERMGATE_REBUILD_IMAGE:-}" != 1 ]] && docker image inspect "$image" >/dev/null 2>&1; then
+	exit 0
+fi
+if [[ ! -x "$busybox" ]] || ldd "$busybox" >/dev/null 2>&1; then
+	echo "test-image-glibc.sh: a static $busybox is needed (apt-get install busybox-static)" >&2
+	exit 1
+fi
+
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+mkdir -p "$root/bin" "$root/proc" "$root/root" "$root/etc" "$root/dev" "$root/sys" "$root/usr/bin"
+install -d -m 1777 "$root/tmp"
+cp "$busybox" "$root/bin/busybox"
+for applet in $("$busybox" --list); do
+	[[ "$applet" == busybox || "$applet" == bash ]] && continue
+	ln -s busybox "$root/bin/$applet"
+done
+cp "$bash_bin" "$root/bin/bash"
+# Every library bash links, at the path the loader looks for it.
+for lib in $(ldd "$bash_bin" | grep -o '/[^ ]*'); do
+	mkdir -p "$root$(dirname "$lib")"
+	cp -L "$lib" "$root$lib"
+done
+echo 'root:x:0:0:root:/root:/bin/bash' >"$root/etc/passwd"
+echo 'root:x:0:' >"$root/etc/group"
+
+tar -C "$root" -c . | docker import \
+	--change 'ENV PATH=/bin' \
+	--change 'CMD ["/bin/sleep","1000000"]' \
+	- "$image" >/dev/null
+echo "built $image"
