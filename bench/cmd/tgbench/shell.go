@@ -96,7 +96,15 @@ func (s *shell) command(cmd string, timeout time.Duration) (int64, time.Duration
 		return 0, 0, err
 	}
 	n, err := s.readUntil(m)
-	return n, time.Since(t0), err
+	d := time.Since(t0)
+	if err == nil {
+		// No deadline while the shell waits for its next command: a
+		// deadline that passes breaks an SSH or WebSocket connection for
+		// good (the SSH path failed this way while the OpenSSH anchor or
+		// the docker CLI took their time between two commands).
+		_ = s.SetDeadline(time.Time{})
+	}
+	return n, d, err
 }
 
 // readUntil reads until m has been seen and returns the bytes read. Bytes
