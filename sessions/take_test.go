@@ -219,3 +219,62 @@ func BenchmarkRelay(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkFanout delivers 32 KiB chunks to 1 and to 100 clients of one
+// session, each taking its output in its own goroutine as the listeners
+// do; ns/op is per chunk delivered to all of them.
+func BenchmarkFanout(b *testing.B) {
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("%dclients", n), func(b *testing.B) {
+			fb := newFakeBackend()
+			r, err := New(Config{Backend: fb, ClientQueue: 64 << 20})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer r.Shutdown(b.Context())
+			chunk := bytes.Repeat([]byte("z"), 32<<10)
+			got := make(chan int, n)
+			var clients []*Client
+			for range n {
+				c, err := r.Attach(b.Context(), "web1", AttachOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				clients = append(clients, c)
+			}
+			for _, c := range clients {
+				go func() {
+					var bufs [][]byte
+					for {
+						<-c.Ready()
+						var err error
+						bufs, err = c.Take(bufs[:0])
+						k := 0
+						for _, x := range bufs {
+							k += len(x)
+						}
+						clear(bufs)
+						if k > 0 {
+							got <- k
+						}
+						if err != nil {
+							return
+						}
+					}
+				}()
+			}
+			p := fb.last()
+			b.SetBytes(int64(len(chunk)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = p.outW.Write(chunk)
+				for need := n * len(chunk); need > 0; {
+					need -= <-got
+				}
+			}
+			for _, c := range clients {
+				c.Detach()
+			}
+		})
+	}
+}
