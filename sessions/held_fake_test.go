@@ -24,6 +24,12 @@ type heldBackend struct {
 	conns    []*heldProc
 	adoptErr error
 	adopts   atomic.Int32
+	// adoptGate, when set, holds every Adopt until it is closed.
+	adoptGate chan struct{}
+	// listed are extra instances HeldInstances reports (held or not).
+	listed []string
+	// resetErr makes every Reset fail.
+	resetErr error
 }
 
 // fakeHolder is what the holder in one instance holds.
@@ -98,6 +104,9 @@ func (b *heldBackend) lastConn() *heldProc {
 
 func (b *heldBackend) Adopt(_ context.Context, inst Instance) (HeldProcess, error) {
 	b.adopts.Add(1)
+	if b.adoptGate != nil {
+		<-b.adoptGate
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.adoptErr != nil {
@@ -121,6 +130,9 @@ func (b *heldBackend) HeldInstances(context.Context) ([]Instance, error) {
 	defer b.mu.Unlock()
 	var out []Instance
 	for name := range b.holders {
+		out = append(out, Instance{Name: name, ID: "id-" + name})
+	}
+	for _, name := range b.listed {
 		out = append(out, Instance{Name: name, ID: "id-" + name})
 	}
 	return out, nil
@@ -166,6 +178,9 @@ func (p *heldProc) Reset(_ context.Context, id string) error {
 	p.cmu.Lock()
 	p.resets = append(p.resets, id)
 	p.cmu.Unlock()
+	if p.b.resetErr != nil {
+		return p.b.resetErr
+	}
 	p.b.mu.Lock()
 	p.b.holders[p.inst.Name] = &fakeHolder{session: id, size: p.h.size}
 	p.b.mu.Unlock()

@@ -309,3 +309,61 @@ func mustRead(t *testing.T, c *Client) []byte {
 	b, _ := readAtLeast(t, c, c.Info().Replay)
 	return b
 }
+
+// A holder that cannot reset the session: the user asked for the shell to
+// go, so it is killed, and the reset starts a fresh one.
+func TestHeldResetFailureKillsTheShell(t *testing.T) {
+	hb := newHeldBackend()
+	hb.hold("web1", "0ld0", 0, "")
+	r := newHeldRegistry(t, Config{}, hb)
+	c := attach(t, r, "web1", AttachOptions{})
+	old := hb.lastConn()
+	hb.resetErr = errors.New("holder busy")
+	hb.mu.Lock()
+	delete(hb.holders, "web1") // the kill ends the holder's session
+	hb.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	sess, err := r.Reset(ctx, "web1", "alice")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !old.killCalled.Load() || sess.ID() == "0ld0" || hb.starts.Load() != 1 {
+		t.Fatalf("killed %v, new session %s, starts %d; want the old shell killed and a fresh one", old.killCalled.Load(), sess.ID(), hb.starts.Load())
+	}
+	var reset *ResetError
+	if _, err := readErr(t, c); !errors.As(err, &reset) {
+		t.Fatalf("client cause %v, want a reset", err)
+	}
+}
+
+// An attach that waits for AdoptAll's adoption of an instance the holder
+// no longer holds starts a shell instead of failing.
+func TestAttachDuringAdoptAllOfANotHeldInstance(t *testing.T) {
+	hb := newHeldBackend()
+	hb.listed = []string{"web1"} // listed, but its holder is gone by now
+	hb.adoptGate = make(chan struct{})
+	r := newHeldRegistry(t, Config{}, hb)
+	adopted := make(chan int, 1)
+	go func() { adopted <- r.AdoptAll(context.Background()) }()
+	waitFor(t, func() bool { return hb.adopts.Load() == 1 })
+	attached := make(chan error, 1)
+	go func() {
+		c, err := r.Attach(context.Background(), "web1", AttachOptions{})
+		if err == nil {
+			c.Detach()
+		}
+		attached <- err
+	}()
+	time.Sleep(20 * time.Millisecond) // the attach waits on AdoptAll's slot
+	close(hb.adoptGate)
+	if n := <-adopted; n != 0 {
+		t.Fatalf("AdoptAll adopted %d, want 0", n)
+	}
+	if err := <-attached; err != nil {
+		t.Fatalf("attach: %v; want a shell started", err)
+	}
+	if hb.starts.Load() != 1 {
+		t.Fatalf("%d shells started, want 1", hb.starts.Load())
+	}
+}
