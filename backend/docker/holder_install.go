@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -27,13 +29,15 @@ import (
 //
 // Where: the first of holderDirs where the upload lands AND the binary
 // runs gets a directory .termgate (0700) holding the binary
-// (holder-HASH), the socket (holder.sock), its lock and its log. A
-// directory that is missing, refuses the upload, is mounted noexec, or is a
-// mount the archive API cannot see into (a tmpfs: the upload "succeeds"
-// into the directory under it) fails the start exec, and the next one is
-// tried. A read-only root filesystem refuses every upload (even to a tmpfs
-// on it): then the session is an ordinary in-gateway one.
-var holderDirs = []string{"/tmp", "/var/tmp", "/run", "/dev/shm", "/"}
+// (holder-HASH), the socket (holder.sock), its lock and its log. The
+// container's configuration rules out some at once (usableDirs): a
+// read-only root filesystem refuses every upload, even to a tmpfs on it;
+// a tmpfs mount is one the archive API cannot see into (an upload
+// "succeeds" into the directory under it; Docker's /dev/shm is one, and
+// noexec too). Of the rest, a directory that is missing, refuses the
+// upload or is mounted noexec fails the upload or the start exec, and the
+// next one is tried.
+var holderDirs = []string{"/tmp", "/var/tmp", "/run", "/"}
 
 const (
 	holderHome   = ".termgate"
@@ -51,6 +55,31 @@ type heldConfig struct {
 	bin    *holderbin.Binary
 	idle   time.Duration
 	buffer int
+
+	// cannot remembers why a container cannot host the holder: a
+	// read-only root filesystem and noexec mounts are fixed for a
+	// container's life, so its later sessions skip the futile upload.
+	mu     sync.Mutex
+	cannot map[string]string // by container ID
+}
+
+// maxCannot bounds heldConfig.cannot (it is cleared when full).
+const maxCannot = 4096
+
+func (h *heldConfig) cannotHold(containerID string) (string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	why, ok := h.cannot[containerID]
+	return why, ok
+}
+
+func (h *heldConfig) rememberCannot(containerID, why string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.cannot == nil || len(h.cannot) >= maxCannot {
+		h.cannot = map[string]string{}
+	}
+	h.cannot[containerID] = why
 }
 
 func newHeldConfig(cfg Config) (*heldConfig, error) {
@@ -170,8 +199,59 @@ func parseServe(r execResult, sock string) (serveOutcome, error) {
 // (Held().Session says which). An *errCannotHold means: use an ordinary
 // session.
 func (b *Backend) startHeld(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, size sessions.Size, term string) (sessions.Process, error) {
-	var why []string
+	if why, ok := b.held.cannotHold(inst.ID); ok {
+		return nil, &errCannotHold{why: why}
+	}
+	p, err := b.startHeldIn(ctx, inst, spec, size, term)
+	if cannot := (*errCannotHold)(nil); errors.As(err, &cannot) {
+		b.held.rememberCannot(inst.ID, cannot.why)
+	}
+	return p, err
+}
+
+// usableDirs returns the holderDirs the container's configuration leaves
+// (an *errCannotHold when none).
+func (b *Backend) usableDirs(ctx context.Context, containerID string) ([]string, error) {
+	info, err := b.cli.ContainerInspect(ctx, containerID)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, fmt.Errorf("inspect container: %w: %w", sessions.ErrNotFound, err)
+		}
+		return nil, b.engineErr("inspect container", err)
+	}
+	var tmpfs []string
+	if hc := info.HostConfig; hc != nil {
+		if hc.ReadonlyRootfs {
+			return nil, &errCannotHold{why: "its root filesystem is read-only"}
+		}
+		for p := range hc.Tmpfs {
+			tmpfs = append(tmpfs, p)
+		}
+	}
+	for _, m := range info.Mounts {
+		if m.Type == "tmpfs" {
+			tmpfs = append(tmpfs, m.Destination)
+		}
+	}
+	var dirs []string
 	for _, dir := range holderDirs {
+		if !slices.ContainsFunc(tmpfs, func(t string) bool { return dir == t || strings.HasPrefix(dir, strings.TrimSuffix(t, "/")+"/") }) {
+			dirs = append(dirs, dir)
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, &errCannotHold{why: "every directory it could go to is a tmpfs mount (" + strings.Join(tmpfs, ", ") + ")"}
+	}
+	return dirs, nil
+}
+
+func (b *Backend) startHeldIn(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, size sessions.Size, term string) (sessions.Process, error) {
+	dirs, err := b.usableDirs(ctx, inst.ID)
+	if err != nil {
+		return nil, err
+	}
+	var why []string
+	for _, dir := range dirs {
 		run, install, err := b.holderBinary(ctx, inst.ID, dir)
 		if cannot := (*errCannotHold)(nil); errors.As(err, &cannot) {
 			return nil, err

@@ -330,11 +330,19 @@ func TestHeldFallsBackWhereTheHolderCannotRun(t *testing.T) {
 	}{
 		{"read-only", []string{"--read-only"}, ""},
 		{"read-only-tmpfs", []string{"--read-only", "--tmpfs", "/tmp"}, ""},
-		{"noexec-tmp", []string{"--tmpfs", "/tmp"}, "/"},
+		{"tmpfs-tmp", []string{"--tmpfs", "/tmp"}, "/"},
+		{"noexec-volume", nil, "/"}, // /tmp: a volume the upload reaches, mounted noexec
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			name, _ := runContainer(t, append([]string{"--label", runLabel}, tc.args...)...)
+			args := tc.args
+			if tc.name == "noexec-volume" {
+				vol := "tgtest-noexec-" + randomHex(6)
+				dockerCLI(t, "volume", "create", "--opt", "type=tmpfs", "--opt", "device=tmpfs", "--opt", "o=noexec,size=16m", vol)
+				t.Cleanup(func() { _ = exec.Command("docker", "volume", "rm", "-f", vol).Run() })
+				args = []string{"-v", vol + ":/tmp"}
+			}
+			name, _ := runContainer(t, append([]string{"--label", runLabel}, args...)...)
 			b, logs := durableBackend(t, Config{})
 			inst := lookup(t, b, name)
 			p, err := b.Start(testContext(t), inst, sessions.StartSpec{SessionID: randomHex(8), Size: sessions.DefaultSize})
@@ -350,6 +358,19 @@ func TestHeldFallsBackWhereTheHolderCannotRun(t *testing.T) {
 				t.Fatalf("got %T, log:\n%s\nwant an ordinary session and one warning", p, logs)
 			case tc.held != "" && (!held || h.dir != tc.held || warned != 0):
 				t.Fatalf("got %T in %v, log:\n%s\nwant a held session in %s", p, h, logs, tc.held)
+			}
+			if tc.held != "" {
+				return
+			}
+			// The next session there is ordinary too (without trying
+			// the upload again), with its own warning.
+			p2, err := b.Start(testContext(t), inst, sessions.StartSpec{SessionID: randomHex(8), Size: sessions.DefaultSize})
+			if err != nil {
+				t.Fatalf("second Start: %v", err)
+			}
+			shellPID(t, startTerm(t, p2))
+			if _, held := p2.(*heldProcess); held || strings.Count(logs.String(), "level=WARN") != 2 {
+				t.Fatalf("second Start: %T, log:\n%s", p2, logs)
 			}
 		})
 	}
