@@ -207,13 +207,16 @@ func TestDurableIdleReapingWithoutGateway(t *testing.T) {
 	pid := s.pid()
 	s.send("sleep 1003 &")
 	s.roundTrip()
+	// Attached for longer than the idle timeout: never reaped.
+	time.Sleep(4 * time.Second)
+	if !shellAlive(t, name, pid) {
+		t.Fatalf("shell %d was reaped while a client was attached: %v", pid, processes(t, name))
+	}
+	s.roundTrip()
 	s.close()
 	d.waitClients(t, name, 0)
 	d.kill9(t)
 	killed := time.Now()
-	if !shellAlive(t, name, pid) {
-		t.Fatalf("shell %d is gone right after the gateway died, before any idle timeout: %v", pid, processes(t, name))
-	}
 	waitGone(t, name, pid, "sleep 1003")
 	t.Logf("reaped within %s of the gateway's death (idle timeout 3s)", time.Since(killed).Round(100*time.Millisecond))
 }
