@@ -63,6 +63,10 @@ type env struct {
 	opensshErr error    // why it did not start
 	sshAddr    string
 	webAddr    string
+
+	// durable is the run of the --durable gateway (-durable; nil when it is
+	// off or did not start): the durable paths go there.
+	durable *env
 }
 
 // instance returns the name of benchmark container i (0 or 1).
@@ -271,7 +275,7 @@ func (e *env) startGatewayOnce(ctx context.Context, bin string) error {
 	}
 	defer logFile.Close() // the child has its own descriptor
 	cmd := exec.Command(bin, args...)
-	cmd.Env = gatewayEnv(os.Environ())
+	cmd.Env = append(gatewayEnv(os.Environ()), e.cfg.gatewayEnv...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = childAttr()
 	if err := cmd.Start(); err != nil {
@@ -384,6 +388,12 @@ func (e *env) stopGateway() error {
 // interrupt or a timeout.
 func (e *env) teardown(logf func(string, ...any)) error {
 	var errs []error
+	if e.durable != nil {
+		if err := e.durable.teardown(logf); err != nil {
+			errs = append(errs, fmt.Errorf("the --durable gateway's run: %w", err))
+		}
+		e.durable = nil
+	}
 	if e.openssh != nil {
 		logf("stopping the OpenSSH anchor")
 		e.openssh.stop()

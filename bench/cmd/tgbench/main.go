@@ -37,6 +37,9 @@ type config struct {
 	keep        bool
 	quiet       bool
 	gatewayArgs []string
+	durable     bool     // also measure the durable paths (a second gateway with --durable)
+	holder      string   // holder binary for the durable gateway (TERMGATE_HOLDER_BINARY)
+	gatewayEnv  []string // extra environment of the gateway (set for the durable one)
 }
 
 type listFlag []string
@@ -63,6 +66,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.quiet, "q", false, "no progress on stderr")
 	gw := (*listFlag)(&c.gatewayArgs)
 	fs.Var(gw, "gateway-arg", "extra argument for termgate (repeatable), e.g. -gateway-arg=--buffer-size=1MiB")
+	fs.BoolVar(&c.durable, "durable", true, "also measure the durable paths: a second gateway with --durable, compared with the in-gateway paths")
+	fs.StringVar(&c.holder, "holder", "", "holder binary for the durable gateway (TERMGATE_HOLDER_BINARY; default: the one the termgate binary embeds)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -121,6 +126,13 @@ func run(ctx context.Context, cfg *config) int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tgbench:", err)
 		return 1
+	}
+	if cfg.durable {
+		paths = append(paths, durablePaths()...)
+		if err := setupDurable(ctx, cfg, env, logf); err != nil {
+			// Only the durable paths fail (each metric says why).
+			logf("%v", err)
+		}
 	}
 	rctx, cancel := context.WithTimeoutCause(ctx, cfg.timeout, fmt.Errorf("the -timeout of %s ran out", cfg.timeout))
 	rep := measureAll(rctx, env, cfg, logf)

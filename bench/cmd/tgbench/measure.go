@@ -37,6 +37,9 @@ func rotate(ps []string, i int) []string {
 // must not share a session (each would get the other's output), and the
 // direct exec runs beside the SSH session in the first container.
 func instanceFor(e *env, path string) string {
+	if e, path = e.route(path); e == nil { // a durable path: the --durable gateway's containers
+		return "" // dial says why
+	}
 	if path == pathWS {
 		return e.instance(1)
 	}
@@ -117,6 +120,7 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 		attachNew(ctx, e, cfg, rep)
 	})
 	rep.computeRatios()
+	rep.computeOverheads()
 	rep.Host.LoadEnd = loadAvg()
 	return rep
 }
@@ -199,8 +203,11 @@ func throughput(ctx context.Context, cfg *config, paths []string, shells map[str
 			}
 		}
 		if r >= 0 {
-			logf("  run %d: direct %.1f  ssh %.1f  websocket %.1f  openssh %.1f MB/s", r+1,
-				last(samples[pathDirect]), last(samples[pathSSH]), last(samples[pathWS]), last(samples[pathOpenSSH]))
+			var line strings.Builder
+			for _, p := range paths {
+				fmt.Fprintf(&line, "  %s %.1f", p, last(samples[p]))
+			}
+			logf("  run %d:%s MB/s", r+1, line.String())
 		}
 		if ctx.Err() != nil {
 			break
@@ -418,6 +425,11 @@ func attachNew(ctx context.Context, e *env, cfg *config, rep *Report) {
 	}
 	for _, p := range newPaths(cfg) {
 		inst := instanceFor(e, p)
+		ge, _ := e.route(p) // the gateway that serves p
+		if ge == nil {
+			rep.fail("attach_new", p, errNoDurable)
+			continue
+		}
 		var samples []float64
 		err := func() error {
 			if p == pathOpenSSH { // every login is a fresh docker exec
@@ -430,7 +442,7 @@ func attachNew(ctx context.Context, e *env, cfg *config, rep *Report) {
 				}
 				return nil
 			}
-			if err := endSession(ctx, e, p, inst, exit); err != nil {
+			if err := endSession(ctx, e, ge, p, inst, exit); err != nil {
 				return fmt.Errorf("ending the earlier session: %w", err)
 			}
 			for i := 0; i < n; i++ {
@@ -439,7 +451,7 @@ func attachNew(ctx context.Context, e *env, cfg *config, rep *Report) {
 					return fmt.Errorf("attach %d: %w", i+1, cause(ctx, err))
 				}
 				samples = append(samples, float64(d.Microseconds())/1e3)
-				if err := waitNoSession(ctx, e, inst); err != nil {
+				if err := waitNoSession(ctx, ge, inst); err != nil {
 					return err
 				}
 			}
@@ -455,23 +467,29 @@ func attachNew(ctx context.Context, e *env, cfg *config, rep *Report) {
 
 // newPaths are the paths of the new-session attach.
 func newPaths(cfg *config) []string {
+	ps := []string{pathSSH, pathWS}
 	if cfg.openssh {
-		return []string{pathSSH, pathWS, pathOpenSSH}
+		ps = append(ps, pathOpenSSH)
 	}
-	return []string{pathSSH, pathWS}
+	for _, p := range paths {
+		if _, ok := inGateway(p); ok {
+			ps = append(ps, p)
+		}
+	}
+	return ps
 }
 
 // endSession ends the instance's session, if any, and waits until the
-// gateway has forgotten it.
-func endSession(ctx context.Context, e *env, path, instance string, exit func(*shell) error) error {
-	has, err := hasSession(ctx, e, instance)
+// gateway ge (the one that serves path) has forgotten it.
+func endSession(ctx context.Context, e, ge *env, path, instance string, exit func(*shell) error) error {
+	has, err := hasSession(ctx, ge, instance)
 	if err != nil || !has {
 		return err
 	}
 	if _, err := timeAttach(ctx, e, path, instance, exit); err != nil {
 		return err
 	}
-	return waitNoSession(ctx, e, instance)
+	return waitNoSession(ctx, ge, instance)
 }
 
 // waitNoSession polls GET /api/sessions until instance has no session

@@ -68,15 +68,18 @@ type Settings struct {
 // Result is one metric on one path. Ratio is the value divided by the
 // direct path's value for the same metric (absent for the direct path).
 type Result struct {
-	Metric  string    `json:"metric"`
-	Path    string    `json:"path"`
-	Unit    string    `json:"unit"`
-	Better  string    `json:"better"` // "higher" or "lower"
-	Value   float64   `json:"value"`
-	Ratio   *float64  `json:"ratio_to_direct,omitempty"`
-	Samples []float64 `json:"samples,omitempty"`
-	Min     float64   `json:"min,omitempty"`
-	Max     float64   `json:"max,omitempty"`
+	Metric string   `json:"metric"`
+	Path   string   `json:"path"`
+	Unit   string   `json:"unit"`
+	Better string   `json:"better"` // "higher" or "lower"
+	Value  float64  `json:"value"`
+	Ratio  *float64 `json:"ratio_to_direct,omitempty"`
+	// RatioInGateway is a durable path's value divided by its in-gateway
+	// path's (ssh-durable / ssh), in the same run.
+	RatioInGateway *float64  `json:"ratio_to_in_gateway,omitempty"`
+	Samples        []float64 `json:"samples,omitempty"`
+	Min            float64   `json:"min,omitempty"`
+	Max            float64   `json:"max,omitempty"`
 	// Paired holds, run by run, this path's sample divided by the
 	// reference path's sample of the same run (the paths are measured in
 	// interleaved rounds, so each pair saw the same machine load).
@@ -249,6 +252,7 @@ func printTable(w io.Writer, r *Report) {
 	fmt.Fprintln(w, "\nratio = path / reference (the direct Engine API exec; for CPU per GB the docker CLI relaying the same stream):")
 	fmt.Fprintln(w, "throughput, higher is better (1 = as fast as docker exec); latency, attach and CPU, lower is better.")
 	fmt.Fprintln(w, "Paired ratios divide each run by the reference's run of the same round. Fan-out compares with direct throughput.")
+	printOverheads(w, r)
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "error:", e)
 	}

@@ -45,6 +45,13 @@ type term interface {
 }
 
 func dial(ctx context.Context, e *env, path, instance string) (term, error) {
+	if _, ok := inGateway(path); ok {
+		de, base := e.route(path)
+		if de == nil {
+			return nil, errNoDurable
+		}
+		return dial(ctx, de, base, instance)
+	}
 	switch path {
 	case pathDirect:
 		t, err := dialDirect(ctx, e, instance)
