@@ -237,30 +237,36 @@ func TestDurableReadOnlyRootFallsBack(t *testing.T) {
 	expectDurable(t, d.gateway, name, w.attached.Session, false)
 }
 
-const bashImage = "termgate-test:bash"
+const glibcImage = "termgate-test:glibc"
 
 var (
-	bashImageOnce sync.Once
-	bashImageErr  error
+	glibcOnce sync.Once
+	glibcErr  error
 )
 
-// needBashImage builds termgate-test:bash (testdata/bash-image.sh: the host's
-// bash with its glibc beside busybox) once per run.
-func needBashImage(t *testing.T) {
+// needGlibcImage builds termgate-test:glibc (scripts/test-image-glibc.sh:
+// the host's bash with the glibc it links, beside a static busybox) once
+// per run.
+func needGlibcImage(t *testing.T) {
 	t.Helper()
-	bashImageOnce.Do(func() {
-		out, err := exec.Command("bash", filepath.Join("testdata", "bash-image.sh"), bashImage).CombinedOutput()
+	glibcOnce.Do(func() {
+		root, err := moduleRoot()
 		if err != nil {
-			bashImageErr = fmt.Errorf("testdata/bash-image.sh: %w: %s", err, out)
+			glibcErr = err
+			return
+		}
+		out, err := exec.Command("bash", filepath.Join(root, "scripts", "test-image-glibc.sh")).CombinedOutput()
+		if err != nil {
+			glibcErr = fmt.Errorf("scripts/test-image-glibc.sh: %w: %s", err, out)
 		}
 	})
-	if bashImageErr == nil {
+	if glibcErr == nil {
 		return
 	}
 	if os.Getenv("TERMGATE_REQUIRE_DOCKER") == "1" {
-		t.Fatalf("TERMGATE_REQUIRE_DOCKER=1 but the bash test image is unusable: %v", bashImageErr)
+		t.Fatalf("TERMGATE_REQUIRE_DOCKER=1 but the glibc test image is unusable: %v", glibcErr)
 	}
-	t.Skipf("no bash test image: %v", bashImageErr)
+	t.Skipf("no glibc test image: %v", glibcErr)
 }
 
 // A glibc image with bash (the gateway's --shell auto picks it) is held
@@ -268,9 +274,9 @@ func needBashImage(t *testing.T) {
 func TestDurableGlibcBash(t *testing.T) {
 	t.Parallel()
 	needHolder(t)
-	needBashImage(t)
+	needGlibcImage(t)
 	d := durableGateway(t, options{})
-	name := d.runContainer(t, "web-bash", bashImage)
+	name := d.runContainer(t, "web-bash", glibcImage)
 
 	s := d.attach(t, keyAdmin, name, 80, 24)
 	s.send(`echo "bash=${BASH_VERSION%%.*}"`)
