@@ -146,9 +146,16 @@ func (d *durableGW) removeContainers(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	if _, err := docker(ctx, append([]string{"rm", "-f"}, names...)...); err != nil {
-		t.Errorf("remove containers: %v", err)
+	// The engine's vfs storage driver sometimes fails a removal with
+	// "directory not empty" on a busy machine; a second try succeeds.
+	var err error
+	for try := 0; try < 3; try++ {
+		if _, err = docker(ctx, append([]string{"rm", "-f"}, names...)...); err == nil {
+			return
+		}
+		time.Sleep(time.Second)
 	}
+	t.Errorf("remove containers: %v", err)
 }
 
 // runContainer starts a container of image with extra `docker run` flags
