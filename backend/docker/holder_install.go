@@ -61,6 +61,10 @@ type heldConfig struct {
 	// container's life, so its later sessions skip the futile upload.
 	mu     sync.Mutex
 	cannot map[string]string // by container ID
+	// worked remembers the directory the holder ran from, tried first
+	// next time: a directory that fails leaves its upload behind (no API
+	// removes a file), so it is tried once per container, not per session.
+	worked map[string]string // by container ID
 }
 
 // maxCannot bounds heldConfig.cannot (it is cleared when full).
@@ -76,10 +80,29 @@ func (h *heldConfig) cannotHold(containerID string) (string, bool) {
 func (h *heldConfig) rememberCannot(containerID, why string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.cannot == nil || len(h.cannot) >= maxCannot {
-		h.cannot = map[string]string{}
+	h.cannot = remember(h.cannot, containerID, why)
+}
+
+func (h *heldConfig) rememberWorked(containerID, dir string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.worked = remember(h.worked, containerID, dir)
+}
+
+func (h *heldConfig) workedIn(containerID string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.worked[containerID]
+}
+
+// remember sets m[k] = v in a map bounded by maxCannot entries (cleared
+// when full: it is only a cache).
+func remember(m map[string]string, k, v string) map[string]string {
+	if m == nil || len(m) >= maxCannot {
+		m = map[string]string{}
 	}
-	h.cannot[containerID] = why
+	m[k] = v
+	return m
 }
 
 func newHeldConfig(cfg Config) (*heldConfig, error) {
@@ -250,6 +273,11 @@ func (b *Backend) startHeldIn(ctx context.Context, inst sessions.Instance, spec 
 	if err != nil {
 		return nil, err
 	}
+	if d := b.held.workedIn(inst.ID); d != "" {
+		if i := slices.Index(dirs, d); i > 0 {
+			dirs = append([]string{d}, slices.Delete(dirs, i, i+1)...)
+		}
+	}
 	var why []string
 	for _, dir := range dirs {
 		run, install, err := b.holderBinary(ctx, inst.ID, dir)
@@ -296,6 +324,7 @@ func (b *Backend) startHeldIn(ctx context.Context, inst sessions.Instance, spec 
 			why = append(why, fmt.Sprintf("%s: %s", dir, strings.TrimSpace(res.Stdout)))
 			continue
 		}
+		b.held.rememberWorked(inst.ID, dir)
 		p, err := b.handshake(ctx, inst, dir, x)
 		if err != nil {
 			return nil, fmt.Errorf("start a held session in %q: %w", inst.Name, err)

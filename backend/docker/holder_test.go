@@ -25,7 +25,7 @@ import (
 // buildHolder builds cmd/termgate-holder for the tests.
 func buildHolder() error {
 	bin := filepath.Join(os.TempDir(), fmt.Sprintf("termgate-test-holder-%d", os.Getuid()), "termgate-holder")
-	if err := goBuild(bin); err != nil {
+	if err := goBuild(bin, "-s"); err != nil { // as make build does
 		return err
 	}
 	return os.Setenv(holderbin.EnvBinary, bin)
@@ -358,6 +358,18 @@ func TestHeldFallsBackWhereTheHolderCannotRun(t *testing.T) {
 				t.Fatalf("got %T, log:\n%s\nwant an ordinary session and one warning", p, logs)
 			case tc.held != "" && (!held || h.dir != tc.held || warned != 0):
 				t.Fatalf("got %T in %v, log:\n%s\nwant a held session in %s", p, h, logs, tc.held)
+			}
+			if tc.name == "noexec-volume" {
+				// The next session goes straight to "/": /tmp keeps the
+				// one upload that could not run, not one per session.
+				p2, err := b.Start(testContext(t), inst, sessions.StartSpec{SessionID: randomHex(8), Size: sessions.DefaultSize})
+				if err != nil {
+					t.Fatalf("second Start: %v", err)
+				}
+				startTerm(t, p2)
+				if n := dockerCLI(t, "exec", name, "sh", "-c", "ls -a /tmp/.termgate | grep -c holder-"); n != "1" {
+					t.Fatalf("%s uploads left in the noexec /tmp, want 1", n)
+				}
 			}
 			if tc.held != "" {
 				return
