@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -219,11 +220,20 @@ func (s *sshTerm) said() string {
 
 // wsTerm is a program attached over WebSocket with a bearer token. Read
 // returns the binary frames' bytes; text frames (events) are remembered
-// and reported when the connection ends.
+// and reported when the connection ends. A goroutine reads the connection
+// all the time, as a browser does, so the gateway's pings are answered
+// while the benchmark is busy elsewhere (the gateway closes a connection
+// that leaves its pings unanswered for its pong timeout).
 type wsTerm struct {
 	c         *websocket.Conn
-	r         io.Reader // the binary message being read
-	lastEvent string
+	frames    chan []byte   // binary payloads, in order; closed when the connection ends
+	done      chan struct{} // closed by Close
+	err       error         // why frames was closed; set before
+	cur       []byte        // the rest of the frame being read
+	closeOnce sync.Once
+
+	mu       sync.Mutex
+	deadline time.Time // for Read
 }
 
 func dialWS(ctx context.Context, e *env, instance string) (*wsTerm, error) {
@@ -239,42 +249,66 @@ func dialWS(ctx context.Context, e *env, instance string) (*wsTerm, error) {
 		}
 		return nil, fmt.Errorf("websocket %s: %w", u.Path, err)
 	}
-	return &wsTerm{c: c}, nil
+	w := &wsTerm{c: c, frames: make(chan []byte, 256), done: make(chan struct{})}
+	go w.readLoop()
+	return w, nil
+}
+
+// readLoop reads frames until the connection ends (Close ends it).
+func (w *wsTerm) readLoop() {
+	lastEvent := ""
+	for {
+		typ, data, err := w.c.ReadMessage()
+		if err != nil {
+			if lastEvent != "" {
+				w.err = fmt.Errorf("websocket ended after the event %s: %w", lastEvent, err)
+			} else {
+				w.err = fmt.Errorf("websocket ended: %w", err)
+			}
+			close(w.frames)
+			return
+		}
+		if typ != websocket.BinaryMessage {
+			var head struct{ Type string }
+			if json.Unmarshal(data, &head) == nil && head.Type != "attached" {
+				lastEvent = string(data)
+			}
+			continue
+		}
+		select {
+		case w.frames <- data:
+		case <-w.done:
+			w.err = errors.New("websocket closed")
+			close(w.frames)
+			return
+		}
+	}
 }
 
 func (w *wsTerm) Read(p []byte) (int, error) {
-	for {
-		if w.r != nil {
-			n, err := w.r.Read(p)
-			if err == io.EOF {
-				w.r = nil
-				if n == 0 {
-					continue
-				}
-				err = nil
+	if len(w.cur) == 0 {
+		w.mu.Lock()
+		dl := w.deadline
+		w.mu.Unlock()
+		var expired <-chan time.Time
+		if !dl.IsZero() {
+			t := time.NewTimer(time.Until(dl))
+			defer t.Stop()
+			expired = t.C
+		}
+		select {
+		case data, ok := <-w.frames:
+			if !ok {
+				return 0, w.err
 			}
-			return n, err
-		}
-		typ, r, err := w.c.NextReader()
-		if err != nil {
-			if w.lastEvent != "" {
-				return 0, fmt.Errorf("websocket ended after the event %s: %w", w.lastEvent, err)
-			}
-			return 0, fmt.Errorf("websocket ended: %w", err)
-		}
-		if typ == websocket.BinaryMessage {
-			w.r = r
-			continue
-		}
-		ev, err := io.ReadAll(io.LimitReader(r, 64<<10))
-		if err != nil {
-			return 0, err
-		}
-		var head struct{ Type string }
-		if json.Unmarshal(ev, &head) == nil && head.Type != "attached" {
-			w.lastEvent = string(ev)
+			w.cur = data
+		case <-expired:
+			return 0, fmt.Errorf("websocket read: %w", os.ErrDeadlineExceeded)
 		}
 	}
+	n := copy(p, w.cur)
+	w.cur = w.cur[n:]
+	return n, nil
 }
 
 func (w *wsTerm) Write(p []byte) (int, error) {
@@ -285,10 +319,14 @@ func (w *wsTerm) Write(p []byte) (int, error) {
 }
 
 func (w *wsTerm) SetDeadline(t time.Time) error {
-	return errors.Join(w.c.SetReadDeadline(t), w.c.SetWriteDeadline(t))
+	w.mu.Lock()
+	w.deadline = t
+	w.mu.Unlock()
+	return w.c.SetWriteDeadline(t)
 }
 
 func (w *wsTerm) Close() error {
+	w.closeOnce.Do(func() { close(w.done) })
 	_ = w.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
 	return w.c.Close()
 }
