@@ -3,6 +3,7 @@ package record
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,36 +62,29 @@ func checkDir(fd int, path string) error {
 // create makes INSTANCE/NAME under the directory dirFD: the instance's
 // directory 0700 (an existing one must not be a symbolic link nor
 // changeable by others) and a new file 0600 (never an existing file, never
-// through a symbolic link).
+// through a symbolic link), locked (see appendTo).
 func create(dirFD int, root, instance, name string) (*os.File, error) {
-	if err := checkName(instance); err != nil {
-		return nil, err
-	}
 	if err := checkName(name); err != nil {
 		return nil, err
 	}
-	dirPath := filepath.Join(root, instance)
-	if err := unix.Mkdirat(dirFD, instance, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-		return nil, fmt.Errorf("create %s: %w", dirPath, err)
-	}
-	ifd, err := unix.Openat(dirFD, instance, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	ifd, err := openInstanceDir(dirFD, root, instance)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return nil, fmt.Errorf("%s is not a directory (a symbolic link?): refused; remove it", dirPath)
-		}
-		return nil, fmt.Errorf("open %s: %w", dirPath, err)
-	}
-	defer unix.Close(ifd)
-	if err := checkDir(ifd, dirPath); err != nil {
 		return nil, err
 	}
-	path := filepath.Join(dirPath, name)
+	defer unix.Close(ifd)
+	path := filepath.Join(root, instance, name)
 	fd, err := unix.Openat(ifd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			return nil, fmt.Errorf("%s already exists: refused (a recording is never overwritten or appended to)", path)
+			return nil, fmt.Errorf("%s already exists: refused (a recording is never overwritten, and appended to only when its session is held: see appendTo): %w", path, fs.ErrExist)
 		}
 		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	if err := lock(fd); err != nil {
+		// Another gateway opened the new file between its creation and
+		// this lock, to continue it: it is that gateway's now.
+		unix.Close(fd)
+		return nil, err
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }

@@ -35,6 +35,9 @@ type Config struct {
 	// create opens a recording's file (default: create under Dir); unit
 	// tests replace it with a slow disk.
 	create func(instance, name string) (file, error)
+	// appendTo opens a held session's existing recording to continue it
+	// (see appendTo); nil with a replaced create: always a new file.
+	appendTo func(instance, name string) (file, tail, error)
 }
 
 // file is what a recording writes to.
@@ -50,8 +53,9 @@ type Recorder struct {
 	cfg   Config
 	dirFD int
 
-	mu     sync.Mutex // guards live and closed
+	mu     sync.Mutex // guards live, last and closed
 	live   map[*Recording]struct{}
+	last   map[string]*Recording // the latest recording of each INSTANCE/SESSION
 	closed bool
 	wg     sync.WaitGroup // one per recording goroutine
 }
@@ -67,7 +71,7 @@ func New(cfg Config) (*Recorder, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Recorder{cfg: cfg, dirFD: -1, live: map[*Recording]struct{}{}}
+	r := &Recorder{cfg: cfg, dirFD: -1, live: map[*Recording]struct{}{}, last: map[string]*Recording{}}
 	if r.cfg.create == nil {
 		fd, err := openDir(cfg.Dir)
 		if err != nil {
@@ -75,6 +79,9 @@ func New(cfg Config) (*Recorder, error) {
 		}
 		r.dirFD = fd
 		r.cfg.create = func(instance, name string) (file, error) { return create(fd, cfg.Dir, instance, name) }
+		r.cfg.appendTo = func(instance, name string) (file, tail, error) {
+			return appendTo(fd, cfg.Dir, instance, name, r.cfg.Now())
+		}
 	}
 	return r, nil
 }
@@ -116,12 +123,21 @@ func (r *Recorder) Start(s sessions.ObservedSession) *Recording {
 		start:  now,
 		header: append(line, '\n'),
 		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+		held:   s.Held, offset: s.Offset, replay: s.Replay,
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil
 	}
+	// The session's previous recording in this gateway (before the
+	// connection to its holder broke, say) may still be writing: this one
+	// continues its file once it is done.
+	if prev := r.last[rec.name]; prev != nil {
+		rec.prev = prev.done
+	}
+	r.last[rec.name] = rec
 	r.live[rec] = struct{}{}
 	r.wg.Add(1)
 	go rec.run()
@@ -131,7 +147,11 @@ func (r *Recorder) Start(s sessions.ObservedSession) *Recording {
 func (r *Recorder) ended(rec *Recording) {
 	r.mu.Lock()
 	delete(r.live, rec)
+	if r.last[rec.name] == rec {
+		delete(r.last, rec.name)
+	}
 	r.mu.Unlock()
+	close(rec.done)
 	r.wg.Done()
 }
 

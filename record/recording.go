@@ -2,7 +2,10 @@ package record
 
 import (
 	"bufio"
+	"bytes"
+	"errors"
 	"fmt"
+	"path/filepath"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -23,6 +26,14 @@ type Recording struct {
 	start    time.Time
 	header   []byte
 	wake     chan struct{} // buffered 1: the queue has something, or Close
+	done     chan struct{} // closed when run has returned
+	prev     chan struct{} // the done of this session's previous recording, if any
+
+	// A held session's output numbering: Output's first chunk is byte
+	// offset+len(replay); replay is the holder's buffered output.
+	held   bool
+	offset int64
+	replay []byte
 
 	mu      sync.Mutex // guards the fields below
 	queue   []event
@@ -170,14 +181,27 @@ func (rec *Recording) stop() {
 	rec.queue, rec.queued = nil, 0
 }
 
-// run creates the file and drains the queue into it until Close.
+// run creates (or, for a held session, continues) the file and drains the
+// queue into it until Close.
 func (rec *Recording) run() {
 	defer rec.r.ended(rec)
-	f, err := rec.r.cfg.create(rec.instance, rec.file)
+	if rec.prev != nil {
+		<-rec.prev
+	}
+	o, err := rec.open()
 	if err != nil {
 		rec.stop()
-		rec.log.Error("session not recorded", "err", err)
+		switch {
+		case errors.Is(err, errLocked):
+			rec.log.Info("session not recorded by this gateway", "err", err)
+		default:
+			rec.log.Error("session not recorded", "err", err)
+		}
 		return
+	}
+	f := o.f
+	if o.file != rec.file {
+		rec.log = rec.log.With("recording", filepath.Join(rec.instance, o.file))
 	}
 	var (
 		w       = bufio.NewWriterSize(f, 64<<10)
@@ -186,24 +210,60 @@ func (rec *Recording) run() {
 		line    []byte
 		written int64
 		lost    int64
-		last    time.Duration
+		// Times in the file: a continued file's are seconds since its
+		// header's timestamp and never go below its last event's.
+		shift, floor time.Duration
+		// pos is the session's number of the next output byte given to
+		// enc (held sessions: see the byte-number markers in scan.go).
+		pos int64
 	)
 	fail := func(err error) {
 		rec.stop()
 		_ = f.Close()
 		rec.log.Error("recording stopped: the session goes on unrecorded", "err", err, "bytes_written", written)
 	}
-	if _, err := w.Write(rec.header); err != nil {
-		fail(fmt.Errorf("write %s: %w", rec.name, err))
-		return
+	if t := o.cont; t != nil {
+		shift = rec.start.Sub(time.Unix(t.header.Timestamp, 0))
+		floor = t.last
+		written = t.size
+	} else {
+		if _, err := w.Write(rec.header); err != nil {
+			fail(fmt.Errorf("write %s: %w", rec.name, err))
+			return
+		}
+		written = int64(len(rec.header))
 	}
-	written = int64(len(rec.header))
+	stamp := func(at time.Duration) time.Duration {
+		if at += shift; at < floor {
+			at = floor
+		}
+		return at
+	}
+	last := stamp(0)
+	// mark appends the byte-number marker when the line just made does not
+	// say how many output bytes it stood for.
+	mark := func(dst []byte, from int, at time.Duration, always bool) []byte {
+		if rec.held && (always || bytes.Contains(dst[from:], []byte("\ufffd"))) {
+			dst = appendOffset(dst, at, pos-int64(len(enc.carry)))
+		}
+		return dst
+	}
+	if rec.held {
+		line, pos = rec.preamble(line[:0], o, &enc, last)
+		line = mark(line, 0, last, false)
+		n, err := w.Write(line)
+		written += int64(n)
+		if err != nil {
+			fail(fmt.Errorf("write %s: %w", rec.name, err))
+			return
+		}
+	}
 	// cut ends a recording that reached Config.MaxBytes with a marker
 	// saying so (the one line allowed past the limit).
 	cut := func(at time.Duration) {
 		rec.stop()
 		max := rec.r.cfg.MaxBytes
-		line := appendEvent(nil, at, 'm', []byte("termgate: recording cut at "+strconv.FormatInt(written, 10)+
+		line := appendEvent(nil, at, 'm', []byte(cutMarker+strconv.FormatInt(written, 10)+
 			" bytes (--record-max-size "+strconv.FormatInt(max, 10)+"); the session went on unrecorded"))
 		_, err := w.Write(line)
 		if err == nil {
@@ -225,24 +285,27 @@ func (rec *Recording) run() {
 		events, closed, dropped := rec.take()
 		for _, ev := range events {
 			line = line[:0]
-			last = ev.at
+			at := stamp(ev.at)
+			last = at
 			switch ev.kind {
 			case 'o':
-				line = enc.output(line, ev.at, ev.data)
+				pos += int64(len(ev.data))
+				line = mark(enc.output(line, at, ev.data), 0, at, false)
 			case 'i':
-				line = ienc.output(line, ev.at, ev.data)
+				line = ienc.output(line, at, ev.data)
 			case 'r':
-				line = appendEvent(line, ev.at, 'r', []byte(strconv.Itoa(ev.size.Cols)+"x"+strconv.Itoa(ev.size.Rows)))
+				line = appendEvent(line, at, 'r', []byte(strconv.Itoa(ev.size.Cols)+"x"+strconv.Itoa(ev.size.Rows)))
 			case 'm':
 				if ev.in {
-					line = rec.inputMarker(ienc.flush(line, ev.at), ev.at, ev.n)
+					line = rec.inputMarker(ienc.flush(line, at), at, ev.n)
 					break
 				}
-				line = rec.marker(enc.flush(line, ev.at), ev.at, ev.n)
+				pos += ev.n
+				line = mark(rec.marker(enc.flush(line, at), at, ev.n), 0, at, true)
 				lost += ev.n
 			}
 			if max := rec.r.cfg.MaxBytes; max > 0 && written+int64(len(line)) > max {
-				cut(ev.at)
+				cut(at)
 				return
 			}
 			n, err := w.Write(line)
@@ -256,9 +319,10 @@ func (rec *Recording) run() {
 			continue // more may have come meanwhile; flush once it is quiet
 		}
 		if closed {
-			line = ienc.flush(enc.flush(line[:0], last), last)
+			line = mark(ienc.flush(enc.flush(line[:0], last), last), 0, last, false)
 			if dropped > 0 {
-				line = rec.marker(line, last, dropped)
+				pos += dropped
+				line = mark(rec.marker(line, last, dropped), 0, last, true)
 				lost += dropped
 			}
 			_, err := w.Write(line)

@@ -42,6 +42,17 @@ type ObservedSession struct {
 	Size Size
 	// Term is the shell's TERM.
 	Term string
+	// Held: a holder holds the shell (a durable session, see HeldProcess),
+	// so the session may have run before this gateway observed it (it was
+	// adopted after a restart, or from another gateway): its ID, byte
+	// numbering and output go on from then.
+	Held bool
+	// Offset is the byte number of Replay's first byte; Output's first
+	// chunk follows Replay. 0 for a session that is not held.
+	Offset int64
+	// Replay is the output the holder still buffered when the gateway
+	// connected (never modified; Output does not repeat it).
+	Replay []byte
 }
 
 // observe asks Config.Observe for the session's observer; it runs once,
@@ -50,7 +61,12 @@ func (s *Session) observe() {
 	if s.cfg.Observe == nil {
 		return
 	}
-	s.obs = s.cfg.Observe(ObservedSession{Instance: s.inst.Name, Session: s.id, Created: s.created, Size: s.size, Term: s.term})
+	o := ObservedSession{Instance: s.inst.Name, Session: s.id, Created: s.created, Size: s.size, Term: s.term}
+	if s.held != nil {
+		st := s.held.Held()
+		o.Held, o.Offset, o.Replay = true, st.Offset, st.Replay
+	}
+	s.obs = s.cfg.Observe(o)
 	if r, ok := s.obs.(Recorded); ok {
 		s.recording = r.Recording()
 	}
