@@ -2,6 +2,8 @@ package record
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -305,3 +307,60 @@ func TestContinuedTimesNeverDecrease(t *testing.T) {
 
 func itoa(n int64) string   { return strconv.FormatInt(n, 10) }
 func ftoa(f float64) string { return strconv.FormatFloat(f, 'f', 6, 64) }
+
+// Output that is not valid UTF-8 (written as U+FFFD, which says nothing of
+// how many bytes it stood for), even a character cut by the restart, does
+// not lose the recording its place: nothing is repeated or marked lost.
+func TestAdoptedRecordingKeepsItsPlaceAfterInvalidUTF8(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	logs := &termtest.SyncBuffer{}
+	b := newHeldBackend("0123abcd", 1<<20)
+	g1 := startGateway(t, b, dir, logs)
+	b.print("a\xffb\r\n")
+	b.print("caf\xc3") // the rest of é comes after the restart
+	g1.stop()
+	b.print("\xa9!\r\n")
+	g2 := startGateway(t, b, dir, logs)
+	b.print("\xf0\x9f\x98\x80\r\n")
+	g2.stop()
+	_, evs := readCast(t, filepath.Join(dir, "web1", "0123abcd.cast"))
+	if got, want := outputOf(evs), "a\ufffdb\r\ncaf\ufffd\ufffd!\r\n😀\r\n"; got != want {
+		t.Fatalf("recorded %q, want %q", got, want)
+	}
+	for _, m := range markers(evs) {
+		if !strings.HasPrefix(m, offsetMarker) {
+			t.Fatalf("marker %q", m)
+		}
+	}
+}
+
+// A held session whose connection to its holder broke is adopted again by
+// the same gateway: its new recording waits for the old one to close the
+// file and continues it (it is not "another gateway").
+func TestReadoptedInTheSameGatewayContinues(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	logs := &termtest.SyncBuffer{}
+	b := newHeldBackend("0123abcd", 1<<20)
+	g := startGateway(t, b, dir, logs)
+	b.print("one\r\n")
+	b.mu.Lock()
+	conn := b.conn
+	b.mu.Unlock()
+	conn.drop(io.EOF) // the connection to the holder broke
+	waitFor(t, func() bool { return len(g.reg.Sessions()) == 0 })
+	b.print("two\r\n")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if n := g.reg.AdoptAll(ctx); n != 1 {
+		t.Fatalf("adopted %d", n)
+	}
+	b.print("three\r\n")
+	g.stop()
+	_, evs := readCast(t, filepath.Join(dir, "web1", "0123abcd.cast"))
+	if got := outputOf(evs); got != "one\r\ntwo\r\nthree\r\n" {
+		t.Fatalf("recorded %q\n%s", got, logs.String())
+	}
+	if strings.Contains(logs.String(), "another gateway") {
+		t.Fatalf("log: %s", logs.String())
+	}
+}

@@ -86,3 +86,25 @@ func TestObserverSeesOutputResizesAndEnd(t *testing.T) {
 	}
 	_, _ = readErr(t, c)
 }
+
+// An adopted held session's observer learns that it is held, the byte
+// number of the holder's replay and the replay itself, and Output then
+// gets only what follows the replay (a recording continues from there).
+func TestObserverOfAnAdoptedSessionGetsTheReplay(t *testing.T) {
+	hb := newHeldBackend()
+	hb.hold("web1", "feedc0de", 5000, "$ echo hi\r\nhi\r\n")
+	obs := make(chan *fakeObserver, 1)
+	r := newHeldRegistry(t, Config{Observe: func(s ObservedSession) Observer {
+		o := &fakeObserver{start: s, closed: make(chan struct{})}
+		obs <- o
+		return o
+	}}, hb)
+	c := attach(t, r, "web1", AttachOptions{})
+	o := <-obs
+	if !o.start.Held || o.start.Offset != 5000 || string(o.start.Replay) != "$ echo hi\r\nhi\r\n" || o.start.Session != "feedc0de" {
+		t.Fatalf("observer started with %+v", o.start)
+	}
+	hb.print("web1", "live")
+	readAtLeast(t, c, c.Info().Replay+4)
+	waitFor(t, func() bool { return o.String() == "o:live" })
+}
