@@ -26,5 +26,11 @@
 // valid UTF-8 is written as U+FFFD (as Go's []rune conversion and
 // terminals do); such bytes cannot be recovered from the file.
 //
+// A held (durable) session adopted by a restarted gateway continues its
+// file (adopt.go, continue.go): the file carries byte-number markers
+// (scan.go) so that the output printed while no gateway recorded it is
+// taken from the holder's replay from the first byte the file lacks, or
+// marked as lost.
+//
 // Only the header and the events are written; input is never recorded.
 package record
