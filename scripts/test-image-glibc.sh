@@ -11,7 +11,10 @@ image=${TERMGATE_TEST_GLIBC_IMAGE:-termgate-test:glibc}
 busybox=${BUSYBOX:-/bin/busybox}
 bash_bin=$(command -v bash)
 
-if [[ "${TERMGATE_REBUILD_IMAGE:-}" != 1 ]] && docker image inspect "$image" >/dev/null 2>&1; then
+# Bumped when the image changes, so that a cached older one is rebuilt.
+version=2
+if [[ "${TERMGATE_REBUILD_IMAGE:-}" != 1 ]] &&
+	[[ "$(docker image inspect -f '{{index .Config.Labels "termgate.test-image"}}' "$image" 2>/dev/null)" == "$version" ]]; then
 	exit 0
 fi
 if [[ ! -x "$busybox" ]] || ldd "$busybox" >/dev/null 2>&1; then
@@ -21,6 +24,7 @@ fi
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
+chmod 755 "$root" # mktemp's 0700 would lock every other user out of /
 mkdir -p "$root/bin" "$root/proc" "$root/root" "$root/etc" "$root/dev" "$root/sys" "$root/usr/bin"
 install -d -m 1777 "$root/tmp"
 cp "$busybox" "$root/bin/busybox"
@@ -40,5 +44,6 @@ echo 'root:x:0:' >"$root/etc/group"
 tar -C "$root" -c . | docker import \
 	--change 'ENV PATH=/bin' \
 	--change 'CMD ["/bin/sleep","1000000"]' \
+	--change "LABEL termgate.test-image=$version" \
 	- "$image" >/dev/null
 echo "built $image"

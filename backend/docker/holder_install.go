@@ -132,13 +132,15 @@ func (e *errCannotHold) Error() string { return "the instance cannot host the ho
 // holderTar is the upload: the .termgate directory and the binary under a
 // temporary name, which the start exec renames into place (--install-as),
 // so a gateway racing this one never runs a half-written file.
-func holderTar(data []byte, staged string) []byte {
+// Its entries belong to uid:gid (the engine applies a tar's owners unless
+// CopyUIDGID asks it to look the container's user up by name).
+func holderTar(data []byte, staged string, uid, gid int) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(data) + 4096)
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: holderHome + "/", Mode: 0o700, ModTime: now})
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: holderHome + "/" + staged, Mode: 0o700, Size: int64(len(data)), ModTime: now})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: holderHome + "/", Mode: 0o700, ModTime: now, Uid: uid, Gid: gid})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: holderHome + "/" + staged, Mode: 0o700, Size: int64(len(data)), ModTime: now, Uid: uid, Gid: gid})
 	_, _ = tw.Write(data)
 	_ = tw.Close()
 	return buf.Bytes()
@@ -164,8 +166,18 @@ func (b *Backend) exists(ctx context.Context, containerID, p string) (bool, erro
 // *errCannotHold; a missing or refusing directory is another error.
 func (b *Backend) upload(ctx context.Context, containerID, dir string) (string, error) {
 	staged := ".holder-" + b.held.bin.Hash + "." + randomSuffix()
-	err := b.cli.CopyToContainer(ctx, containerID, dir, bytes.NewReader(holderTar(b.held.bin.Data, staged)),
-		container.CopyToContainerOptions{CopyUIDGID: true})
+	// The holder runs as the container's user, who must own its files.
+	info, err := b.cli.ContainerInspect(ctx, containerID)
+	if err != nil {
+		return "", b.engineErr("inspect container", err)
+	}
+	user := ""
+	if info.Config != nil {
+		user = info.Config.User
+	}
+	uid, gid, numeric := numericUser(user)
+	err = b.cli.CopyToContainer(ctx, containerID, dir, bytes.NewReader(holderTar(b.held.bin.Data, staged, uid, gid)),
+		container.CopyToContainerOptions{CopyUIDGID: !numeric})
 	switch {
 	case err == nil:
 		return path.Join(holderHomeIn(dir), staged), nil
@@ -181,6 +193,28 @@ func (b *Backend) upload(ctx context.Context, containerID, dir string) (string, 
 type execResult struct {
 	Stdout, Stderr string
 	Code           int
+}
+
+// numericUser reads a container's user ("", "UID" or "UID:GID"; a name
+// is not numeric: the engine looks it up in the image's passwd for
+// CopyUIDGID, which a bare UID may lack).
+func numericUser(user string) (uid, gid int, ok bool) {
+	if user == "" {
+		return 0, 0, true
+	}
+	u, g, hasGroup := strings.Cut(user, ":")
+	uid, err := strconv.Atoi(u)
+	if err != nil || uid < 0 {
+		return 0, 0, false
+	}
+	if !hasGroup {
+		return uid, 0, true // as the runtime does without a passwd entry
+	}
+	gid, err = strconv.Atoi(g)
+	if err != nil || gid < 0 {
+		return 0, 0, false
+	}
+	return uid, gid, true
 }
 
 // serveOutcome is what a start exec did.
@@ -205,7 +239,10 @@ func parseServe(r execResult, sock string) (serveOutcome, error) {
 		}
 	case len(f) == 3 && f[0] == "already" && f[1] == "held" && f[2] == sock:
 		return serveHeld, nil
-	case (r.Code == 126 || r.Code == 127) && strings.Contains(r.Stdout+r.Stderr, "exec failed"):
+	case r.Code == 126 || r.Code == 127:
+		// The runtime could not run the file (runc says "exec failed:
+		// ... permission denied" or "no such file"); the holder itself
+		// never exits so.
 		return serveCannot, nil
 	}
 	msg := strings.TrimSpace(r.Stderr + " " + r.Stdout)

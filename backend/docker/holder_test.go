@@ -504,12 +504,9 @@ var (
 	glibcErr  error
 )
 
-// A glibc image with bash (scripts/test-image-glibc.sh: the host's bash and
-// its libraries, built once and cached): the static holder runs there too,
-// and the auto shell is bash.
-func TestHeldSessionInAGlibcImageWithBash(t *testing.T) {
-	needEngine(t)
-	t.Parallel()
+// runGlibc runs a container of the glibc image (built once per test run).
+func runGlibc(t *testing.T, extra ...string) string {
+	t.Helper()
 	glibcOnce.Do(func() {
 		out, err := exec.Command("bash", "../../scripts/test-image-glibc.sh").CombinedOutput()
 		if err != nil {
@@ -520,8 +517,19 @@ func TestHeldSessionInAGlibcImageWithBash(t *testing.T) {
 		t.Fatal(glibcErr)
 	}
 	name := "tgtest-" + randomHex(6)
-	dockerCLI(t, "run", "-d", "--init", "--network", "none", "--label", runLabel, "--name", name, "termgate-test:glibc")
+	args := append([]string{"run", "-d", "--init", "--network", "none", "--label", runLabel, "--name", name}, extra...)
+	dockerCLI(t, append(args, "termgate-test:glibc")...)
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	return name
+}
+
+// A glibc image with bash (scripts/test-image-glibc.sh: the host's bash and
+// its libraries, built once and cached): the static holder runs there too,
+// and the auto shell is bash.
+func TestHeldSessionInAGlibcImageWithBash(t *testing.T) {
+	needEngine(t)
+	t.Parallel()
+	name := runGlibc(t)
 	b, _ := durableBackend(t, Config{})
 	inst := lookup(t, b, name)
 	tm, h := startHeld(t, b, inst)
@@ -532,5 +540,46 @@ func TestHeldSessionInAGlibcImageWithBash(t *testing.T) {
 	tm2, _ := adopt(t, b, inst)
 	if got := shellPID(t, tm2); got != pid {
 		t.Fatalf("adopted bash %d, want %d", got, pid)
+	}
+}
+
+// A container running as a non-root user (the glibc image: the busybox
+// one's root directory admits root only): the upload is given to that
+// user, who runs the holder and owns its directory.
+func TestHeldSessionAsNonRootUser(t *testing.T) {
+	needEngine(t)
+	t.Parallel()
+	name := runGlibc(t, "--user", "1000:1000")
+	b, logs := durableBackend(t, Config{})
+	inst := lookup(t, b, name)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(logs.String())
+		}
+	})
+	tm, h := startHeld(t, b, inst)
+	tm.write(t, "echo U=$(id -u).\n")
+	tm.expect(t, `U=1000\.`, 10*time.Second)
+	pid := shellPID(t, tm)
+	release(t, tm, h)
+	tm2, _ := adopt(t, b, inst)
+	if got := shellPID(t, tm2); got != pid {
+		t.Fatalf("adopted shell %d, want %d", got, pid)
+	}
+}
+
+func TestNumericUser(t *testing.T) {
+	for _, tc := range []struct {
+		user     string
+		uid, gid int
+		ok       bool
+	}{
+		{"", 0, 0, true}, {"1000", 1000, 0, true}, {"1000:1001", 1000, 1001, true},
+		{"app", 0, 0, false}, {"1000:staff", 0, 0, false}, {"-1", 0, 0, false}, {"1:-2", 0, 0, false},
+	} {
+		uid, gid, ok := numericUser(tc.user)
+		if uid != tc.uid || gid != tc.gid || ok != tc.ok {
+			t.Errorf("numericUser(%q) = %d, %d, %v; want %d, %d, %v", tc.user, uid, gid, ok, tc.uid, tc.gid, tc.ok)
+		}
 	}
 }
