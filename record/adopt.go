@@ -51,10 +51,28 @@ func (rec *Recording) open() (opened, error) {
 	}
 }
 
-// openContinued creates the first free SESSION.continued-N.cast.
+// openContinued continues the session's latest SESSION.continued-N.cast,
+// or creates the next one, when SESSION.cast is not the gateway's to
+// append to (why): one continuation file spans the restarts that follow.
 func (rec *Recording) openContinued(why error) (opened, error) {
 	session := strings.TrimSuffix(rec.file, ".cast")
-	for n := 1; n <= maxContinued; n++ {
+	n := 1 // the first free number
+	for n <= maxContinued && rec.r.exists(rec.instance, continuedName(session, n)) {
+		n++
+	}
+	if n > 1 {
+		name := continuedName(session, n-1)
+		f, t, err := rec.r.cfg.appendTo(rec.instance, name)
+		var refused *errRefused
+		switch {
+		case err == nil:
+			rec.log.Info("recording continued in its continuation file", "reason", why.Error(), "continued_in", name, "bytes_before", t.size)
+			return opened{f: f, cont: &t, file: name}, nil
+		case !errors.As(err, &refused) && !errors.Is(err, errMissing):
+			return opened{}, err
+		}
+	}
+	for ; n <= maxContinued; n++ {
 		name := continuedName(session, n)
 		f, err := rec.r.cfg.create(rec.instance, name)
 		if errors.Is(err, fs.ErrExist) {

@@ -68,3 +68,23 @@ func BenchmarkWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkScan: how fast a restarted gateway reads a durable session's
+// recording before continuing it (the session's output waits in the
+// recording's queue meanwhile). go test -bench Scan -run '^$' ./record/
+func BenchmarkScan(b *testing.B) {
+	var enc encoder
+	buf := []byte(`{"version":2,"width":80,"height":24,"timestamp":1700000000}` + "\n")
+	buf = appendOffset(buf, 0, 0)
+	for i := 0; len(buf) < 32<<20; i++ {
+		buf = enc.output(buf, time.Duration(i)*time.Millisecond, terminalOutput[:4096])
+	}
+	b.SetBytes(int64(len(buf)))
+	now := time.Now()
+	for b.Loop() {
+		t, err := scan(bytes.NewReader(buf), now)
+		if err != nil || !t.known {
+			b.Fatal(err, t.known)
+		}
+	}
+}

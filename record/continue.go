@@ -156,3 +156,9 @@ func continuedName(session string, n int) string {
 
 // maxContinued bounds the continuation files a session gets.
 const maxContinued = 100
+
+// exists reports whether INSTANCE/NAME is there (as anything: a link too).
+func (r *Recorder) exists(instance, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(r.dirFD, instance+"/"+name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}

@@ -202,6 +202,19 @@ func TestNotOwnRecordingIsLeftAlone(t *testing.T) {
 				t.Fatalf("continuation's markers %q", m)
 			}
 			checkMode(t, cont, 0o600)
+
+			// The next restart goes on in the continuation file.
+			b.print("while down\r\n")
+			g = startGateway(t, b, dir, logs)
+			b.print("again\r\n")
+			g.stop()
+			_, evs = readCast(t, cont)
+			if got := outputOf(evs); got != "replayed\r\nlive\r\nwhile down\r\nagain\r\n" {
+				t.Fatalf("continuation holds %q after a second restart", got)
+			}
+			if files := castFiles(t, dir); len(files) != 2 {
+				t.Fatalf("files %v: want the existing one and one continuation", files)
+			}
 		})
 	}
 }
