@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"text/tabwriter"
 )
 
@@ -83,6 +84,16 @@ func (r *Report) computeOverheads() {
 		if b := r.find(res.Metric, base); b != nil && b.Error == "" && b.Value > 0 {
 			ratio := round(res.Value / b.Value)
 			r.Results[i].RatioInGateway = &ratio
+			// Run by run where both were sampled in the same rounds: each
+			// pair saw the same load on the machine.
+			r.Results[i].PairedInGateway = nil
+			if len(b.Samples) == len(res.Samples) && len(res.Samples) > 1 {
+				for k, v := range res.Samples {
+					if b.Samples[k] > 0 {
+						r.Results[i].PairedInGateway = append(r.Results[i].PairedInGateway, round(v/b.Samples[k]))
+					}
+				}
+			}
 		}
 	}
 }
@@ -101,7 +112,7 @@ func printOverheads(w io.Writer, r *Report) {
 	}
 	fmt.Fprint(w, "\ndurable (held by the holder in the instance) vs in-gateway sessions, same run\n\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "METRIC\tPATH\tDURABLE\tIN-GATEWAY\tRATIO\tDIFFERENCE\tTARGET\t")
+	fmt.Fprintln(tw, "METRIC\tPATH\tDURABLE\tIN-GATEWAY\tRATIO\tPAIRED MIN/MED/MAX\tDIFFERENCE\tTARGET\t")
 	for _, m := range metricOrder {
 		for _, res := range rows {
 			if res.Metric != m.name {
@@ -117,8 +128,12 @@ func printOverheads(w io.Writer, r *Report) {
 			case m.name == "echo_p50" || m.name == "echo_p99":
 				target = fmt.Sprintf("+%d us at most: %s", targetEchoOverheadUS, met(diff <= targetEchoOverheadUS))
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%+.1f %s\t%s\t\n", m.title, res.Path, formatValue(res.Value, res.Unit),
-				formatValue(b.Value, b.Unit), *res.RatioInGateway, diff, res.Unit, target)
+			paired := "-"
+			if len(res.PairedInGateway) > 0 {
+				paired = fmt.Sprintf("%.2f / %.2f / %.2f", slices.Min(res.PairedInGateway), median(res.PairedInGateway), slices.Max(res.PairedInGateway))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%+.1f %s\t%s\t\n", m.title, res.Path, formatValue(res.Value, res.Unit),
+				formatValue(b.Value, b.Unit), *res.RatioInGateway, paired, diff, res.Unit, target)
 		}
 	}
 	tw.Flush()

@@ -9,8 +9,8 @@ import (
 func TestDurableOverheads(t *testing.T) {
 	r := &Report{}
 	r.add("throughput", pathDirect, 100, nil, "", nil)
-	r.add("throughput", pathSSH, 80, nil, "", nil)
-	r.add("throughput", pathSSHDurable, 76, nil, "", nil)
+	r.add("throughput", pathSSH, 80, []float64{80, 100, 60}, "", nil)
+	r.add("throughput", pathSSHDurable, 76, []float64{76, 90, 60}, "", nil)
 	r.add("throughput", pathWS, 50, nil, "", nil)
 	r.add("throughput", pathWSDurable, 40, nil, "", nil)
 	r.add("echo_p50", pathSSH, 300, nil, "", nil)
@@ -26,6 +26,9 @@ func TestDurableOverheads(t *testing.T) {
 			t.Errorf("%s %s: ratio to in-gateway %v, want %v", c.metric, c.path, res, c.want)
 		}
 	}
+	if res := r.find("throughput", pathSSHDurable); len(res.PairedInGateway) != 3 || res.PairedInGateway[1] != 0.9 {
+		t.Errorf("paired ratios to in-gateway = %v, want 0.95 0.9 1", res.PairedInGateway)
+	}
 	if res := r.find("throughput", pathSSH); res.RatioInGateway != nil {
 		t.Errorf("an in-gateway path got a ratio to itself: %+v", res)
 	}
@@ -34,7 +37,7 @@ func TestDurableOverheads(t *testing.T) {
 	}
 	var out bytes.Buffer
 	printTable(&out, r)
-	for _, want := range []string{"DURABLE", "ssh-durable", "76.0 MB/s", "0.95", "ratio >= 0.90: met", "0.80",
+	for _, want := range []string{"DURABLE", "ssh-durable", "0.90 / 0.95 / 1.00", "76.0 MB/s", "0.95", "ratio >= 0.90: met", "0.80",
 		"ratio >= 0.90: MISSED", "+150.0 us", "+200 us at most: met"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, out.String())

@@ -76,10 +76,13 @@ type Result struct {
 	Ratio  *float64 `json:"ratio_to_direct,omitempty"`
 	// RatioInGateway is a durable path's value divided by its in-gateway
 	// path's (ssh-durable / ssh), in the same run.
-	RatioInGateway *float64  `json:"ratio_to_in_gateway,omitempty"`
-	Samples        []float64 `json:"samples,omitempty"`
-	Min            float64   `json:"min,omitempty"`
-	Max            float64   `json:"max,omitempty"`
+	RatioInGateway *float64 `json:"ratio_to_in_gateway,omitempty"`
+	// PairedInGateway holds, run by run, a durable path's sample divided
+	// by its in-gateway path's sample of the same round.
+	PairedInGateway []float64 `json:"paired_ratios_to_in_gateway,omitempty"`
+	Samples         []float64 `json:"samples,omitempty"`
+	Min             float64   `json:"min,omitempty"`
+	Max             float64   `json:"max,omitempty"`
 	// Paired holds, run by run, this path's sample divided by the
 	// reference path's sample of the same run (the paths are measured in
 	// interleaved rounds, so each pair saw the same machine load).
