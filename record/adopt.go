@@ -96,6 +96,10 @@ func (rec *Recording) preamble(dst []byte, o opened, enc *encoder, at time.Durat
 	replay := rec.replay
 	end := rec.offset + int64(len(replay))
 	t := o.cont
+	if t != nil {
+		// The window may have changed while no gateway recorded it.
+		dst = appendEvent(dst, at, 'r', []byte(strconv.Itoa(rec.size.Cols)+"x"+strconv.Itoa(rec.size.Rows)))
+	}
 	switch {
 	case t == nil:
 		if o.note != "" {

@@ -24,7 +24,8 @@ type heldBackend struct {
 	offset  int64  // the number of out[0]
 	out     []byte // the holder's ring
 	keep    int
-	conn    *heldConn // the gateway's connection, if any
+	size    sessions.Size // the terminal's (zero: 100x30)
+	conn    *heldConn     // the gateway's connection, if any
 }
 
 func newHeldBackend(session string, keep int) *heldBackend {
@@ -73,8 +74,12 @@ func (b *heldBackend) Adopt(_ context.Context, inst sessions.Instance) (sessions
 	if inst.Name != "web1" {
 		return nil, fmt.Errorf("%s: %w", inst.Name, sessions.ErrNotHeld)
 	}
+	size := b.size
+	if size == (sessions.Size{}) {
+		size = sessions.Size{Cols: 100, Rows: 30}
+	}
 	c := &heldConn{b: b, state: sessions.HeldState{Session: b.session, Created: time.Unix(1700000000, 0),
-		Offset: b.offset, Replay: slices.Clone(b.out), Size: sessions.Size{Cols: 100, Rows: 30}}}
+		Offset: b.offset, Replay: slices.Clone(b.out), Size: size}}
 	c.outR, c.outW = io.Pipe()
 	b.conn = c
 	return c, nil

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -77,6 +78,11 @@ func TestAdoptedSessionContinuesItsRecording(t *testing.T) {
 	if h.Width != 100 || h.Height != 30 {
 		t.Fatalf("header %+v", h)
 	}
+	for _, ev := range evs {
+		if ev.Type == "r" && ev.Data != "100x30" {
+			t.Fatalf("resize to %q: the holder's size is 100x30", ev.Data)
+		}
+	}
 	if last := evs[len(evs)-1].Time; last < firstLast {
 		t.Fatalf("continued at %vs, before the first gateway's last event %vs", last, firstLast)
 	}
@@ -105,6 +111,9 @@ func TestAdoptedRecordingMarksTheGap(t *testing.T) {
 	b.print("before\r\n")
 	g1.stop()
 	b.print(strings.Repeat("x", 84) + "0123456789abcdef") // the ring keeps the last 16
+	b.mu.Lock()
+	b.size = sessions.Size{Cols: 120, Rows: 40} // resized while no gateway ran
+	b.mu.Unlock()
 	g2 := startGateway(t, b, dir, logs)
 	b.print("after\r\n")
 	g2.stop()
@@ -121,6 +130,9 @@ func TestAdoptedRecordingMarksTheGap(t *testing.T) {
 	}
 	if gap < 0 || outputOf(evs[:gap]) != "before\r\n" {
 		t.Fatalf("no marker of the 84 lost bytes after %q: %q", "before\r\n", markers(evs))
+	}
+	if i := slices.IndexFunc(evs, func(ev Event) bool { return ev.Type == "r" }); i < 0 || evs[i].Data != "120x40" || i > gap {
+		t.Fatalf("no resize to the holder's 120x40 at the continuation: %+v", evs)
 	}
 	if !strings.Contains(logs.String(), "bytes_lost=84") {
 		t.Fatalf("log: %s", logs.String())

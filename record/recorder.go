@@ -124,7 +124,7 @@ func (r *Recorder) Start(s sessions.ObservedSession) *Recording {
 		header: append(line, '\n'),
 		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
-		held:   s.Held, offset: s.Offset, replay: s.Replay,
+		held:   s.Held, offset: s.Offset, replay: s.Replay, size: s.Size,
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

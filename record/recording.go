@@ -34,6 +34,7 @@ type Recording struct {
 	held   bool
 	offset int64
 	replay []byte
+	size   sessions.Size // the window size at the start
 
 	mu      sync.Mutex // guards the fields below
 	queue   []event
