@@ -42,12 +42,18 @@ func (e *ErrReset) Error() string {
 // client with the replay's header. A holder of another protocol version
 // gives a *VersionError; rw is then closed and the holder left alone.
 func Dial(rw io.ReadWriteCloser, gateway, session string, since int64) (*Client, ReplayMsg, error) {
+	return DialClients(rw, gateway, session, since, 0)
+}
+
+// DialClients is Dial for a gateway that already has clients on the
+// session (see HelloMsg.Clients).
+func DialClients(rw io.ReadWriteCloser, gateway, session string, since int64, clients int) (*Client, ReplayMsg, error) {
 	c := &Client{rw: rw, r: NewReader(bufio.NewReaderSize(rw, 64<<10)), exit: make(chan ExitMsg, 1), next: -1}
 	fail := func(err error) (*Client, ReplayMsg, error) {
 		rw.Close()
 		return nil, ReplayMsg{}, err
 	}
-	if err := c.send(mustFrame(TypeHello, HelloMsg{Proto: Version, Gateway: gateway})); err != nil {
+	if err := c.send(mustFrame(TypeHello, HelloMsg{Proto: Version, Gateway: gateway, Clients: clients})); err != nil {
 		return fail(err)
 	}
 	f, err := c.r.ReadFrame()

@@ -95,6 +95,10 @@ func (c *conn) serve() {
 		return
 	}
 	c.h.conns[c] = struct{}{}
+	if peer.Clients > 0 && peer.Clients <= 1<<20 {
+		c.clients = peer.Clients
+		c.h.armIdleLocked()
+	}
 	c.h.mu.Unlock()
 	c.reply(TypeHello, hello)
 	c.h.log.Info("gateway attached", "gateway", peer.Gateway)

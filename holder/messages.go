@@ -25,6 +25,11 @@ type HelloMsg struct {
 	Created int64 `json:"created,omitempty"`
 	// Gateway names the gateway (gateway → holder), for the holder's log.
 	Gateway string `json:"gateway,omitempty"`
+	// Clients is the gateway's client count from the start (gateway →
+	// holder), as a Clients frame would say: a gateway starting a session
+	// for a client says 1, so a short idle timeout cannot reap the
+	// session before the client is counted.
+	Clients int `json:"clients,omitempty"`
 }
 
 // AttachMsg asks for a replay: of the bytes from Since on when Session is

@@ -256,3 +256,32 @@ func TestSecondHolderLeavesTheFirstAlone(t *testing.T) {
 		t.Fatalf("the socket answers with %+v, want the first holder's session s1 with its start time", a.hello)
 	}
 }
+
+// A gateway that starts a session for a client says so in its hello: the
+// holder counts that client at once, so a short idle timeout does not reap
+// the session before the gateway's first clients frame.
+func TestHelloClientsCountAtOnce(t *testing.T) {
+	sock, stopped := startHolder(t, time.Second)
+	nc, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c, _, err := DialClients(nc, "test", "", 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-stopped:
+		t.Fatalf("reaped (%v) with the gateway's client counted from its hello", err)
+	case <-time.After(2 * time.Second):
+	}
+	if err := c.Clients(0); err != nil { // the client left: now it is idle
+		t.Fatal(err)
+	}
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("not reaped once the gateway said it has no client")
+	}
+}

@@ -362,7 +362,10 @@ func (b *Backend) startHeldIn(ctx context.Context, inst sessions.Instance, spec 
 			continue
 		}
 		b.held.rememberWorked(inst.ID, dir)
-		p, err := b.handshake(ctx, inst, dir, x)
+		// A Start is for an attaching client: counted from the hello on,
+		// so a short idle timeout cannot reap the session before the
+		// registry says so.
+		p, err := b.handshake(ctx, inst, dir, x, 1)
 		if err != nil {
 			return nil, fmt.Errorf("start a held session in %q: %w", inst.Name, err)
 		}

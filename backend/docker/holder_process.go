@@ -65,7 +65,7 @@ func (b *Backend) connect(ctx context.Context, inst sessions.Instance, dir strin
 	if err != nil {
 		return nil, err
 	}
-	return b.handshake(ctx, inst, dir, x)
+	return b.handshake(ctx, inst, dir, x, 0)
 }
 
 // holderBinary returns the path of this build's holder in dir, uploading
@@ -130,10 +130,12 @@ func (x *openedExec) deadline(ctx context.Context) (stop func()) {
 	}
 }
 
-// handshake says hello to the holder over x and reads the replay.
-func (b *Backend) handshake(ctx context.Context, inst sessions.Instance, dir string, x *openedExec) (*heldProcess, error) {
+// handshake says hello to the holder over x and reads the replay. clients
+// is the count the holder starts with for this gateway (see
+// HelloMsg.Clients).
+func (b *Backend) handshake(ctx context.Context, inst sessions.Instance, dir string, x *openedExec, clients int) (*heldProcess, error) {
 	stop := x.deadline(ctx)
-	c, rep, err := holder.Dial(execStream{conn: x.conn, r: x.r}, b.gatewayID, "", 0)
+	c, rep, err := holder.DialClients(execStream{conn: x.conn, r: x.r}, b.gatewayID, "", 0, clients)
 	var replay []byte
 	if err == nil {
 		if replay, err = c.ReadReplay(); err != nil {
@@ -166,6 +168,7 @@ func (b *Backend) handshake(ctx context.Context, inst sessions.Instance, dir str
 	if h.Created > 0 {
 		p.state.Created = time.UnixMilli(h.Created)
 	}
+	p.clients.Store(int64(clients))
 	p.wg.Go(p.sendClients)
 	return p, nil
 }
