@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 )
 
 // Client is a gateway's end of a connection to a holder, over any byte
@@ -26,6 +27,7 @@ type Client struct {
 	exit        chan ExitMsg
 	replayStart int64 // offset of the replay's first byte
 	replayEnd   int64 // offset after the replay
+	lastErr     atomic.Pointer[ErrorMsg]
 	once        sync.Once
 }
 
@@ -146,9 +148,12 @@ func (c *Client) Read(p []byte) (int, error) {
 			}
 			return 0, &ErrReset{m}
 		case TypeError:
+			// A refused request (a bad size, input the shell did not
+			// take) does not end the stream: the holder says so when the
+			// session ends.
 			var m ErrorMsg
 			_ = DecodeControl(f, &m)
-			return 0, fmt.Errorf("holder: %s", m.Message)
+			c.lastErr.Store(&m)
 		}
 	}
 	n := copy(p, c.pending)
@@ -218,6 +223,14 @@ func (c *Client) Wait(ctx context.Context) (ExitMsg, error) {
 	case <-ctx.Done():
 		return ExitMsg{}, ctx.Err()
 	}
+}
+
+// LastError returns the holder's last refusal of a request ("" if none).
+func (c *Client) LastError() string {
+	if m := c.lastErr.Load(); m != nil {
+		return m.Message
+	}
+	return ""
 }
 
 // Exit returns how the session ended, once Read returned io.EOF for an

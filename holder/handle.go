@@ -18,7 +18,7 @@ func (c *conn) handle(f Frame) error {
 		sh := c.h.shell
 		c.h.mu.Unlock()
 		if sh == nil {
-			return fmt.Errorf("no shell")
+			return nil // between a reset's kill and its fresh shell: dropped
 		}
 		// The frame's buffer is reused by the next read: write it now.
 		// A shell that does not read blocks this connection only; the

@@ -285,3 +285,37 @@ func TestHelloClientsCountAtOnce(t *testing.T) {
 		t.Fatal("not reaped once the gateway said it has no client")
 	}
 }
+
+// A request the holder refuses (here a window size out of range) does not
+// end the gateway's stream: Read goes on with the output.
+func TestRefusedRequestKeepsTheStream(t *testing.T) {
+	sock, _ := startHolder(t, time.Minute)
+	nc, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	c, _, err := Dial(nc, "test", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Resize(context.Background(), 0, 24); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Write([]byte("echo st\"\"ill\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var out bytes.Buffer
+	buf := make([]byte, 4096)
+	for !strings.Contains(out.String(), "still") {
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatalf("Read after a refused request: %v (output %q)", err, out.String())
+		}
+		out.Write(buf[:n])
+	}
+	if !strings.Contains(c.LastError(), "outside 1..1000") {
+		t.Fatalf("LastError = %q, want the refusal", c.LastError())
+	}
+}
