@@ -4,11 +4,26 @@ import (
 	"bufio"
 	"net"
 	"sync"
+	"time"
 )
 
 // connQueue bounds what may wait for one gateway: past it the gateway is
 // too slow and is dropped (it reattaches with its offset).
 const connQueue = 8 << 20
+
+// Flow control. A holder reads its terminal as fast as the shell writes,
+// but a gateway reaches it through an exec stream that is often slower
+// (the engine relays it, on a busy machine at a few MB/s): without a brake
+// a burst of output (a build log, a cat of a big file) fills connQueue and
+// every client of the session is cut off. So the pump stops reading the
+// terminal while a gateway has more than connHigh waiting, as the engine's
+// own TTY relay does with its reader: the shell blocks in write, nothing
+// is lost. A gateway that takes nothing for connStall is stuck (stopped,
+// or its host frozen) and is dropped, so it can hold the shell back no
+// longer than that; it reattaches from its offset.
+const connHigh = 1 << 20
+
+var connStall = 10 * time.Second // a variable for tests
 
 // conn is one gateway's connection (through an exec bridge). A reader
 // goroutine handles its frames; a writer goroutine drains its queue.
@@ -25,10 +40,30 @@ type conn struct {
 	closed   bool
 	attached bool // output flows only after the Attach's replay
 	wake     chan struct{}
+	took     chan struct{} // the writer took the queue (flow control waits on it)
 }
 
 func newConn(h *holder, nc net.Conn) *conn {
-	return &conn{h: h, nc: nc, wake: make(chan struct{}, 1)}
+	return &conn{h: h, nc: nc, wake: make(chan struct{}, 1), took: make(chan struct{}, 1)}
+}
+
+// behind reports whether more than connHigh waits for this gateway.
+func (c *conn) behind() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.closed && c.queued > connHigh
+}
+
+// drop cuts a gateway that is stuck; it reattaches with its offset.
+func (c *conn) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.queue, c.queued = nil, 0
+	c.nc.Close()
 }
 
 // send queues a frame without blocking; called with h.mu held.
@@ -144,6 +179,10 @@ func (c *conn) writer() {
 		q, closing, closed := c.queue, c.closing, c.closed
 		c.queue, c.queued = nil, 0
 		c.mu.Unlock()
+		select {
+		case c.took <- struct{}{}:
+		default:
+		}
 		for _, frame := range q {
 			if _, err := c.nc.Write(frame); err != nil {
 				c.nc.Close()

@@ -160,6 +160,7 @@ func (h *holder) pump(sh *shell, id string) {
 		n, err := sh.pty.Read(buf)
 		if n > 0 {
 			h.deliver(id, buf[:n])
+			h.waitForGateways()
 		}
 		if err != nil {
 			break
@@ -287,5 +288,48 @@ func (h *holder) reset(msg ResetMsg) error {
 	}
 	h.mu.Unlock()
 	h.log.Info("session reset", "old", msg.OldSession, "new", msg.NewSession, "by", msg.By)
+	return nil
+}
+
+// waitForGateways holds the pump (and so the shell's output) while a
+// gateway has more than connHigh waiting, dropping a gateway that takes
+// nothing for connStall (see connHigh).
+func (h *holder) waitForGateways() {
+	var stall *time.Timer
+	defer func() {
+		if stall != nil {
+			stall.Stop()
+		}
+	}()
+	for {
+		c := h.slowest()
+		if c == nil {
+			return
+		}
+		if stall == nil {
+			stall = time.NewTimer(connStall)
+		}
+		select {
+		case <-c.took:
+			stall.Reset(connStall) // it is moving: a fresh allowance
+		case <-stall.C:
+			h.log.Warn("gateway takes no output; dropped (it reattaches from its offset)", "waited", connStall.String())
+			c.drop()
+			stall.Reset(connStall)
+		case <-h.done:
+			return
+		}
+	}
+}
+
+// slowest returns a gateway that is behind, or nil.
+func (h *holder) slowest() *conn {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.conns {
+		if c.behind() {
+			return c
+		}
+	}
 	return nil
 }
