@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // Durable sessions (issue 7, contract "Durable sessions"): with --durable
@@ -294,4 +296,52 @@ func TestDurableGlibcBash(t *testing.T) {
 	if out := again.out.Bytes(); !bytes.Contains(out, []byte("bash=")) {
 		t.Errorf("the replay after the restart lost the earlier output: %q", out)
 	}
+}
+
+// A durable session's clients get the whole of a burst of output, as the
+// in-gateway path's do: 20 MB from the shell at full speed (more than the holder queues for a gateway: 8 MiB) reach an SSH and
+// a WebSocket client, and neither is disconnected.
+func TestDurableBulkOutput(t *testing.T) {
+	t.Parallel()
+	d := durableGateway(t, options{containers: []string{"web-1"}})
+	name := d.name("web-1")
+
+	s := d.attach(t, keyAdmin, name, 80, 24)
+	s.roundTrip()
+	expectDurable(t, d.gateway, name, "", true)
+	conn, _, err := (&websocket.Dialer{HandshakeTimeout: waitFor}).Dial(d.wsURL(name, ""), bearer(d.tokens[tokAdmin]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+
+	const size = 20_000_000
+	tag := tags.Add(1)
+	end := []byte(fmt.Sprintf("BULK%d-42", tag))
+	s.send(fmt.Sprintf(`head -c %d /dev/zero | tr '\0' x; echo BULK%d-$((40+2))`, size, tag))
+	// Only this test's client reads here: count the bytes, keep the tail.
+	var got int
+	var tail []byte
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	for !bytes.Contains(tail, end) {
+		typ, data, err := conn.ReadMessage()
+		if err != nil {
+			t.Fatalf("the WebSocket client was cut off after %d of %d bytes: %v (last event %q)", got, size, err, tail)
+		}
+		if typ == websocket.TextMessage {
+			tail = append(tail[:0], data...)
+			if !bytes.Contains(data, []byte(`"attached"`)) {
+				t.Fatalf("the WebSocket client got %s after %d of %d bytes", data, got, size)
+			}
+			continue
+		}
+		got += len(data)
+		tail = append(tail, data...)
+		tail = tail[max(0, len(tail)-64):]
+	}
+	if got < size {
+		t.Errorf("the WebSocket client got %d bytes, want at least %d", got, size)
+	}
+	s.expect(regexp.QuoteMeta(string(end)))
+	s.roundTrip()
 }
