@@ -23,6 +23,7 @@ func playerCast() string {
 	b.WriteString(`[0.05, "o", "hello "]` + "\n")
 	b.WriteString(`[0.1, "r", "60x12"]` + "\n")
 	b.WriteString(`[0.15, "m", "chapter one"]` + "\n")
+	b.WriteString(`[0.16, "m", "termgate: at output byte 6"]` + "\n") // bookkeeping, never shown
 	b.WriteString(`[0.2, "i", "hunter2"]` + "\n")
 	b.WriteString(`[0.25, "o", "world\r\n<img src=x onerror=\"window.pwned=1\">\r\n"]` + "\n")
 	for i := 1; i <= 10; i++ {

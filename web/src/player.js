@@ -5,6 +5,8 @@
 // the page only through term.write (the terminal draws it as text).
 
 const MAX_SIZE = 1000; // the largest width or height accepted (as the gateway's resize)
+// record/scan.go offsetMarker: where a durable session's recording stands in its output.
+const OFFSET_MARKER = 'termgate: at output byte ';
 
 // parseCast parses an asciicast v2 file: {width, height, idle, events},
 // events as [time, code, data] with times that never go backwards. It
@@ -143,7 +145,9 @@ export class Player {
           this.term.resize(cols, rows);
         }
       } else if (code === 'm') {
-        this.marker = data;
+        // The gateway's byte-number markers are bookkeeping for continuing
+        // a durable session's recording, not chapters: not shown.
+        if (!String(data).startsWith(OFFSET_MARKER)) this.marker = data;
       }
       // 'i' (input) and unknown codes are not shown.
     }
