@@ -6,7 +6,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 FUZZTIME  ?= 30s
 IMAGE     ?= termgate:dev
 
-.PHONY: demo build holder web run test test-short lint fuzz bench soak image test-image compose-check clean
+.PHONY: demo build holder web run test test-short lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
 
 # The gateway embeds the holder of durable sessions (--durable), built
 # first as a static Linux binary (internal/holderbin, gitignored).
@@ -73,6 +73,20 @@ bench: build test-image
 # test` (its -short mode is, as a Go test). ARGS="-short" for the CI counts.
 soak: build test-image
 	$(GO) run ./soak/cmd/tgsoak -termgate $(BIN) $(ARGS)
+
+# The single-node Kubernetes test cluster (scripts/k8s-cluster.sh; build
+# cache and state in /var/cache/termgate-k8s, outside the repository; the
+# first build takes about 6 minutes of both cores). Needs root.
+k8s-up:
+	bash scripts/k8s-cluster.sh up
+
+k8s-down:
+	bash scripts/k8s-cluster.sh down
+
+# The kubernetes backend's tests against that cluster (they fail, not skip,
+# when it is not up).
+test-k8s: k8s-up
+	TERMGATE_REQUIRE_KUBERNETES=1 $(GO) test -race -count=1 -timeout 10m ./backend/kubernetes/
 
 test-image:
 	@if docker info >/dev/null 2>&1; then bash scripts/test-image.sh; \

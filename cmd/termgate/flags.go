@@ -44,6 +44,8 @@ type options struct {
 	recordInput         bool
 	recordMaxSize       int64
 	durable             bool
+	kubeconfig          string
+	kubeNamespace       string
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
@@ -57,13 +59,15 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.hostKey, "host-key", "", "SSH host key (default <state-dir>/ssh_host_ed25519_key; created on first start)")
 	fs.StringVar(&o.authorizedKeys, "authorized-keys", "", "OpenSSH authorized_keys file (default <state-dir>/authorized_keys; reloaded on change or SIGHUP)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "HTTP/WebSocket bearer tokens, one per line (default <state-dir>/api_token; generated on first start)")
-	fs.StringVar(&o.backend, "backend", "docker", "instance backend: docker or local")
+	fs.StringVar(&o.backend, "backend", "docker", "instance backend: docker, kubernetes or local")
 	fs.StringVar(&o.shell, "shell", "auto", "command started in the instance; auto picks bash when present, else sh")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "reap a session after this long with no client attached")
 	fs.StringVar(&buffer, "buffer-size", "64KiB", "replay buffer per session (bytes, or with a KiB/MiB suffix; at least 10KiB)")
 	fs.StringVar(&o.replay, "replay", "screen", "what a (re)attaching client gets first: screen (the terminal's state redrawn) or raw (the last bytes of output)")
 	fs.StringVar(&scrollback, "scrollback", "auto", "with --replay screen: scrollback kept per session, as drawn (bytes, or with a KiB/MiB suffix; auto: --buffer-size)")
-	fs.StringVar(&o.instanceLabel, "instance-label", "", "only containers with this label (KEY or KEY=VALUE) are instances")
+	fs.StringVar(&o.instanceLabel, "instance-label", "", "only containers (pods with --backend kubernetes) with this label (KEY or KEY=VALUE) are instances")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "with --backend kubernetes: the kubeconfig file (default: KUBECONFIG, else the pod's service account in a cluster, else ~/.kube/config)")
+	fs.StringVar(&o.kubeNamespace, "kube-namespace", "", "with --backend kubernetes: the namespace whose pods are instances (default: the kubeconfig context's, or the gateway pod's own)")
 	fs.StringVar(&origins, "allowed-origins", "", "extra browser origins allowed to open WebSockets (comma-separated, e.g. https://ops.example.com)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
@@ -145,9 +149,15 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		return nil, fmt.Errorf("--idle-timeout must be positive, got %s", o.idleTimeout)
 	}
 	switch o.backend {
-	case "docker", "local":
+	case "docker", "local", "kubernetes":
 	default:
-		return nil, fmt.Errorf("--backend %q: use docker or local", o.backend)
+		return nil, fmt.Errorf("--backend %q: use docker, kubernetes or local", o.backend)
+	}
+	if o.backend != "kubernetes" && (o.kubeconfig != "" || o.kubeNamespace != "") {
+		return nil, errors.New("--kubeconfig and --kube-namespace go with --backend kubernetes")
+	}
+	if o.durable && o.backend == "kubernetes" {
+		return nil, errors.New("--durable is not available with --backend kubernetes yet: sessions in pods end when the gateway stops (drop --durable or TERMGATE_DURABLE)")
 	}
 	if o.durable && o.backend != "docker" {
 		return nil, errors.New("--durable needs --backend docker: a local shell is the gateway's own child and cannot outlive it (drop --durable or TERMGATE_DURABLE)")

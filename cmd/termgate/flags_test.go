@@ -42,7 +42,10 @@ func TestFlagErrorsAreClear(t *testing.T) {
 	}{
 		{[]string{"--buffer-size", "4KiB"}, nil, "at least 10KiB"},
 		{[]string{"--buffer-size", "lots"}, nil, "not a size"},
-		{[]string{"--backend", "k8s"}, nil, "use docker or local"},
+		{[]string{"--backend", "k8s"}, nil, "use docker, kubernetes or local"},
+		{[]string{"--kube-namespace", "dev"}, nil, "go with --backend kubernetes"},
+		{[]string{"--backend", "kubernetes", "--durable"}, nil, "not available with --backend kubernetes"},
+		{nil, map[string]string{"TERMGATE_KUBECONFIG": "/k"}, "go with --backend kubernetes"},
 		{nil, map[string]string{"TERMGATE_IDLE_TIMEOUT": "soon"}, "TERMGATE_IDLE_TIMEOUT"},
 		{[]string{"--idle-timeout", "-1s"}, nil, "must be positive"},
 		{[]string{"extra"}, nil, "unexpected argument"},

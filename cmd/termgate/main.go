@@ -1,5 +1,6 @@
 // Command termgate is the SSH + WebSocket gateway to persistent terminal
-// sessions in Docker containers (or local PTY shells with --backend local).
+// sessions in Docker containers, Kubernetes pods (--backend kubernetes) or
+// local PTY shells (--backend local).
 package main
 
 import (
@@ -246,6 +247,9 @@ func newBackend(ctx context.Context, o *options, id string, log *slog.Logger) (s
 		log.Warn("local backend: instances are shells on this host, as the gateway's user")
 		b := local.New(local.Config{Instances: o.localInstances, Logger: log})
 		return b, b.Close, nil
+	}
+	if o.backend == "kubernetes" {
+		return newKubernetesBackend(ctx, o, id, log)
 	}
 	// With --durable the holders enforce the idle timeout and keep the
 	// replay themselves, so they get the same settings.

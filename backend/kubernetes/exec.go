@@ -1,0 +1,65 @@
+package kubernetes
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/httpstream"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/remotecommand"
+	utilexec "k8s.io/client-go/util/exec"
+)
+
+// executor returns an exec of command in the target's container, over a
+// WebSocket (GET, RBAC: get and create on pods/exec) and, when the server
+// refuses the upgrade, over SPDY (POST: create on pods/exec), as kubectl
+// does. Stderr is merged into stdout by the TTY; without one it is kept.
+func (b *Backend) executor(t target, command []string, tty bool) (remotecommand.Executor, error) {
+	req := b.cs.CoreV1().RESTClient().Post().
+		Resource("pods").Namespace(b.ns).Name(t.pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{
+			Container: t.container,
+			Command:   command,
+			Stdin:     tty,
+			Stdout:    true,
+			Stderr:    !tty,
+			TTY:       tty,
+		}, scheme.ParameterCodec)
+	ws, err := remotecommand.NewWebSocketExecutor(b.rest, "GET", req.URL().String())
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes exec over WebSocket: %w", err)
+	}
+	spdy, err := remotecommand.NewSPDYExecutor(b.rest, "POST", req.URL())
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes exec over SPDY: %w", err)
+	}
+	return remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
+	})
+}
+
+// exitCode reads a finished exec's result: the command's exit status, or
+// the error that ended the stream without one.
+func exitCode(err error) (int, error) {
+	if err == nil {
+		return 0, nil
+	}
+	var ce utilexec.CodeExitError
+	if errors.As(err, &ce) {
+		return ce.ExitStatus(), nil
+	}
+	return -1, err
+}
+
+// execErr explains an exec that could not start. The upgrade's refusal
+// carries the API server's status text: a 403 means RBAC.
+func (b *Backend) execErr(t target, err error) error {
+	msg := err.Error()
+	if strings.Contains(msg, "403") || strings.Contains(strings.ToLower(msg), "forbidden") {
+		return fmt.Errorf("kubernetes RBAC: the gateway may not exec in pod %q of namespace %q: grant its account \"create\" "+
+			"(SPDY) and \"get\" (WebSocket) on \"pods/exec\" (README, Kubernetes: the RBAC the gateway needs): %w", t.pod, b.ns, err)
+	}
+	return fmt.Errorf("kubernetes exec in pod %q container %q: %w", t.pod, t.container, err)
+}

@@ -1,0 +1,117 @@
+package procmark
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// MaxBatch bounds the markers one kill exec carries (its command line stays
+// far below ARG_MAX: a marker is at most 193 bytes).
+const MaxBatch = 256
+
+// RunFunc runs KillScript once in the instance key for markers and returns
+// what it ended.
+type RunFunc func(ctx context.Context, key string, markers []string) ([]Ended, error)
+
+// Grouper shares kill execs between concurrent Kill calls: one exec at a
+// time per instance, and the calls that arrive meanwhile gather in the next
+// batch, so that N sessions ending at once (a SIGTERM, an instance-wide
+// reset) cost about two execs, not N concurrent ones each walking /proc.
+// The zero value is not usable: set Run.
+type Grouper struct {
+	Run RunFunc
+
+	mu    sync.Mutex       // guards lanes and their batches' markers
+	lanes map[string]*lane // by instance key, while a kill runs there
+}
+
+type batch struct {
+	markers []string // appended to under Grouper.mu until the batch runs
+	done    chan struct{}
+	// Set before done is closed.
+	procs []Ended
+	err   error
+	// aborted: the context of the call that ran the batch ended; the
+	// members whose own context is alive try again.
+	aborted bool
+}
+
+type lane struct {
+	turn    chan struct{} // holds a token while a batch runs
+	pending []*batch      // not started yet; the last one takes new markers
+	users   int           // calls in Kill; the lane is dropped at 0
+}
+
+// Kill ends the processes marked with marker in the instance key, sharing
+// one exec with concurrent calls for the same key. It returns what was
+// ended for this marker.
+func (g *Grouper) Kill(ctx context.Context, key, marker string) ([]Ended, error) {
+	for {
+		procs, retry, err := g.killInLane(ctx, key, marker)
+		if retry {
+			continue
+		}
+		var own []Ended
+		for _, p := range procs {
+			if p.Session == marker {
+				own = append(own, p)
+			}
+		}
+		return own, err
+	}
+}
+
+func (g *Grouper) killInLane(ctx context.Context, key, marker string) (procs []Ended, retry bool, err error) {
+	g.mu.Lock()
+	if g.lanes == nil {
+		g.lanes = map[string]*lane{}
+	}
+	l := g.lanes[key]
+	if l == nil {
+		l = &lane{turn: make(chan struct{}, 1)}
+		g.lanes[key] = l
+	}
+	l.users++
+	var bt *batch
+	if n := len(l.pending); n > 0 && len(l.pending[n-1].markers) < MaxBatch {
+		bt = l.pending[n-1]
+	} else {
+		bt = &batch{done: make(chan struct{})}
+		l.pending = append(l.pending, bt)
+	}
+	bt.markers = append(bt.markers, marker)
+	g.mu.Unlock()
+	defer func() {
+		g.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(g.lanes, key)
+		}
+		g.mu.Unlock()
+	}()
+
+	select {
+	case <-bt.done:
+		return bt.procs, bt.aborted && ctx.Err() == nil, bt.err
+	case l.turn <- struct{}{}:
+	case <-ctx.Done():
+		// The batch may still run with this marker: no harm, the session
+		// ends either way.
+		return nil, false, ctx.Err()
+	}
+	defer func() { <-l.turn }()
+	select {
+	case <-bt.done: // another member ran it before this one got the turn
+		return bt.procs, bt.aborted && ctx.Err() == nil, bt.err
+	default:
+	}
+	g.mu.Lock()
+	l.pending = slices.DeleteFunc(l.pending, func(x *batch) bool { return x == bt })
+	markers := slices.Clone(bt.markers)
+	g.mu.Unlock()
+
+	bt.procs, bt.err = g.Run(ctx, key, markers)
+	bt.aborted = ctx.Err() != nil
+	close(bt.done)
+	return bt.procs, false, bt.err
+}

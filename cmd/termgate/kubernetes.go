@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/termgate/termgate/backend/kubernetes"
+	"github.com/termgate/termgate/sessions"
+)
+
+// newKubernetesBackend connects to the API server (--kubeconfig, KUBECONFIG,
+// the pod's service account, ~/.kube/config), checks that it answers and
+// ends the shells an earlier run left in the namespace's pods.
+func newKubernetesBackend(ctx context.Context, o *options, id string, log *slog.Logger) (sessions.Backend, func(), error) {
+	loaded, err := kubernetes.LoadConfig(o.kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns := o.kubeNamespace
+	if ns == "" {
+		ns = loaded.Namespace
+	}
+	b, err := kubernetes.New(kubernetes.Config{
+		REST:      loaded.REST,
+		Namespace: ns,
+		Label:     o.instanceLabel,
+		Shell:     shellArgv(o.shell),
+		Logger:    log,
+		SelfPod:   loaded.SelfPod,
+		GatewayID: id,
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := b.Ping(pctx); err != nil {
+		return nil, nil, err
+	}
+	log.Info("kubernetes backend", "server", loaded.REST.Host, "namespace", ns, "in_cluster", loaded.InCluster)
+	sctx, cancel2 := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel2()
+	if err := b.Sweep(sctx); err != nil {
+		log.Warn("could not end shells left by an earlier run", "err", err)
+	}
+	return b, func() {}, nil
+}
