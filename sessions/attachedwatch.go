@@ -20,7 +20,7 @@ func (s *Session) clientsChangedLocked() {
 // the list live calls it again after each close; changes between two calls
 // are folded into one.
 func (c *Client) AttachedChanges() ([]Attached, <-chan struct{}) {
-	s := c.sess
+	s, _ := c.session()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.changed == nil {

@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"errors"
 	"sync"
 	"time"
 )
@@ -24,12 +25,16 @@ type AttachInfo struct {
 
 // Client is one attached terminal. Read returns the replay, then live
 // output; once the session is gone under it, Read drains what was queued and
-// then returns the cause (*ResetError, *ExitError, *RevokedError, ErrIdle,
+// then returns the cause (*ExitError, *RevokedError, ErrIdle,
 // ErrInstanceGone, ErrSlowClient, ErrShutdown, ErrBackendLost). Done is
 // closed at the same moment, so a listener can select on it.
+//
+// A reset does not close the client: the registry moves it to the fresh
+// session (see move.go), and Read or Take return a *ResetError once, in
+// band, between the old session's last output and the new session's
+// replay; the client goes on after it. Input written meanwhile waits for
+// the move and goes to the new shell.
 type Client struct {
-	sess    *Session
-	info    AttachInfo
 	label   string
 	since   time.Time
 	allowed func(instance string) error // nil: no re-check
@@ -37,11 +42,15 @@ type Client struct {
 	done    chan struct{} // closed with the first cause
 
 	mu     sync.Mutex // guards the fields below
-	queue  [][]byte   // chunks not yet read; shared, never modified
-	head   int        // bytes of queue[0] already read
-	queued int        // bytes waiting in queue
-	limit  int        // queued bytes allowed before the client is dropped
-	cause  error      // set once: why the client is closed
+	sess   *Session   // the session the client is attached to; a reset moves it
+	info   AttachInfo // where the client landed (last: after the last reset)
+	moved  chan struct{}
+	resets []*ResetError // the in-band events, one per empty chunk in queue
+	queue  [][]byte      // chunks not yet read; shared, never modified; an empty one marks a reset
+	head   int           // bytes of queue[0] already read
+	queued int           // bytes waiting in queue
+	limit  int           // queued bytes allowed before the client is dropped
+	cause  error         // set once: why the client is closed
 	wake   chan struct{}
 	after  []func() // AfterClose callbacks not yet run
 }
@@ -49,7 +58,7 @@ type Client struct {
 func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {
 	return &Client{
 		sess: s, info: info, label: opts.Label, allowed: opts.Allowed, limit: limit,
-		wake: make(chan struct{}, 1), done: make(chan struct{}), since: s.clock.Now(),
+		wake: make(chan struct{}, 1), done: make(chan struct{}), moved: make(chan struct{}), since: s.clock.Now(),
 		who: Attached{Who: opts.Who, Via: opts.Via, Remote: opts.Remote, Since: s.clock.Now(), ReadOnly: opts.ReadOnly},
 	}
 }
@@ -80,8 +89,20 @@ func (c *Client) AfterClose(f func()) {
 	go f()
 }
 
-// Info returns where the attach landed.
-func (c *Client) Info() AttachInfo { return c.info }
+// Info returns where the attach landed: after a reset, the fresh session.
+func (c *Client) Info() AttachInfo {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.info
+}
+
+// session returns the client's session and a channel closed when a reset
+// moves the client away from it.
+func (c *Client) session() (*Session, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess, c.moved
+}
 
 // Ready receives a value when output was queued or the client was closed
 // since the last Read or Take, so a writer can select on it beside its own
@@ -102,10 +123,13 @@ const TakeMax = 256 << 10
 // client is closed and its queue is drained, Take returns the cause (with
 // the last chunks, if any), like Read. Nothing queued and not closed: bufs
 // and nil.
+//
+// A reset is returned in band, as a *ResetError with the chunks before it;
+// the next Take returns the fresh session's replay and output.
 func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.queued == 0 {
+	if len(c.queue) == 0 {
 		return bufs, c.cause
 	}
 	if c.head > 0 {
@@ -113,26 +137,43 @@ func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 		c.head = 0
 	}
 	n, taken := 0, 0
-	for n < len(c.queue) && (n == 0 || taken+len(c.queue[n]) <= TakeMax) {
+	for n < len(c.queue) && len(c.queue[n]) > 0 && (n == 0 || taken+len(c.queue[n]) <= TakeMax) {
 		taken += len(c.queue[n])
 		n++
 	}
 	bufs = append(bufs, c.queue[:n]...)
 	c.queued -= taken
+	var event error
+	if n < len(c.queue) && len(c.queue[n]) == 0 {
+		event = c.popReset()
+		n++
+		c.signal() // what follows the event (or the cause) is for the next Take
+	}
 	if n < len(c.queue) {
 		// Shift the rest to the front, so the array is reused.
 		k := copy(c.queue, c.queue[n:])
 		clear(c.queue[k:])
 		c.queue = c.queue[:k]
 		c.signal()
-		return bufs, nil
+		return bufs, event
 	}
 	clear(c.queue) // the chunks are the caller's now: keep no reference
 	c.queue = c.queue[:0]
 	if cap(c.queue) > 1024 { // a burst of small chunks: do not keep its array
 		c.queue = nil
 	}
+	if event != nil {
+		return bufs, event
+	}
 	return bufs, c.cause
+}
+
+// popReset takes the first in-band reset event. Called with mu held.
+func (c *Client) popReset() error {
+	ev := c.resets[0]
+	c.resets[0] = nil
+	c.resets = c.resets[1:]
+	return ev
 }
 
 // Read copies queued output into p, blocking until there is some or the
@@ -140,9 +181,16 @@ func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 func (c *Client) Read(p []byte) (int, error) {
 	for {
 		c.mu.Lock()
+		if len(c.queue) > 0 && len(c.queue[0]) == 0 { // a reset, in band
+			c.queue[0] = nil
+			c.queue = c.queue[1:]
+			err := c.popReset()
+			c.mu.Unlock()
+			return 0, err
+		}
 		if c.queued > 0 {
 			n := 0
-			for n < len(p) && len(c.queue) > 0 {
+			for n < len(p) && len(c.queue) > 0 && len(c.queue[0]) > 0 {
 				k := copy(p[n:], c.queue[0][c.head:])
 				n += k
 				c.head += k
@@ -173,12 +221,41 @@ func (c *Client) Read(p []byte) (int, error) {
 // input, but returns early with the client's cause once the client is
 // closed (a Detach from another goroutine unblocks it), and with
 // ErrInputStalled when the shell took nothing for Config.InputTimeout; the
-// bytes not written by then are dropped.
+// bytes not written by then are dropped. Input written while a reset moves
+// the client waits for the move (up to InputTimeout) and goes to the fresh
+// shell.
 func (c *Client) Write(p []byte) (int, error) {
 	if c.who.ReadOnly {
 		return 0, ErrReadOnly
 	}
-	return c.sess.input(c, p)
+	written := 0
+	for {
+		s, moved := c.session()
+		n, err := s.input(c, p[written:])
+		written += n
+		if !errors.Is(err, errSessionClosing) || written == len(p) {
+			return written, err
+		}
+		if err := c.awaitMove(s, moved); err != nil {
+			return written, err
+		}
+	}
+}
+
+// awaitMove waits, after s began closing under a Write, until a reset has
+// moved the client on (moved closes), the client is closed, or
+// InputTimeout passes.
+func (c *Client) awaitMove(s *Session, moved <-chan struct{}) error {
+	t := s.clock.NewTimer(s.cfg.InputTimeout)
+	defer t.Stop()
+	select {
+	case <-moved:
+		return nil
+	case <-c.done:
+		return c.Cause()
+	case <-t.Chan():
+		return ErrInputStalled
+	}
 }
 
 // ReadOnly reports whether the client is an observer.
@@ -195,14 +272,16 @@ func (c *Client) Resize(size Size) error {
 		}
 		return nil
 	}
-	return c.sess.resize(size)
+	s, _ := c.session()
+	return s.resize(size)
 }
 
 // Detach leaves the session; the shell keeps running. A blocked Read returns
 // ErrDetached.
 func (c *Client) Detach() {
 	if c.close(ErrDetached, true) {
-		c.sess.detach(c)
+		s, _ := c.session()
+		s.detach(c) // no-op while a reset moves the client: the move skips it
 	}
 }
 
@@ -250,7 +329,7 @@ func (c *Client) close(cause error, discard bool) bool {
 	}
 	c.cause = cause
 	if discard {
-		c.queue, c.head, c.queued = nil, 0, 0
+		c.queue, c.head, c.queued, c.resets = nil, 0, 0, nil
 	}
 	close(c.done)
 	after := c.after

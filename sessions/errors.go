@@ -55,11 +55,15 @@ func NotFoundMessage(name string) string {
 	return fmt.Sprintf("instance %q not found or not running", name)
 }
 
-// ResetError is the cause a client sees when its session was reset: the
-// client should reattach, which lands it in session NewSession.
+// ResetError says a session was reset. An attached client gets it once,
+// in band, from Read or Take, when the registry has moved it to session
+// NewSession (Attach says where it landed); it stays attached. A session
+// that ended by a reset has it as its cause (Config.OnEnd).
 type ResetError struct {
 	OldSession, NewSession string
 	By                     string
+	// Attach is where the moved client landed (zero in a session's cause).
+	Attach AttachInfo
 }
 
 func (e *ResetError) Error() string {

@@ -140,4 +140,7 @@ func endedMsg(cause error) string {
 // Durable reports whether the client's session is held outside the gateway
 // (it survives a gateway restart: a listener closing for one tells the
 // client to reconnect).
-func (c *Client) Durable() bool { return c.sess.held != nil }
+func (c *Client) Durable() bool {
+	s, _ := c.session()
+	return s.held != nil
+}

@@ -91,7 +91,7 @@ func TestDetachRacingOutputIsNotLoggedAsSlow(t *testing.T) {
 	c.close(ErrDetached, true)
 	fb.last().emit("output racing the detach\n")
 	waitFor(t, func() bool { return r.Sessions()[0].BytesOut > 0 })
-	c.sess.detach(c)
+	sessionOf(c).detach(c)
 	out := logs.String()
 	if strings.Contains(out, "fell too far behind") || !strings.Contains(out, "client detached") {
 		t.Fatalf("logs misreport a detach:\n%s", out)

@@ -243,6 +243,7 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	}
 	sl.adopted = adopted
 	sl.sess = newSession(id, inst, proc, size, term, &r.cfg, func(s *Session) { r.forget(inst.ID, sl) })
+	sl.sess.onReset = func(s *Session, reset *ResetError, clients []*Client) { r.follow(s, sl, reset, clients) }
 	if held {
 		sl.sess.hold(hp)
 	}
@@ -263,8 +264,8 @@ func (r *Registry) forget(id string, sl *slot) {
 }
 
 // Reset kills the instance's shell and everything it started, and starts a
-// fresh session; attached clients get a *ResetError and reattach to it.
-// With no session yet, it just starts one.
+// fresh session; attached clients are moved to it (see move.go). With no
+// session yet, it just starts one.
 func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
@@ -294,7 +295,7 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 			size, term = old.sess.currentSize(), old.sess.term
 			old.sess.Close(&ResetError{OldSession: old.sess.id, NewSession: id, By: by})
 			select {
-			case <-old.sess.Done():
+			case <-old.sess.tornDown: // then it moves its clients to sl
 			case <-ctx.Done():
 				// The old shell is not dead yet (its kill is being
 				// retried): keep it in its place so nobody starts a

@@ -244,6 +244,7 @@ func TestIdleSessionIsReapedAttachedOneIsNot(t *testing.T) {
 func TestResetMovesClientsToFreshSession(t *testing.T) {
 	r, fb := newTestRegistry(t, Config{})
 	c := attach(t, r, "web1", AttachOptions{Size: Size{Cols: 120, Rows: 40}, Term: "screen"})
+	oldID := c.Info().Session
 	old := fb.last()
 	old.emit("old output\r\n")
 	readAtLeast(t, c, 12)
@@ -256,8 +257,8 @@ func TestResetMovesClientsToFreshSession(t *testing.T) {
 	}
 	_, err = readErr(t, c)
 	var re *ResetError
-	if !errors.As(err, &re) || re.NewSession != s.ID() || re.OldSession != c.Info().Session || re.By != "alice" {
-		t.Fatalf("client cause %v, want a ResetError naming %s", err, s.ID())
+	if !errors.As(err, &re) || re.NewSession != s.ID() || re.OldSession != oldID || re.By != "alice" || c.Info().Session != s.ID() {
+		t.Fatalf("client event %v, want a ResetError naming %s", err, s.ID())
 	}
 	fresh := fb.last()
 	if fresh == old || fresh.spec.Size != (Size{Cols: 120, Rows: 40}) || fresh.spec.Term != "screen" {

@@ -72,30 +72,6 @@ func TestRecheckDisconnectsRevokedClientsOnly(t *testing.T) {
 	}
 }
 
-func TestResetDoesNotCarryRevokedClient(t *testing.T) {
-	r, _ := newTestRegistry(t, Config{})
-	creds := &allowList{why: "token removed"}
-	creds.set("web1")
-	opts := AttachOptions{Allowed: creds.check}
-	c := attach(t, r, "web1", opts)
-	creds.set()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if _, err := r.Reset(ctx, "web1", "admin"); err != nil {
-		t.Fatal(err)
-	}
-	_, err := readErr(t, c)
-	var reset *ResetError
-	if !errors.As(err, &reset) {
-		t.Fatalf("cause %v, want a ResetError", err)
-	}
-	// A listener follows a reset by attaching again with the same options.
-	var re *RevokedError
-	if _, err := r.Attach(ctx, "web1", opts); !errors.As(err, &re) {
-		t.Fatalf("re-attach after the reset with a revoked credential: %v, want a RevokedError", err)
-	}
-}
-
 func TestRenameFollowsAndRechecks(t *testing.T) {
 	r, fb := newTestRegistry(t, Config{})
 	limited := &allowList{why: "not allowed"}

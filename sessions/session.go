@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -37,7 +39,10 @@ type Session struct {
 	log     *slog.Logger
 	cfg     *Config
 	onEnd   func(*Session) // registry bookkeeping, called once by run
-	term    string         // TERM the shell was started with; a reset keeps it
+	// onReset, when set, moves the clients of a session that ended by a
+	// reset into the fresh session (see move.go); run calls it last.
+	onReset func(s *Session, reset *ResetError, clients []*Client)
+	term    string // TERM the shell was started with; a reset keeps it
 
 	obs       Observer    // set once by observe before the goroutines start; may be nil
 	held      HeldProcess // proc, when a holder holds the shell (see hold.go); set before start
@@ -67,6 +72,7 @@ type Session struct {
 	inputting  bool           // an inputter runs (guarded by mu)
 	inputWG    sync.WaitGroup // the inputter
 	killFailed atomic.Bool    // a kill failed and is being retried
+	tornDown   chan struct{}  // closed when run has ended the shell, before it moves clients
 	done       chan struct{}  // closed when the session is fully closed
 }
 
@@ -100,6 +106,7 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 		closeReq: make(chan struct{}),
 		pumpDone: make(chan error, 1),
 		pumpGone: make(chan struct{}),
+		tornDown: make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	s.replay = cfg.NewReplayer(ring, s.answer)
@@ -183,8 +190,14 @@ func (s *Session) run() {
 	s.clients = map[*Client]struct{}{}
 	s.clientsChangedLocked()
 	s.mu.Unlock()
-	for c := range clients {
-		c.close(cause, false)
+	// A reset moves the clients on instead (at the end, once the fresh
+	// shell can start): they stay open meanwhile, and their input waits.
+	var reset *ResetError
+	moving := errors.As(cause, &reset) && s.onReset != nil
+	if !moving {
+		for c := range clients {
+			c.close(cause, false)
+		}
 	}
 	s.resizerWG.Wait() // none starts once closing; no Resize may race the Kill
 	// Kill even after the shell exited by itself: background jobs it left
@@ -198,6 +211,10 @@ func (s *Session) run() {
 	s.log.Info(endedMsg(cause), "cause", cause.Error())
 	if s.cfg.OnEnd != nil {
 		s.cfg.OnEnd(s.Info(), cause)
+	}
+	close(s.tornDown)
+	if moving {
+		s.onReset(s, reset, slices.Collect(maps.Keys(clients)))
 	}
 }
 
@@ -371,6 +388,17 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		c.enqueue(replay)
 	}
 	s.clients[c] = struct{}{}
+	s.joinedLocked()
+	if !opts.ReadOnly && !opts.Size.IsZero() && opts.Size.Valid() {
+		s.setSizeLocked(opts.Size)
+	}
+	s.log.Info("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
+	return c, nil
+}
+
+// joinedLocked does the bookkeeping for clients that joined: they are
+// counted and the session is no longer idle.
+func (s *Session) joinedLocked() {
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
 	if s.idleTimer != nil {
@@ -378,11 +406,6 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		s.idleTimer = nil
 	}
 	s.idleSince = time.Time{}
-	if !opts.ReadOnly && !opts.Size.IsZero() && opts.Size.Valid() {
-		s.setSizeLocked(opts.Size)
-	}
-	s.log.Info("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
-	return c, nil
 }
 
 func (s *Session) detach(c *Client) { s.remove(c, "client detached") }

@@ -14,7 +14,7 @@ func workersIdle(s *Session) bool {
 	return !s.resizing && !s.inputting
 }
 
-func sessionOf(c *Client) *Session { return c.sess }
+func sessionOf(c *Client) *Session { s, _ := c.session(); return s }
 
 func TestIdleSessionKeepsNoResizerOrInputter(t *testing.T) {
 	r, fb := newTestRegistry(t, Config{})

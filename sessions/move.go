@@ -1,0 +1,119 @@
+package sessions
+
+import "context"
+
+// A reset moves attached clients itself, so that no listener (nor the
+// holder path, where another gateway's reset ends the held stream) has to
+// follow it: the session that ended by the reset hands its clients to the
+// registry (Session.onReset), which waits for the fresh session of the
+// instance, starting or adopting it when no local Reset did, and moves
+// them into it. Each moved client gets the reset once, in band (see
+// Client.Take), then the fresh session's replay and output; its options
+// (read-only, who, via) stay. A client whose credentials no longer allow
+// the instance is not moved: it is closed with a *RevokedError.
+
+// follow moves the clients of old, which ended by reset, into the session
+// that replaced it. It runs in old's run goroutine, after its shell ended.
+func (r *Registry) follow(old *Session, oldSl *slot, reset *ResetError, clients []*Client) {
+	inst := old.Instance()
+	r.mu.Lock()
+	next, fill := r.slots[inst.ID], false
+	var err error
+	switch {
+	case r.closed:
+		err = ErrShutdown
+		if old.held != nil {
+			err = ErrRestart
+		}
+	case old.killFailed.Load():
+		err = ErrPreviousShellAlive
+	case next == nil || next == oldSl:
+		// No local Reset made a slot (the holder reset the session for
+		// another gateway), or it gave up waiting for the kill: this
+		// gateway's fresh session starts (or is adopted) here.
+		next, fill = &slot{ready: make(chan struct{})}, true
+		r.slots[inst.ID] = next
+	}
+	r.mu.Unlock()
+	if err != nil {
+		closeAll(clients, err)
+		return
+	}
+	if fill {
+		r.fill(context.Background(), next, inst, reset.NewSession, old.currentSize(), old.term, adoptOrStart)
+	}
+	<-next.ready
+	if next.err != nil {
+		closeAll(clients, next.err)
+		return
+	}
+	next.sess.adopt(clients, reset)
+}
+
+func closeAll(clients []*Client, cause error) {
+	for _, c := range clients {
+		c.close(cause, false)
+	}
+}
+
+// adopt moves clients into s after a reset, each with s's replay and the
+// subscription to its output in one critical section, as attach does.
+// Their credentials are checked again first (outside the lock: Allowed
+// consults the listener's store).
+func (s *Session) adopt(clients []*Client, reset *ResetError) {
+	name := s.Instance().Name
+	allowed := clients[:0:0]
+	for _, c := range clients {
+		if c.allowed != nil {
+			if err := c.allowed(name); err != nil {
+				c.close(&RevokedError{Reason: err.Error()}, true)
+				s.log.Info("client not moved after a reset: access revoked", "client", c.label, "reason", err.Error())
+				continue
+			}
+		}
+		allowed = append(allowed, c)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateRunning {
+		closeAll(allowed, s.cause)
+		return
+	}
+	replay := s.replay.Replay()
+	info := AttachInfo{Instance: s.inst.Name, Session: s.id, Offset: s.ring.End(), Replay: len(replay)}
+	ev := &ResetError{OldSession: reset.OldSession, NewSession: s.id, By: reset.By, Attach: info}
+	n := 0
+	for _, c := range allowed {
+		if c.moveTo(s, info, ev, replay) {
+			s.clients[c] = struct{}{}
+			n++
+		}
+	}
+	if n > 0 {
+		s.joinedLocked()
+		s.log.Info("clients moved here by a reset", "from", reset.OldSession, "moved", n, "clients", len(s.clients))
+	}
+}
+
+// moveTo makes s the client's session: the reset event goes into its
+// queue, then s's replay. False when the client was closed meanwhile (a
+// Detach). Called with s.mu held.
+func (c *Client) moveTo(s *Session, info AttachInfo, ev *ResetError, replay []byte) bool {
+	c.mu.Lock()
+	if c.cause != nil {
+		c.mu.Unlock()
+		return false
+	}
+	c.sess, c.info = s, info
+	c.queue = append(c.queue, []byte{}) // the event's place
+	c.resets = append(c.resets, ev)
+	if len(replay) > 0 {
+		c.queue = append(c.queue, replay)
+		c.queued += len(replay)
+	}
+	close(c.moved)
+	c.moved = make(chan struct{})
+	c.mu.Unlock()
+	c.signal()
+	return true
+}
