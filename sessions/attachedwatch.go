@@ -18,11 +18,16 @@ func (s *Session) clientsChangedLocked() {
 // (as Info.Attached) and a channel that is closed at the next change: a
 // client attaches or leaves, or the session ends. A listener that shows
 // the list live calls it again after each close; changes between two calls
-// are folded into one.
+// are folded into one. While the session ends it returns nil (not news):
+// the client is then closed (Done) or, after a reset, moved to the fresh
+// session, and the channel closes when it has moved.
 func (c *Client) AttachedChanges() ([]Attached, <-chan struct{}) {
-	s, _ := c.session()
+	s, moved := c.session()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.state != stateRunning {
+		return nil, moved
+	}
 	if s.changed == nil {
 		s.changed = make(chan struct{})
 	}

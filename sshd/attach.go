@@ -72,8 +72,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	return code
 }
 
-// relay moves bytes between one SSH channel and a sessions.Client, and
-// moves to the new session after a reset.
+// relay moves bytes between one SSH channel and a sessions.Client (which
+// sessions moves to the new session after a reset).
 type relay struct {
 	srv  *Server
 	sess *session
@@ -86,7 +86,6 @@ type relay struct {
 	mu     sync.Mutex // guards the fields below; see windowWatch for the lock order
 	client *sessions.Client
 	size   sessions.Size // the client's latest valid window size; zero if unknown
-	gone   bool          // the SSH channel closed
 	warned bool          // a bad window size was reported
 
 	revoked bool       // the key lost its access; owned by the output pump until run returns
@@ -192,11 +191,10 @@ func (r *relay) output() (code int, cause string) {
 			_ = r.notice(r.sess.Stderr(), err.Error())
 			return 1, err.Error()
 		case errors.As(err, &reset):
-			if code, ok := r.moveAfterReset(reset); !ok {
-				if r.revoked {
-					return code, "access revoked; not moved to the new session after a reset"
-				}
-				return code, "moving to the new session after a reset failed"
+			// sessions moved the client to the fresh shell (a revoked
+			// one is closed instead): only the notice is left to write.
+			if r.resetNotice(reset) != nil {
+				return exitDetached, clientLeft
 			}
 		case errors.As(err, &exit):
 			r.sess.log.Info("shell exited", "instance", r.name, "status", exit.Code)
@@ -211,53 +209,23 @@ func (r *relay) output() (code int, cause string) {
 	}
 }
 
-// moveAfterReset attaches to the fresh session, then tells the user: what
-// they type once the notice shows goes to the new shell (keys typed while
-// the reset was under way went to the old one and are lost). ok is false
-// when the relay must end with code.
-func (r *relay) moveAfterReset(reset *sessions.ResetError) (code int, ok bool) {
-	c, err := r.attach(r.sess.Context())
-	if err != nil {
-		if r.sess.Context().Err() != nil {
-			return exitDetached, false
-		}
-		if isRevoked(err) { // a reset never carries a revoked client along
-			r.revoked = true
-			r.sess.log.Info("not moved to the new session: access revoked", "instance", r.name, "cause", err.Error())
-			r.srv.cfg.Audit.Event(audit.Attach, r.who, r.name, "", "result", "denied", "reason", err.Error(), "after_reset", true)
-			_ = r.notice(r.sess.Stderr(), err.Error())
-			return 1, false
-		}
-		_ = r.notice(r.sess.Stderr(), r.srv.userError(r.sess, "attach to", r.name, err))
-		return 1, false
-	}
-	r.mu.Lock()
-	gone := r.gone
-	if !gone {
-		r.client = c
-	}
-	r.mu.Unlock()
-	if gone {
-		c.Detach()
-		return exitDetached, false
-	}
-	r.sess.log.Info("moved to the new session after a reset", "instance", r.name, "session", c.Info().Session)
-	r.srv.cfg.Audit.Event(audit.Attach, r.who, r.name, c.Info().Session, "result", "ok", "new", c.Info().New, "after_reset", true)
+// resetNotice logs and audits the move to the fresh session after a reset
+// and tells the user, between the old shell's output and the new one's:
+// keys typed meanwhile went to the new shell.
+func (r *relay) resetNotice(reset *sessions.ResetError) error {
+	r.sess.log.Info("moved to the new session after a reset", "instance", r.name, "session", reset.Attach.Session)
+	r.srv.cfg.Audit.Event(audit.Attach, r.who, r.name, reset.Attach.Session, "result", "ok", "new", false, "after_reset", true)
 	msg := "session reset: fresh shell"
 	if reset.By != "" {
 		msg = "session reset by " + reset.By + ": fresh shell"
 	}
-	if err := r.notice(r.out, msg); err != nil {
-		return exitDetached, false
-	}
-	return 0, true
+	return r.notice(r.out, msg)
 }
 
 // channelClosed detaches the client when the SSH channel closes, which
 // ends the output pump; the shell keeps running.
 func (r *relay) channelClosed() {
 	r.mu.Lock()
-	r.gone = true
 	c := r.client
 	r.mu.Unlock()
 	c.Detach()

@@ -9,9 +9,10 @@ import (
 	"github.com/termgate/termgate/sessions"
 )
 
-// input copies the client's keystrokes to the current session. Input typed
-// while a reset moves the client is dropped, and so is an observer's
-// (sessions refuses it with ErrReadOnly; the observer is told once).
+// input copies the client's keystrokes to the session. Input typed while
+// a reset moves the client waits for the move (in sessions) and goes to
+// the fresh shell; an observer's is dropped (sessions refuses it with
+// ErrReadOnly; the observer is told once).
 //
 // Writes go through one writer goroutine so that reading the channel never
 // waits for a shell that takes no input: Client.Write gives up after the

@@ -15,32 +15,36 @@ type clientsEvent struct {
 
 // watchClients sends a clients event for the current attach and again at
 // every change of who is attached (sessions.Client.AttachedChanges), and
-// follows the connection to the new session after a reset (once its reset
-// event is sent, so the events keep their order). It returns when
-// the connection's context ends or the writer is gone.
+// follows the attach to the new session after a reset once its reset
+// event is sent, so the events keep their order. It returns when the
+// connection's context ends or the writer is gone.
 func (c *conn) watchClients() {
 	defer close(c.watchDone)
 	for {
 		c.mu.Lock()
-		cl, moved := c.told, c.moved
+		cl, moved, told := c.told, c.moved, c.toldSession
 		c.mu.Unlock()
 		if cl == nil {
 			return
 		}
-		select {
-		case <-cl.Done():
-			// The session ended under this attach (a reset moves the
-			// connection): its empty list is not news; wait for the
-			// next attach.
+		list, changed := cl.AttachedChanges()
+		switch {
+		case cl.Info().Session != told:
+			changed = moved // moved by a reset, not told yet: wait for the reset event
+			list = nil
+		case list == nil:
+			changed = nil // the session ends under the attach: its empty list is not news
+		}
+		if list == nil {
 			select {
+			case <-changed:
+				continue
 			case <-moved:
 				continue
-			case <-c.ctx.Done():
+			case <-c.ctx.Done(): // also after an end: nothing follows it
 				return
 			}
-		default:
 		}
-		list, changed := cl.AttachedChanges()
 		if !c.send(eventFrame(clientsEvent{Type: "clients", Attached: list})) {
 			return
 		}

@@ -24,7 +24,8 @@ const closeGrace = 2 * time.Second
 // conn is one upgraded WebSocket connection. Goroutines: the handler's,
 // which runs the read loop and tears down; writeLoop, the only goroutine
 // that writes data frames, which takes the session's output from the client
-// itself and follows resets; inputLoop, which writes input to the shell;
+// itself (sessions moves the client on a reset; the writer reports it);
+// inputLoop, which writes input to the shell;
 // at most one at a time that runs control resets (runResets); and, only
 // once a client is closed, watchCut's callback.
 // The read loop and inputLoop hand frames to the writer through out; the
@@ -34,12 +35,9 @@ type conn struct {
 	ws    *websocket.Conn
 	name  string // the instance
 	label string // names the client in sessions' logs
-	// allowed is the attach's Allowed: every re-attach after a reset and
-	// every control reset checks it again.
-	allowed func(instance string) error
-	// attachAs is the attach's Who, Via, Remote and ReadOnly: a re-attach
-	// after a reset is made as the same client.
-	attachAs sessions.AttachOptions
+	// allowed is the attach's Allowed: every control reset checks it
+	// again (sessions checks it when a reset moves the client).
+	allowed  func(instance string) error
 	readOnly bool        // an observer: input and resets are refused here, input again by sessions
 	toldRO   atomic.Bool // the observer got its one error event about input
 	by       string      // names the caller in reset notices
@@ -65,13 +63,14 @@ type conn struct {
 	caller      caller         // who attached: the reset limits count per token
 	resetWG     sync.WaitGroup // runResets
 
-	mu      sync.Mutex       // guards client, told, moved, size, stopped, cause, resetRunning and resetPending
-	client  *sessions.Client // the current attach; replaced after a reset
-	told    *sessions.Client // the attach the client was told of (attached or reset event sent): watchClients follows it
-	moved   chan struct{}    // closed (and replaced) when told is replaced
-	size    sessions.Size    // the latest size the client asked for
-	stopped bool             // set once: no new attach may be published
-	cause   error            // why the server ended the connection (first wins); nil: the peer or the network did
+	mu     sync.Mutex       // guards client, told, moved, cause, resetRunning and resetPending
+	client *sessions.Client // the attach; nil once stopClient detached it
+	told   *sessions.Client // the attach once the client was told of it (attached event): watchClients follows it
+	moved  chan struct{}    // closed (and replaced) when the client was told of a reset
+	// toldSession is the session the client was last told of (attached
+	// or reset event).
+	toldSession string
+	cause       error // why the server ended the connection (first wins); nil: the peer or the network did
 	// resetRunning is set while runResets runs; resetPending when a reset
 	// waits for it (dropped when the connection ends).
 	resetRunning, resetPending bool
@@ -90,8 +89,6 @@ func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by str
 		moved:      make(chan struct{}),
 		readerDone: make(chan struct{}),
 		in:         newInputState(),
-		size:       opts.Size,
-		attachAs:   sessions.AttachOptions{Label: opts.Label, Allowed: opts.Allowed, Who: opts.Who, Via: opts.Via, Remote: opts.Remote, ReadOnly: opts.ReadOnly},
 	}
 }
 
@@ -101,7 +98,7 @@ func (c *conn) run(client *sessions.Client) {
 	defer c.cancel()
 	info := client.Info()
 	c.mu.Lock()
-	c.client, c.told = client, client
+	c.client, c.told, c.toldSession = client, client, info.Session
 	c.mu.Unlock()
 	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
 	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label, "read_only", c.readOnly)
@@ -128,11 +125,8 @@ func (c *conn) run(client *sessions.Client) {
 
 	c.end(nil, 0) // no-op when the connection is already ending
 	c.cancel()
-	session := info.Session
-	if cl := c.current(); cl != nil { // the session a reset moved it to
-		session = cl.Info().Session
-	}
-	c.stopClient() // also ends a Write inputLoop is blocked in
+	session := client.Info().Session // the session a reset moved it to, if any
+	c.stopClient()                   // also ends a Write inputLoop is blocked in
 	<-c.in.done
 	<-c.writerDone
 	c.cutWG.Wait() // the client is closed: its callback has run or runs now
@@ -213,11 +207,9 @@ func (c *conn) current() *sessions.Client {
 	return c.client
 }
 
-// stopClient detaches the current client and keeps the writer from
-// publishing a new one after a reset.
+// stopClient detaches the client.
 func (c *conn) stopClient() {
 	c.mu.Lock()
-	c.stopped = true
 	cl := c.client
 	c.client = nil
 	c.mu.Unlock()
@@ -229,7 +221,7 @@ func (c *conn) stopClient() {
 // writeLoop is the connection's only writer of data frames: the frames
 // handed to it through out, and the session's output, which it takes from
 // the client itself (no goroutine in between) and writes as one frame per
-// wake-up, however many chunks were queued. It follows resets.
+// wake-up, however many chunks were queued. It reports resets.
 func (c *conn) writeLoop() {
 	defer close(c.writerDone)
 	ping := time.NewTicker(c.s.cfg.PingInterval)
@@ -274,7 +266,7 @@ func (c *conn) writeLoop() {
 				}
 			}
 			if err != nil {
-				cl = c.outputEnded(err)
+				cl = c.outputEnded(cl, err)
 			}
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
@@ -408,11 +400,7 @@ func (c *conn) control(data []byte) {
 	}
 	switch ctl.Type {
 	case ctlResize:
-		c.mu.Lock()
-		c.size = ctl.Size
-		cl := c.client
-		c.mu.Unlock()
-		if cl != nil {
+		if cl := c.current(); cl != nil {
 			if err := cl.Resize(ctl.Size); err != nil {
 				c.send(*errorFrame(err.Error()))
 			}
@@ -485,8 +473,8 @@ func (c *conn) runResets() {
 	}
 }
 
-// reset resets the session; the pump sees the *ResetError, reattaches and
-// sends the reset event.
+// reset resets the session; sessions moves the attach to the fresh
+// session, and the writer sends the reset event.
 func (c *conn) reset() {
 	sess, err := c.s.cfg.Registry.Reset(c.ctx, c.name, c.by)
 	if err != nil {
@@ -497,17 +485,17 @@ func (c *conn) reset() {
 	c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
 }
 
-// outputEnded handles the end of cl's output with err: it follows a reset
-// to the new session (returned) or ends the connection (nil). A cut (too
+// outputEnded handles err from cl's output: a reset is reported and cl
+// goes on (returned); anything else ends the connection (nil). A cut (too
 // slow, revoked) is handled by watchCut, which may have run already.
-func (c *conn) outputEnded(err error) *sessions.Client {
+func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 	var reset *sessions.ResetError
 	var exit *sessions.ExitError
 	switch {
 	case errors.Is(err, sessions.ErrDetached), cut(err):
 		return nil
 	case errors.As(err, &reset):
-		return c.reattach()
+		return c.resetMoved(cl, reset)
 	case errors.As(err, &exit):
 		c.log.Info("shell exited", "code", exit.Code)
 		c.setCause(err)
@@ -574,45 +562,18 @@ func cut(err error) bool {
 	return errors.Is(err, sessions.ErrSlowClient) || errors.As(err, &revoked)
 }
 
-// reattach moves the connection to the instance's new session after a
-// reset, with the size it last asked for, and writes the reset event (the
-// writer calls it, so the event goes before the new session's output). It
-// returns the new attach, or nil when the connection ends.
-func (c *conn) reattach() *sessions.Client {
-	c.mu.Lock()
-	size := c.size
-	c.mu.Unlock()
-	opts := c.attachAs
-	opts.Size = size
-	cl, err := c.s.cfg.Registry.Attach(c.ctx, c.name, opts)
-	if err != nil {
-		if c.ctx.Err() != nil {
-			return nil
-		}
-		if revoked := (*sessions.RevokedError)(nil); errors.As(err, &revoked) {
-			c.revoked(revoked)
-			return nil
-		}
-		_, msg := c.s.attachFailure(c.ctx, c.name, err)
-		c.end(errorFrame(msg), websocket.CloseNormalClosure)
-		return nil
-	}
-	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
-		cl.Detach()
-		return nil
-	}
-	c.client = cl
-	c.mu.Unlock()
-	c.watchCut(cl)
-	info := cl.Info()
+// resetMoved tells the client that sessions moved its attach to the
+// instance's fresh session (the writer calls it, so the reset event goes
+// before the new session's output). It returns cl, or nil when the write
+// failed.
+func (c *conn) resetMoved(cl *sessions.Client, reset *sessions.ResetError) *sessions.Client {
+	info := reset.Attach
 	c.log.Info("websocket moved to a new session", "session", info.Session)
 	f := eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset, Replay: info.Replay})
 	werr := c.write(f.typ, f.data)
 	// The new session's clients events come after its reset event.
 	c.mu.Lock()
-	c.told = cl
+	c.toldSession = info.Session
 	close(c.moved)
 	c.moved = make(chan struct{})
 	c.mu.Unlock()

@@ -58,7 +58,7 @@ func (c *conn) input(p []byte) {
 	if !c.in.stalled.Load() {
 		select {
 		case c.in.ch <- m:
-		case <-cl.Done(): // the attach ended (reset, exit, revoked...): the input goes nowhere
+		case <-cl.Done(): // the attach ended (exit, revoked...): the input goes nowhere
 		}
 		return
 	}
@@ -88,7 +88,7 @@ func (c *conn) inputLoop() {
 				c.log.Info("the shell is not reading its input; dropping input", "bytes", len(m.data))
 				c.send(*errorFrame(msgInputStalled))
 			}
-		default: // the attach ended under a reset, an exit, a revocation, a detach
+		default: // the attach ended under an exit, a revocation, a detach
 			c.log.Debug("input dropped", "bytes", len(m.data), "err", err)
 		}
 	}
