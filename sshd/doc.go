@@ -118,7 +118,8 @@
 // programs whose terminal is in raw mode, so the relay writes to the
 // underlying channel (see channel.go). When the SSH channel closes (the
 // client quit or typed ~.) the client detaches and the shell keeps running.
-// A reset prints a one-line notice and moves the client to the fresh shell;
+// A reset moves the client to the fresh shell (sessions does it; keys typed
+// meanwhile go to the new shell) and the relay prints a one-line notice;
 // when the shell exits, the client gets its exit status.
 //
 // Revocation is immediate: every attach carries a check of the live

@@ -121,7 +121,7 @@
 // (once per connection); its resize messages are accepted and never
 // applied; its reset control message gets an error event and POST reset
 // 403, both before the reset rate limits. Who, Via ("websocket") and
-// Remote go into the attach (and the re-attach after a reset), so GET
+// Remote go into the attach (and stay with it when a reset moves it), so GET
 // /api/sessions' attached array names the connection. A connection opened
 // with ?clients=1 also gets {"type":"clients","attached":[...]} after its
 // attached event and at every attach or leave in its session (clients.go).
@@ -130,7 +130,7 @@
 // runs: the handler's, which owns the read loop and never blocks on the
 // shell; one writer, the only goroutine that writes data frames, fed through
 // a channel by the output pump, the read loop and the input writer; the
-// output pump, which reads the sessions.Client and follows resets; and the
+// output pump, which reads the sessions.Client and reports resets; and the
 // input writer, the only caller of Client.Write. Every write has a 10 s
 // deadline (2 s once the connection is ending because the client is too
 // slow or revoked), pings go out every 25 s, and a peer that answers
