@@ -41,13 +41,19 @@ type StartSpec struct {
 // called concurrently with each other and with Resize; Write may be called
 // from several goroutines.
 type Process interface {
-	// Read returns terminal output, and io.EOF once the shell has exited.
+	// Read returns terminal output. When the shell has ended, Read says
+	// how, if the backend can tell: an *ExitError (the shell exited by
+	// itself) or ErrInstanceGone (it ended because its instance stopped);
+	// the registry takes such a cause as final. io.EOF means the backend
+	// cannot tell: the registry then classifies the end itself (see
+	// Session.endCause), which for a shell killed by a signal means
+	// watching the instance for a while.
 	io.Reader
 	// Write sends input to the shell's terminal.
 	io.Writer
 	// Resize changes the terminal's window size.
 	Resize(ctx context.Context, size Size) error
-	// Wait returns the shell's exit code; call it after Read returned io.EOF.
+	// Wait returns the shell's exit code; call it after Read ended.
 	Wait(ctx context.Context) (int, error)
 	// Kill ends the shell and every process it started in the instance,
 	// background jobs included, then releases the terminal stream.

@@ -44,8 +44,12 @@ type HeldState struct {
 // Read ends with one of the registry's causes when the holder ended the
 // stream for a reason of its own: a *ResetError (another gateway reset the
 // session: the holder now holds NewSession), ErrIdle (the holder reaped the
-// session), an *ExitError, or ErrInstanceGone; io.EOF or any other error
-// means the connection to the holder was lost.
+// session), an *ExitError, ErrInstanceGone, or ErrHolderLost (the
+// connection to the holder broke while the instance runs on); the registry
+// takes these as final, so the backend must tell a shell killed as its
+// instance stopped (ErrInstanceGone) from one killed inside it. io.EOF or
+// any other error means the connection to the holder was lost, and the
+// registry watches the instance to tell which.
 type HeldProcess interface {
 	Process
 	// Held is the holder's state as of the connection.

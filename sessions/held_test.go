@@ -191,10 +191,11 @@ func TestShutdownReleasesHeldSessionsAndKillsOthers(t *testing.T) {
 // When the holder itself ends the stream (other than by a reset: see
 // TestHeldResetByAnotherGatewayMovesClients), its clients get its cause and
 // the registry releases the connection, never kills the shell: the holder
-// reaped it; a lost connection leaves the shell running. A shell that exits is cleaned up with Kill. A holder
-// that dies with its instance (its stream ends, or it reports the signal
-// that killed the shell, as the instance stops) ends the session with
-// ErrInstanceGone.
+// reaped it; a lost connection leaves the shell running. A shell that
+// exits is cleaned up with Kill. A stream that ends without a cause while
+// the instance stops ends the session with ErrInstanceGone; a cause the
+// backend gives is final (even a signal exit while the instance stops: the
+// backend tells those apart).
 func TestHolderEndedStream(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -210,12 +211,20 @@ func TestHolderEndedStream(t *testing.T) {
 			return errors.As(err, &e) && e.Code == 3
 		}, true, false},
 		{"instance stopped", io.EOF, func(err error) bool { return errors.Is(err, ErrInstanceGone) }, true, true},
-		{"killed as the instance stopped", &ExitError{Code: 137}, func(err error) bool { return errors.Is(err, ErrInstanceGone) }, true, true},
+		{"holder says the instance stopped", ErrInstanceGone, func(err error) bool { return errors.Is(err, ErrInstanceGone) }, true, false},
+		// The backend's account is final: telling a shell killed as its
+		// instance stopped from one killed inside it is the backend's job
+		// (backend/docker: TestEndCauseFromTheEngine), not the core's.
+		{"signal exit as told", &ExitError{Code: 137}, func(err error) bool {
+			var e *ExitError
+			return errors.As(err, &e) && e.Code == 137
+		}, true, true},
+		{"holder connection lost as told", ErrHolderLost, func(err error) bool { return errors.Is(err, ErrHolderLost) }, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			hb := newHeldBackend()
 			hb.hold("web1", "4e1d", 0, "")
-			r := newHeldRegistry(t, Config{StopGrace: 100 * time.Millisecond}, hb)
+			r := newHeldRegistry(t, Config{stopGrace: 100 * time.Millisecond}, hb)
 			c := attach(t, r, "web1", AttachOptions{})
 			conn := hb.lastConn()
 			if tc.gone {

@@ -47,8 +47,8 @@ func (s *Session) hold(hp HeldProcess) {
 }
 
 // endedBy returns the registry cause a backend's Read ended with, when it
-// says how the shell ended (a holder does; so may any backend that can
-// tell), or nil.
+// says how the shell ended (a holder does; so does the Docker backend's
+// ordinary exec, and any backend that can tell), or nil.
 func endedBy(readErr error) error {
 	var reset *ResetError
 	var exit *ExitError
@@ -61,20 +61,10 @@ func endedBy(readErr error) error {
 		return ErrIdle
 	case errors.Is(readErr, ErrInstanceGone):
 		return ErrInstanceGone
+	case errors.Is(readErr, ErrHolderLost):
+		return ErrHolderLost
 	}
 	return nil
-}
-
-// checkEnd checks a backend's own account of how the shell ended against
-// the instance: a shell killed by a signal while its instance stops ended
-// with the instance (a holder dies with it, and may report the signal
-// before the engine reports the stop).
-func (s *Session) checkEnd(ctx context.Context, cause error) error {
-	var exit *ExitError
-	if errors.As(cause, &exit) && exit.Code >= 128 && s.stoppingInstance(ctx) {
-		return ErrInstanceGone
-	}
-	return cause
 }
 
 // holderLost is the cause for a holder's stream that ended without saying

@@ -36,10 +36,6 @@ type Config struct {
 	// StartTimeout bounds starting a shell; KillTimeout bounds killing one
 	// and other backend calls made while tearing down (defaults 15s, 10s).
 	StartTimeout, KillTimeout time.Duration
-	// StopGrace is how long a shell killed by a signal waits for its
-	// instance to be reported stopped before the signal is taken for the
-	// shell's own exit status (default 2s).
-	StopGrace time.Duration
 	// InputTimeout is how long Client.Write waits for a shell that takes
 	// no input before it gives up with ErrInputStalled (default 5s).
 	InputTimeout time.Duration
@@ -50,6 +46,9 @@ type Config struct {
 	OnEnd  func(info Info, cause error)
 	Clock  clockwork.Clock
 	Logger *slog.Logger
+
+	// stopGrace is fallbackStopGrace; unit tests shorten it.
+	stopGrace time.Duration
 
 	// Observe, when set, is asked once for every session that starts for
 	// an Observer of its output and sizes (nil: none); see Observer.
@@ -119,8 +118,8 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.KillTimeout <= 0 {
 		cfg.KillTimeout = 10 * time.Second
 	}
-	if cfg.StopGrace <= 0 {
-		cfg.StopGrace = 2 * time.Second
+	if cfg.stopGrace <= 0 {
+		cfg.stopGrace = fallbackStopGrace
 	}
 	if cfg.InputTimeout <= 0 {
 		cfg.InputTimeout = 5 * time.Second

@@ -446,7 +446,7 @@ func waitBytes(t *testing.T, r *Registry, n int64) {
 }
 
 func TestSignalExitDuringInstanceStopIsInstanceGone(t *testing.T) {
-	r, fb := newTestRegistry(t, Config{StopGrace: 300 * time.Millisecond})
+	r, fb := newTestRegistry(t, Config{stopGrace: 300 * time.Millisecond})
 	c := attach(t, r, "web1", AttachOptions{})
 	p := fb.last()
 	p.exit(137)

@@ -241,15 +241,20 @@ func (s *Session) pump() {
 }
 
 // endCause turns the end of the output stream into what clients are told.
+// A backend that says how the shell ended (its Read ended with a registry
+// cause: see endedBy) is taken at its word: it knows its instances (the
+// Docker backend asks the engine whether the container stopped). The
+// classification below is only the fallback for a backend whose Read ends
+// with io.EOF, or whose stream broke.
 func (s *Session) endCause(readErr error) error {
 	if s.closing() {
 		return nil // the Close cause stands
 	}
+	if cause := endedBy(readErr); cause != nil {
+		return cause
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
 	defer cancel()
-	if cause := endedBy(readErr); cause != nil {
-		return s.checkEnd(ctx, cause) // the backend (or the holder) says how the shell ended
-	}
 	if s.instanceGone(ctx) {
 		return ErrInstanceGone
 	}
@@ -288,13 +293,19 @@ func (s *Session) instanceGone(ctx context.Context) bool {
 	return err == nil && got.ID != inst.ID
 }
 
+// fallbackStopGrace is how long the fallback classification watches the
+// instance of a shell killed by a signal before it takes the signal for the
+// shell's own exit status.
+const fallbackStopGrace = 2 * time.Second
+
 // stoppingInstance tells a shell killed by a signal because its instance is
-// stopping (the engine kills the exec before it reports the container as
+// stopping (a backend may kill the shell before it reports the instance as
 // stopped) from one killed inside the instance: it watches the instance for
-// up to StopGrace. The backend's stop event may also end the session
-// meanwhile, which makes the wait moot.
+// up to fallbackStopGrace. The backend's stop event may also end the
+// session meanwhile, which makes the wait moot. Only the fallback for a
+// backend that cannot tell uses it.
 func (s *Session) stoppingInstance(ctx context.Context) bool {
-	deadline := s.clock.Now().Add(s.cfg.StopGrace)
+	deadline := s.clock.Now().Add(s.cfg.stopGrace)
 	for {
 		if s.closing() || s.instanceGone(ctx) {
 			return true

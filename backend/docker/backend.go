@@ -59,6 +59,12 @@ type Config struct {
 	// running; zero means 30 minutes and 64 KiB.
 	IdleTimeout time.Duration
 	BufferSize  int
+
+	// StopGrace is how long a shell killed by a signal (or a holder whose
+	// connection ended) waits for its container to be reported stopped
+	// before the signal is taken for the shell's own exit status (the
+	// connection for merely lost); zero means 2 s. See endcause.go.
+	StopGrace time.Duration
 }
 
 // Backend implements sessions.Backend over the Docker Engine API.
@@ -74,6 +80,7 @@ type Backend struct {
 	selfIDs   []string // lower-case IDs or ID prefixes of the gateway's own containers
 	gatewayID string
 	held      *heldConfig // nil unless Config.Durable
+	stopGrace time.Duration
 
 	kmu   sync.Mutex           // guards lanes and their batches' markers
 	lanes map[string]*killLane // by container ID, while a Kill runs there
@@ -92,6 +99,10 @@ func New(cfg Config) (*Backend, error) {
 		log:       cfg.Logger,
 		label:     cfg.Label,
 		gatewayID: cfg.GatewayID,
+		stopGrace: cfg.StopGrace,
+	}
+	if b.stopGrace <= 0 {
+		b.stopGrace = defaultStopGrace
 	}
 	if b.gatewayID != "" && !gatewayIDPattern.MatchString(b.gatewayID) {
 		return nil, fmt.Errorf("gateway id %q: use 1 to 64 letters, digits, '_' or '-'", cfg.GatewayID)

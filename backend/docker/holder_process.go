@@ -41,6 +41,9 @@ type heldProcess struct {
 
 	kmu    sync.Mutex // serializes Kill
 	killed bool
+	// ending is set once Kill starts: the end of the stream is then the
+	// kill's, and Read does not wait for the container to say why.
+	ending atomic.Bool
 }
 
 var _ sessions.HeldProcess = (*heldProcess)(nil)
@@ -208,7 +211,10 @@ func (p *heldProcess) Clients(n int) {
 }
 
 // Read returns the shell's output, and the holder's endings as the
-// registry's causes.
+// registry's causes. A holder dies with its container, and may report the
+// signal that killed its shell before the engine reports the stop: a
+// signal exit, or a connection lost, while the container stops is
+// sessions.ErrInstanceGone (see stopping).
 func (p *heldProcess) Read(b []byte) (int, error) {
 	n, err := p.c.Read(b)
 	if err == nil {
@@ -224,15 +230,33 @@ func (p *heldProcess) Read(b []byte) (int, error) {
 		m, ok := p.c.Exit()
 		switch {
 		case !ok:
-			return n, io.EOF // the connection was lost, the holder may well live
+			return n, p.lost() // the holder may well live
 		case m.Cause == "idle":
 			return n, sessions.ErrIdle
 		case m.Cause == "":
-			return n, &sessions.ExitError{Code: m.Code}
+			ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+			defer cancel()
+			return n, p.b.exitCause(ctx, p.container, m.Code, p.ending.Load)
 		}
 		return n, fmt.Errorf("the holder in %q ended the session: %s", p.name, m.Cause)
 	}
 	return n, fmt.Errorf("holder connection in %q: %w", p.name, err)
+}
+
+// lost is the cause for a connection to the holder that ended without the
+// holder saying why: the container stopped, or only the connection broke
+// (the shell runs on). io.EOF when the shell is being killed anyway.
+func (p *heldProcess) lost() error {
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	switch {
+	case p.b.stopping(ctx, p.container, p.ending.Load):
+		return sessions.ErrInstanceGone
+	case p.ending.Load():
+		return io.EOF
+	}
+	p.b.log.Warn("docker: connection to the holder broke; the shell keeps running", "instance", p.name)
+	return sessions.ErrHolderLost
 }
 
 func (p *heldProcess) Write(b []byte) (int, error) {
@@ -293,6 +317,7 @@ func (p *heldProcess) Kill(ctx context.Context) error {
 	if p.killed {
 		return nil
 	}
+	p.ending.Store(true)
 	err := p.c.End()
 	_ = p.Release()
 	if err != nil { // the connection broke: end it through a new one

@@ -167,6 +167,7 @@ func (p *process) Kill(ctx context.Context) error {
 	if p.killed {
 		return nil
 	}
+	p.ending.Store(true)
 	procs, err := p.b.killGrouped(ctx, p.container, p.session)
 	if err == nil {
 		err = p.waitEnded(ctx)

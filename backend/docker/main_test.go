@@ -237,6 +237,18 @@ func (tm *term) waitEOF(t *testing.T, d time.Duration) {
 	}
 }
 
+// waitEnd waits for the reader goroutine to end and returns the error
+// Read ended with.
+func (tm *term) waitEnd(t *testing.T, d time.Duration) error {
+	t.Helper()
+	select {
+	case <-tm.done:
+	case <-time.After(d):
+		t.Fatalf("no end of stream after %v", d)
+	}
+	return tm.err
+}
+
 func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)

@@ -165,17 +165,25 @@ type process struct {
 
 	kmu    sync.Mutex // serializes Kill
 	killed bool
+	// ending is set once Kill starts: the end of the stream is then the
+	// kill's, and Read ends with io.EOF without asking the engine why.
+	ending atomic.Bool
 }
 
+// Read returns the shell's output. Once the shell ended it says how (see
+// ended): a *sessions.ExitError, or sessions.ErrInstanceGone when the
+// container stopped; io.EOF after Kill or when the engine cannot tell.
 func (p *process) Read(buf []byte) (int, error) {
 	n, err := p.r.Read(buf)
-	if err != nil && err != io.EOF {
-		if p.closed.Load() || errors.Is(err, net.ErrClosed) {
-			return n, io.EOF
-		}
-		return n, fmt.Errorf("read from shell in %q: %w", p.name, err)
+	switch {
+	case err == nil:
+		return n, nil
+	case p.closed.Load() || p.ending.Load() || errors.Is(err, net.ErrClosed):
+		return n, io.EOF
+	case err == io.EOF:
+		return n, p.ended()
 	}
-	return n, err
+	return n, fmt.Errorf("read from shell in %q: %w", p.name, err)
 }
 
 func (p *process) Write(buf []byte) (int, error) {

@@ -80,7 +80,10 @@ func TestWaitExitCode(t *testing.T) {
 
 	// A background job still holding the terminal must not delay the end.
 	tm.write(t, "sleep 30 & exit 3\n")
-	tm.waitEOF(t, 10*time.Second)
+	var exit *sessions.ExitError
+	if err := tm.waitEnd(t, 10*time.Second); !errors.As(err, &exit) || exit.Code != 3 {
+		t.Fatalf("Read ended with %v, want an ExitError with status 3", err)
+	}
 	code, err := tm.p.Wait(testContext(t))
 	if err != nil || code != 3 {
 		t.Fatalf("Wait = %d, %v; want 3", code, err)
