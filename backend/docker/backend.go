@@ -8,7 +8,6 @@ import (
 	"os"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -16,6 +15,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
+	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
@@ -82,8 +82,7 @@ type Backend struct {
 	held      *heldConfig // nil unless Config.Durable
 	stopGrace time.Duration
 
-	kmu   sync.Mutex           // guards lanes and their batches' markers
-	lanes map[string]*killLane // by container ID, while a Kill runs there
+	kills procmark.Grouper // one kill exec at a time per container
 }
 
 var _ sessions.Backend = (*Backend)(nil)
@@ -104,6 +103,7 @@ func New(cfg Config) (*Backend, error) {
 	if b.stopGrace <= 0 {
 		b.stopGrace = defaultStopGrace
 	}
+	b.kills.Run = b.runKill
 	if b.gatewayID != "" && !gatewayIDPattern.MatchString(b.gatewayID) {
 		return nil, fmt.Errorf("gateway id %q: use 1 to 64 letters, digits, '_' or '-'", cfg.GatewayID)
 	}

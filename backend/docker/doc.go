@@ -7,7 +7,7 @@
 //   - An exec cannot be killed, signalled or re-attached through the API, and
 //     closing its stream does not end it. Every shell therefore carries
 //     TERMGATE_SESSION=<id> in its environment, and Kill runs a second,
-//     non-TTY exec (killScript) that SIGKILLs the marked processes and every
+//     non-TTY exec (procmark.KillScript, shared with backend/kubernetes) that SIGKILLs the marked processes and every
 //     process in their sessions (the TTY exec is a session leader; job
 //     control puts background jobs in other process groups of that session).
 //     Sweep runs the same script for any marker, to end the shells an earlier

@@ -101,10 +101,8 @@ func TestKillsInOneContainerShareExecs(t *testing.T) {
 		killAll(t, tms[1:])
 	}()
 	waitFor(t, "the other Kill calls to join one batch", func() bool {
-		b.kmu.Lock()
-		defer b.kmu.Unlock()
-		l := b.lanes[id]
-		return l != nil && len(l.pending) == 1 && len(l.pending[0].markers) == n-1
+		waiting, _ := b.kills.Waiting(id)
+		return waiting == n-1
 	})
 	close(gate)
 	if err := <-first; err != nil {
@@ -119,11 +117,9 @@ func TestKillsInOneContainerShareExecs(t *testing.T) {
 	if left := live(t, name, func(p proc) bool { return strings.Contains(p.Args, "sleep 20") || strings.HasPrefix(p.Args, "sh -l") }); len(left) != 0 {
 		t.Errorf("left after the Kill calls: %+v", left)
 	}
-	b.kmu.Lock()
-	if len(b.lanes) != 0 {
-		t.Errorf("kill lanes left: %+v", b.lanes)
+	if b.kills.Busy() {
+		t.Errorf("kill lanes left after every Kill returned")
 	}
-	b.kmu.Unlock()
 }
 
 // Measures (never asserts) the kill execs and the time it takes to end 12

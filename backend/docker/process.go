@@ -16,12 +16,13 @@ import (
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/versions"
 
+	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/sessions"
 )
 
 // EnvSession is the environment variable that marks every process of a
-// session.
-const EnvSession = "TERMGATE_SESSION"
+// session (procmark.KillScript finds them by it).
+const EnvSession = procmark.EnvSession
 
 // autoShell starts bash as a login shell when the container has it, else sh.
 // It contains no user data: the session id travels in the environment.

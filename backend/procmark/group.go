@@ -115,3 +115,26 @@ func (g *Grouper) killInLane(ctx context.Context, key, marker string) (procs []E
 	close(bt.done)
 	return bt.procs, false, bt.err
 }
+
+// Waiting reports how many Kill calls for key wait for an exec that has not
+// started yet, and whether any kill is under way for key at all (tests
+// observe the batching with it).
+func (g *Grouper) Waiting(key string) (markers int, busy bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	l := g.lanes[key]
+	if l == nil {
+		return 0, false
+	}
+	for _, bt := range l.pending {
+		markers += len(bt.markers)
+	}
+	return markers, true
+}
+
+// Busy reports whether a kill is under way for any key.
+func (g *Grouper) Busy() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.lanes) > 0
+}

@@ -32,7 +32,9 @@ func PrefixMode(prefix string) string { return "--prefix=" + prefix }
 // Each marked process is SIGKILLed, and so is every process in its session
 // (field 6 of /proc/PID/stat): a TTY exec is a session leader, and job
 // control puts background jobs in their own process groups of that session,
-// while `setsid` jobs keep the marker. It never touches PID 1, PID 1's
+// while `setsid` jobs keep the marker. Processes marked TERMGATE_HELD=1
+// belong to a holder's session (durable sessions, backend/docker), which
+// outlives gateways on purpose: they are never matched. It never touches PID 1, PID 1's
 // session, itself or its own session, and skips zombies. Rounds repeat while
 // they find something, to catch processes forked meanwhile.
 //
@@ -74,6 +76,9 @@ mark_of() {
 	case $_e in
 	*"${nl}TERMGATE_SESSION="*) ;;
 	*) return 1 ;;
+	esac
+	case $_e in
+	*"${nl}TERMGATE_HELD=1${nl}"*) return 1 ;;
 	esac
 	mk=${_e#*"${nl}TERMGATE_SESSION="}
 	mk=${mk%%"$nl"*}

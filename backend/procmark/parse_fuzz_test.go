@@ -1,4 +1,4 @@
-package docker
+package procmark
 
 import (
 	"strings"
@@ -13,7 +13,7 @@ func FuzzParseEnded(f *testing.F) {
 	f.Add("killed 9 s1 \x00\xff)\n\nnoise\nkilled 10 - ")
 	f.Fuzz(func(t *testing.T, out string) {
 		seen := map[int]bool{}
-		for _, e := range parseEnded(out) {
+		for _, e := range ParseEnded(out) {
 			if seen[e.PID] {
 				t.Fatalf("PID %d reported twice", e.PID)
 			}
@@ -28,15 +28,15 @@ func FuzzParseEnded(f *testing.F) {
 	})
 }
 
-func TestParseEnded(t *testing.T) {
-	got := parseEnded("killed 12 gw1.abc sh -l\nkilled 13 - x) Z\nkilled 12 gw1.abc dup\nnoise\n")
-	want := []ended{{PID: 12, Session: "gw1.abc", Comm: "sh -l"}, {PID: 13, Comm: "x) Z"}}
+func TestParseEndedDuplicatesAndHostileNames(t *testing.T) {
+	got := ParseEnded("killed 12 gw1.abc sh -l\nkilled 13 - x) Z\nkilled 12 gw1.abc dup\nnoise\n")
+	want := []Ended{{PID: 12, Session: "gw1.abc", Comm: "sh -l"}, {PID: 13, Comm: "x) Z"}}
 	if len(got) != len(want) {
-		t.Fatalf("parseEnded = %+v, want %+v", got, want)
+		t.Fatalf("ParseEnded = %+v, want %+v", got, want)
 	}
 	for i := range want {
 		if got[i] != want[i] {
-			t.Errorf("parseEnded[%d] = %+v, want %+v", i, got[i], want[i])
+			t.Errorf("ParseEnded[%d] = %+v, want %+v", i, got[i], want[i])
 		}
 	}
 }
