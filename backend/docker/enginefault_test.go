@@ -321,8 +321,34 @@ func TestKillWhileEngineDownFailsThenSucceeds(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Kill after dockerd came back: %v", err)
 	}
-	if left := markedPIDs(sid); len(left) != 0 {
-		t.Errorf("marked processes left after the retried Kill: %v", left)
+	// SIGKILL is delivered, not waited for: a process in uninterruptible
+	// sleep (the vfs driver's I/O on a loaded machine) dies when it leaves
+	// it. A short grace for that; a process the kill missed stays.
+	left := markedPIDs(sid)
+	for grace := time.Now().Add(3 * time.Second); len(left) != 0 && time.Now().Before(grace); left = markedPIDs(sid) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if len(left) != 0 {
+		t.Errorf("marked processes left 3 s after the retried Kill: %v (states %v)", left, procStates(left))
 	}
 	t.Logf("engine crash and retried kill took %v", time.Since(began))
+}
+
+// procStates reads the state letter of each process (R, S, D, Z...), to
+// tell a missed process from one still dying.
+func procStates(pids []int) []string {
+	out := make([]string, 0, len(pids))
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			out = append(out, strconv.Itoa(pid)+":gone")
+			continue
+		}
+		st := "?"
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) {
+			st = string(b[i+2])
+		}
+		out = append(out, strconv.Itoa(pid)+":"+st)
+	}
+	return out
 }
