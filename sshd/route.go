@@ -202,6 +202,8 @@ func (s *Server) userError(sess *session, what, name string, err error) string {
 		return err.Error()
 	case errors.Is(err, sessions.ErrClosed):
 		return "the gateway is shutting down"
+	case errors.Is(err, sessions.ErrPreviousShellAlive):
+		return err.Error() // says what is going on and to try again shortly
 	case errors.Is(err, context.DeadlineExceeded):
 		sess.log.Warn(what+" timed out", "instance", name, "err", err)
 		return fmt.Sprintf("%s %s timed out; try again", what, name)
