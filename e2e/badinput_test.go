@@ -171,7 +171,9 @@ func TestBadInput(t *testing.T) {
 			t.Parallel()
 			w := g.ws(t, tokAdmin, g.name("web-ctl"))
 			w.control(`{"type":"resize","cols":100,"rows":40}`)
-			w.send("stty size")
+			// The resize reaches the terminal through its own engine call,
+			// which typed input may overtake: wait until the shell sees it.
+			w.send(`until [ "$(stty size)" = "40 100" ]; do sleep 0.1; done; stty size`)
 			w.expect(`\r\n40 100\r\n`)
 			for _, msg := range []string{`{"type":`, `not json`, `[1,2]`, `{"cols":5}`, `{"type":"bogus"}`,
 				`{"type":"resize","cols":0,"rows":0}`, `{"type":"resize","cols":100000,"rows":100000}`, `{"type":"resize","cols":"80","rows":24}`} {
