@@ -274,6 +274,22 @@ func caseEngineKill(live bool) func(context.Context, *runner, *result) {
 		if c, err := eng.waitCensus(ctx, inst, settleWait, func(c census) bool { return len(c.Procs) == 0 }); err != nil {
 			res.failf("the old session's shell and job still run %s after the engine came back (a failed kill must be retried): %s", settleWait, c)
 		}
+		// Until the gateway's retried kill has confirmed the old session's
+		// end (its backoff grows while the engine is down), an attach is
+		// refused with "try again shortly" (a 503 over WebSocket), as a
+		// user would see it: retry as a user would, within settleWait.
+		for deadline := time.Now().Add(settleWait); ; {
+			t, err := g.attachWS(ctx, inst)
+			if err == nil {
+				_ = t.Leave(closeClean)
+				break
+			}
+			if time.Now().After(deadline) {
+				res.failf("no attach within %s of the engine's return: %v", settleWait, err)
+				return
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
 		b, err := g.attachSSH(ctx, 0, inst)
 		if !res.check(err, "reattach after the engine's restart") {
 			return
