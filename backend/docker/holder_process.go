@@ -15,6 +15,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
+	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/sessions"
 )
@@ -288,7 +289,7 @@ func (p *heldProcess) Wait(context.Context) (int, error) {
 // Reset has the holder kill the session and start a fresh shell as id;
 // every gateway's Read then ends with a *sessions.ResetError.
 func (p *heldProcess) Reset(_ context.Context, id string) error {
-	if !sessionIDPattern.MatchString(id) {
+	if !procmark.ValidSessionID(id) {
 		return fmt.Errorf("reset the held session in %q: invalid session id %q", p.name, id)
 	}
 	if err := p.c.Reset(id, p.b.gatewayID); err != nil {

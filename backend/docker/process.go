@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"regexp"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,37 +33,17 @@ const autoShell = `if command -v bash >/dev/null 2>&1; then exec bash -il; fi; e
 // alone; Ctrl-@ (NUL, "set mark") has no visible effect of its own.
 const detachKeys = `ctrl-@,ctrl-],ctrl-@,ctrl-^,ctrl-@,ctrl-_,ctrl-@,ctrl-]`
 
-const defaultTerm = "xterm-256color"
-
-var (
-	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-	termPattern      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`)
-)
-
 // Start runs the shell in the container as a TTY exec marked with
 // TERMGATE_SESSION=spec.SessionID, attaches to it and sets its window size.
 func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec) (sessions.Process, error) {
 	if inst.ID == "" {
 		return nil, fmt.Errorf("start shell in %q: empty container id: %w", inst.Name, sessions.ErrNotFound)
 	}
-	if !sessionIDPattern.MatchString(spec.SessionID) {
-		return nil, fmt.Errorf("start shell in %q: invalid session id %q", inst.Name, spec.SessionID)
+	sh, err := procmark.ForStart(b.gatewayID, inst.Name, spec)
+	if err != nil {
+		return nil, err
 	}
-	marker := spec.SessionID
-	if b.gatewayID != "" {
-		marker = b.gatewayID + "." + spec.SessionID
-	}
-	size := spec.Size
-	if size.IsZero() {
-		size = sessions.DefaultSize
-	}
-	if !size.Valid() {
-		return nil, fmt.Errorf("start shell in %q: %dx%d: %w", inst.Name, size.Cols, size.Rows, sessions.ErrBadSize)
-	}
-	term := spec.Term
-	if !termPattern.MatchString(term) {
-		term = defaultTerm
-	}
+	marker, size, term := sh.Marker, sh.Size, sh.Term
 	if b.held != nil {
 		p, err := b.startHeld(ctx, inst, spec, size, term)
 		var cannot *errCannotHold

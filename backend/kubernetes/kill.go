@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -180,15 +179,7 @@ func (b *Backend) logSwept(name string, procs []procmark.Ended) {
 	if len(procs) == 0 {
 		return
 	}
-	var sessionIDs, pids []string
-	seen := map[string]bool{}
-	for _, p := range procs {
-		pids = append(pids, strconv.Itoa(p.PID)+"/"+p.Comm)
-		if p.Session != "" && !seen[p.Session] {
-			seen[p.Session] = true
-			sessionIDs = append(sessionIDs, p.Session)
-		}
-	}
+	sessionIDs, pids := procmark.Summary(procs)
 	b.log.Info("kubernetes: sweep ended shells left by an earlier run",
 		"instance", name, "sessions", sessionIDs, "processes", pids)
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 	"sync"
 
 	"k8s.io/client-go/tools/remotecommand"
@@ -22,13 +21,6 @@ const autoShell = `if command -v bash >/dev/null 2>&1; then exec bash -il; fi; e
 // arguments (and validated), never spliced into the script.
 const envWrapper = `export TERM="$1" ` + procmark.EnvSession + `="$2"; shift 2; exec "$@"`
 
-const defaultTerm = "xterm-256color"
-
-var (
-	sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-	termPattern      = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`)
-)
-
 // Start runs the shell in the instance's container as a TTY exec marked
 // with TERMGATE_SESSION and returns once the exec's stream is up.
 func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec) (sessions.Process, error) {
@@ -36,24 +28,11 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 	if err != nil {
 		return nil, err
 	}
-	if !sessionIDPattern.MatchString(spec.SessionID) {
-		return nil, fmt.Errorf("start shell in %q: invalid session id %q", inst.Name, spec.SessionID)
+	sh, err := procmark.ForStart(b.gatewayID, inst.Name, spec)
+	if err != nil {
+		return nil, err
 	}
-	marker := spec.SessionID
-	if b.gatewayID != "" {
-		marker = b.gatewayID + "." + spec.SessionID
-	}
-	size := spec.Size
-	if size.IsZero() {
-		size = sessions.DefaultSize
-	}
-	if !size.Valid() {
-		return nil, fmt.Errorf("start shell in %q: %dx%d: %w", inst.Name, size.Cols, size.Rows, sessions.ErrBadSize)
-	}
-	term := spec.Term
-	if !termPattern.MatchString(term) {
-		term = defaultTerm
-	}
+	marker, size, term := sh.Marker, sh.Size, sh.Term
 	cmd := append([]string{"/bin/sh", "-c", envWrapper, "termgate-shell", term, marker}, b.command(spec.Shell)...)
 	ex, err := b.executor(t, cmd, true)
 	if err != nil {
