@@ -2,6 +2,7 @@ package screen
 
 import (
 	"sync"
+	"time"
 
 	"github.com/termgate/termgate/sessions"
 )
@@ -15,6 +16,13 @@ type Options struct {
 	// 1 MiB). Beyond it the emulator stops following and the next snapshot
 	// rebuilds it from the session's raw ring.
 	Queue int
+	// Lazy is how long output may wait for the emulator while a client is
+	// attached (default 50ms), and Batch how much (default 64 KiB): the
+	// emulator is fed in batches, after the output has reached the
+	// clients, instead of being woken for every chunk. A snapshot feeds
+	// what waits first, so a reattach still sees every byte.
+	Lazy  time.Duration
+	Batch int
 }
 
 // NewReplayerFunc returns the sessions.Config.NewReplayer that keeps each
@@ -25,6 +33,12 @@ func NewReplayerFunc(o Options) sessions.NewReplayerFunc {
 	}
 	if o.Queue <= 0 {
 		o.Queue = 1 << 20
+	}
+	if o.Lazy <= 0 {
+		o.Lazy = 50 * time.Millisecond
+	}
+	if o.Batch <= 0 {
+		o.Batch = 64 << 10
 	}
 	return func(ring *sessions.Ring, answer func([]byte)) sessions.Replayer {
 		return newReplayer(ring, answer, o)
@@ -40,6 +54,14 @@ type item struct {
 
 // Replayer feeds a session's output to a Terminal on its own goroutine, so
 // the session's relay never waits for the emulator.
+//
+// While a client is attached the emulator is fed lazily: a chunk does not
+// wake the worker (a wake-up per chunk put the emulator's goroutine beside
+// the client's writer on every keystroke's echo, competing for the CPUs);
+// a timer (Options.Lazy) or a full batch (Options.Batch) does, and Replay
+// feeds whatever still waits before it takes the snapshot. With no client
+// attached every chunk wakes the worker at once: the emulator answers the
+// terminal queries then, and the shell waits for the answers.
 //
 // Lock order: the session's lock, then emuMu, then mu. The session calls
 // Write, Resize, Attached and Replay with its lock held; the worker holds
@@ -63,21 +85,25 @@ type Replayer struct {
 	queue    []item
 	queued   int  // bytes in queue
 	overflow bool // output was dropped: rebuild from the ring before the next snapshot
+	armed    bool // timer runs for what is queued
 
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
-	once sync.Once
+	timer *time.Timer // wakes the worker Lazy after the first chunk of a batch
+	wake  chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	once  sync.Once
 }
 
 func newReplayer(ring *sessions.Ring, answer func([]byte), o Options) *Replayer {
 	r := &Replayer{
 		ring: ring, answer: answer, opts: o,
-		size: sessions.Size{Cols: 80, Rows: 24},
-		wake: make(chan struct{}, 1),
-		stop: make(chan struct{}),
-		done: make(chan struct{}),
+		size:  sessions.Size{Cols: 80, Rows: 24},
+		wake:  make(chan struct{}, 1),
+		stop:  make(chan struct{}),
+		done:  make(chan struct{}),
+		timer: time.NewTimer(time.Hour),
 	}
+	r.timer.Stop()
 	r.term = r.newTerminal()
 	go r.run()
 	return r
@@ -123,7 +149,21 @@ func (r *Replayer) push(it item) {
 		r.queue = append(r.queue, it)
 		r.queued += len(it.data)
 	}
+	now := it.answered || r.queued >= r.opts.Batch
+	arm := !now && !r.armed && len(r.queue) > 0
+	if arm {
+		r.armed = true
+	}
 	r.mu.Unlock()
+	switch {
+	case now:
+		r.signal()
+	case arm:
+		r.timer.Reset(r.opts.Lazy)
+	}
+}
+
+func (r *Replayer) signal() {
 	select {
 	case r.wake <- struct{}{}:
 	default:
@@ -135,9 +175,13 @@ func (r *Replayer) run() {
 	for {
 		select {
 		case <-r.wake:
+		case <-r.timer.C:
 		case <-r.stop:
 			return
 		}
+		r.mu.Lock()
+		r.armed = false // what comes after the drain below arms again
+		r.mu.Unlock()
 		r.emuMu.Lock()
 		r.drainLocked()
 		replies := r.replies
@@ -218,10 +262,7 @@ func (r *Replayer) Replay() []byte {
 		return raw()
 	}
 	if len(r.replies) > 0 { // let the worker send them: answer may not be called here
-		select {
-		case r.wake <- struct{}{}:
-		default:
-		}
+		r.signal()
 	}
 	return snap
 }
@@ -240,4 +281,5 @@ func (r *Replayer) protectLocked(f func()) {
 func (r *Replayer) Close() {
 	r.once.Do(func() { close(r.stop) })
 	<-r.done
+	r.timer.Stop()
 }

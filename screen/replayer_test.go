@@ -125,3 +125,57 @@ func TestReplayerFallsBackToRawOnPanic(t *testing.T) {
 		t.Fatalf("replay after a panic %q, want the raw replay %q", got, want)
 	}
 }
+
+// fedColumn reports how much of one line of printable output the emulator
+// has parsed: the cursor's column.
+func (s *session) fedColumn() int {
+	s.r.emuMu.Lock()
+	defer s.r.emuMu.Unlock()
+	return s.r.term.x
+}
+
+// While a client is attached, output reaches the emulator in batches, not
+// a wake-up per chunk (which put the emulator beside the client's writer
+// on every echo); a snapshot still covers every byte written before it.
+func TestReplayerFeedsLazilyWhileAttached(t *testing.T) {
+	s := newSession(t, Options{Lazy: time.Hour})
+	s.r.Attached(1)
+	s.out("abc")
+	time.Sleep(50 * time.Millisecond) // time enough for an eager worker
+	if x := s.fedColumn(); x != 0 {
+		t.Fatalf("the emulator parsed a chunk at once (cursor at column %d) while a client was attached", x)
+	}
+	if got, want := s.r.Replay(), snapshotOf("abc", 128<<10); !bytes.Equal(got, want) {
+		t.Fatalf("snapshot %q, want %q (the unparsed output must be fed first)", got, want)
+	}
+}
+
+// The timer feeds what waits, so a snapshot has little left to parse.
+func TestReplayerFeedsAfterLazyDelay(t *testing.T) {
+	s := newSession(t, Options{Lazy: 10 * time.Millisecond})
+	s.r.Attached(1)
+	s.out("abcd")
+	deadline := time.Now().Add(5 * time.Second)
+	for s.fedColumn() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatal("the queued output was not fed within 5s of the lazy delay")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A full batch is fed without waiting for the timer, so a busy stream
+// never piles up to the queue's bound (which would lose the emulator's
+// state before the ring).
+func TestReplayerFeedsFullBatchAtOnce(t *testing.T) {
+	s := newSession(t, Options{Lazy: time.Hour, Batch: 8})
+	s.r.Attached(1)
+	s.out("0123456789")
+	deadline := time.Now().Add(5 * time.Second)
+	for s.fedColumn() != 10 {
+		if time.Now().After(deadline) {
+			t.Fatal("a full batch was not fed within 5s")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
