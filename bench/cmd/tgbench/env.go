@@ -52,6 +52,7 @@ type env struct {
 	containers    []string // names, in creation order; [0] and [1] are used
 
 	signer  ssh.Signer    // the client key in authorized_keys
+	signers []ssh.Signer  // every client key in authorized_keys, signer first (see signerFor)
 	hostKey ssh.PublicKey // the gateway's host key
 	token   string
 
@@ -182,6 +183,22 @@ func (e *env) makeState() error {
 	if e.signer, err = ssh.NewSignerFromKey(clientPriv); err != nil {
 		return err
 	}
+	e.signers = []ssh.Signer{e.signer}
+	var authorized []byte
+	for i := range keysFor(e.cfg) {
+		if i > 0 {
+			_, priv, err := ed25519.GenerateKey(rand.Reader)
+			if err != nil {
+				return err
+			}
+			s, err := ssh.NewSignerFromKey(priv)
+			if err != nil {
+				return err
+			}
+			e.signers = append(e.signers, s)
+		}
+		authorized = append(authorized, ssh.MarshalAuthorizedKey(e.signers[i].PublicKey())...)
+	}
 	var tok [32]byte
 	if _, err := rand.Read(tok[:]); err != nil {
 		return err
@@ -189,7 +206,7 @@ func (e *env) makeState() error {
 	e.token = hex.EncodeToString(tok[:])
 	files := map[string][]byte{
 		"ssh_host_ed25519_key": pem.EncodeToMemory(block),
-		"authorized_keys":      ssh.MarshalAuthorizedKey(e.signer.PublicKey()),
+		"authorized_keys":      authorized,
 		"api_token":            []byte(e.token + "\n"),
 	}
 	for name, data := range files {

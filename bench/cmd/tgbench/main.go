@@ -31,6 +31,7 @@ type config struct {
 	keystrokes  int
 	attaches    int
 	fanout      int
+	scale       int // SSH clients attached at once in the scale phase (0: skip it)
 	cpuBytes    int
 	openssh     bool
 	timeout     time.Duration
@@ -60,7 +61,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.attaches, "attaches", 10, "attaches timed per path (the median is reported)")
 	fs.IntVar(&c.cpuBytes, "cpu-bytes", 100_000_000, "bytes of output per CPU-time run (gateway CPU per GB against the docker CLI's)")
 	fs.BoolVar(&c.openssh, "openssh", true, "also measure the OpenSSH anchor: Debian's sshd on a loopback port with ForceCommand docker exec -it (needs openssh-server)")
-	fs.IntVar(&c.fanout, "fanout", 4, "clients attached to one session for the fan-out measurement (0: skip it)")
+	fs.IntVar(&c.fanout, "fanout", 4, "clients attached to one session for the fan-out measurement, compared with one client alone (0: skip it)")
+	fs.IntVar(&c.scale, "scale-clients", 0, "SSH clients to attach at once, spread over the two benchmark sessions, for the scale measurement (e.g. 1000; 0: skip it)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound on the measurements (setup and cleanup are bounded separately, about 30 s each at worst)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary state directory and the gateway's log")
 	fs.BoolVar(&c.quiet, "q", false, "no progress on stderr")
@@ -85,8 +87,12 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-keystrokes %d: use 10..100000", c.keystrokes)
 	case c.attaches < 1 || c.attaches > 1000:
 		return nil, fmt.Errorf("-attaches %d: use 1..1000", c.attaches)
-	case c.fanout < 0 || c.fanout > 64:
-		return nil, fmt.Errorf("-fanout %d: use 0..64", c.fanout)
+	case c.fanout < 0 || c.fanout > maxFanout:
+		// Half of the fan-out clients use WebSocket: the gateway holds
+		// at most 64 HTTP connections per address.
+		return nil, fmt.Errorf("-fanout %d: use 0..%d", c.fanout, maxFanout)
+	case c.scale < 0 || c.scale > maxScale:
+		return nil, fmt.Errorf("-scale-clients %d: use 0..%d", c.scale, maxScale)
 	case c.timeout <= 0:
 		return nil, fmt.Errorf("-timeout must be positive")
 	}

@@ -61,7 +61,7 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 			LoadStart: loadAvg(),
 		},
 		Config: Settings{
-			Bytes: cfg.bytes, Runs: cfg.runs, Keystrokes: cfg.keystrokes, Attaches: cfg.attaches, Fanout: cfg.fanout,
+			Bytes: cfg.bytes, Runs: cfg.runs, Keystrokes: cfg.keystrokes, Attaches: cfg.attaches, Fanout: cfg.fanout, Scale: cfg.scale,
 			Image: cfg.image, Shell: benchShell, Window: fmt.Sprintf("%dx%d", benchCols, benchRows),
 		},
 	}
@@ -110,9 +110,15 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 		attachExisting(ctx, e, cfg, rep)
 	})
 	if cfg.fanout > 0 {
-		phase([]string{"fanout_client", "fanout_slowest"}, []string{fanPath}, func() {
+		phase(fanoutMetrics, []string{fanPath}, func() {
 			logf("fan-out: %d clients on one session", cfg.fanout)
 			fanout(ctx, e, cfg, rep)
+		})
+	}
+	if cfg.scale > 0 {
+		phase(scaleMetrics, []string{scalePath(cfg)}, func() {
+			logf("scale: %d SSH clients attached at once", cfg.scale)
+			scale(ctx, e, cfg, rep)
 		})
 	}
 	phase([]string{"attach_new"}, newPaths(cfg), func() {
@@ -549,27 +555,51 @@ func hasSession(ctx context.Context, e *env, instance string) (bool, error) {
 	return false, nil
 }
 
-// fanout attaches cfg.fanout clients (SSH and WebSocket in turn) to one
-// session; the first one runs the generator and every client reads all of
-// its output. Per-client MB/s is measured from sending the command to that
-// client's reading the end marker.
+// fanoutMetrics are the fan-out phase's metrics.
+var fanoutMetrics = []string{"fanout_lone", "fanout_client", "fanout_slowest", "fanout_fastest"}
+
+// fanout first has one client alone on a session run the generator (the
+// reference: a lone client's MB/s), then attaches cfg.fanout-1 more (SSH
+// and WebSocket in turn) and runs it again; every client reads all of its
+// output. Per-client MB/s is measured from sending the command to that
+// client's reading the end marker. The fastest client's rate is the
+// shell's pace: the session hands each chunk to every client at once, so
+// a shell slowed down by its clients shows there.
 func fanout(ctx context.Context, e *env, cfg *config, rep *Report) {
 	path := fmt.Sprintf("%d clients", cfg.fanout) // as in measureAll
-	clients, err := openFanout(ctx, e, cfg.fanout)
+	failAll := func(err error) {
+		for _, m := range fanoutMetrics {
+			rep.fail(m, path, err)
+		}
+	}
+	clients, err := openFanout(ctx, e, 0, 1)
 	defer func() {
 		for _, c := range clients {
 			c.Close()
 		}
 	}()
 	if err != nil {
-		rep.fail("fanout_client", path, err)
-		rep.fail("fanout_slowest", path, err)
+		failAll(err)
 		return
 	}
 	runs := min(cfg.runs, 3)
 	timeout := runTimeout(cfg.bytes)
 	cmd := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", cfg.bytes)
-	var perClient, slowest []float64
+	var lone []float64
+	for r := 0; r < runs && err == nil && ctx.Err() == nil; r++ {
+		var rates []float64
+		if rates, err = fanoutRun(clients, cmd, timeout, cfg.bytes); err != nil {
+			err = fmt.Errorf("lone client, run %d: %w", r+1, cause(ctx, err))
+			break
+		}
+		lone = append(lone, rates[0])
+	}
+	if err == nil && cfg.fanout > 1 {
+		var more []*shell
+		more, err = openFanout(ctx, e, 1, cfg.fanout-1)
+		clients = append(clients, more...)
+	}
+	var perClient, slowest, fastest []float64
 	for r := 0; r < runs && err == nil && ctx.Err() == nil; r++ {
 		var rates []float64
 		rates, err = fanoutRun(clients, cmd, timeout, cfg.bytes)
@@ -579,26 +609,37 @@ func fanout(ctx context.Context, e *env, cfg *config, rep *Report) {
 		}
 		perClient = append(perClient, mean(rates))
 		slowest = append(slowest, percentile(rates, 0))
+		fastest = append(fastest, percentile(rates, 100))
 	}
 	if err != nil {
-		rep.fail("fanout_client", path, err)
-		rep.fail("fanout_slowest", path, err)
+		failAll(err)
 		return
 	}
-	note := "SSH and WebSocket clients in turn; compared with direct single-client throughput"
+	rep.addSamples(ctx, "fanout_lone", path, median(lone), lone, runs, "one SSH client alone on the session, same command; compared with direct single-client throughput")
+	note := "SSH and WebSocket clients in turn; compared with one client alone on the session (fanout_lone)"
 	rep.addSamples(ctx, "fanout_client", path, median(perClient), perClient, runs, note)
 	rep.addSamples(ctx, "fanout_slowest", path, median(slowest), slowest, runs, note)
+	rep.addSamples(ctx, "fanout_fastest", path, median(fastest), fastest, runs, "the shell's pace with every client attached; "+note)
 }
 
-func openFanout(ctx context.Context, e *env, n int) ([]*shell, error) {
+// openFanout attaches n clients to the first benchmark session, numbered
+// from first: even ones over SSH (each key serves at most perKey of them),
+// odd ones over WebSocket.
+func openFanout(ctx context.Context, e *env, first, n int) ([]*shell, error) {
 	var clients []*shell
-	for i := range n {
+	for i := first; i < first+n; i++ {
 		p := pathSSH
 		if i%2 == 1 {
 			p = pathWS
 		}
 		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		t, err := dial(dctx, e, p, e.instance(0))
+		var t term
+		var err error
+		if p == pathSSH {
+			t, err = dialSSHAs(dctx, e, e.instance(0), i/2)
+		} else {
+			t, err = dial(dctx, e, p, e.instance(0))
+		}
 		cancel()
 		if err != nil {
 			return clients, fmt.Errorf("client %d (%s): %w", i+1, p, err)

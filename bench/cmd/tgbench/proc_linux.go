@@ -25,3 +25,16 @@ func procCPU(pid int) (time.Duration, error) {
 	}
 	return parseStatCPU(string(data))
 }
+
+// procRSS returns the process's resident set size in bytes.
+func procRSS(pid int) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/statm", pid))
+	if err != nil {
+		return 0, err
+	}
+	var size, resident int64
+	if _, err := fmt.Sscan(string(data), &size, &resident); err != nil {
+		return 0, fmt.Errorf("/proc/%d/statm: %w", pid, err)
+	}
+	return resident * int64(os.Getpagesize()), nil
+}

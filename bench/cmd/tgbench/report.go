@@ -60,6 +60,7 @@ type Settings struct {
 	Keystrokes int    `json:"keystrokes"`
 	Attaches   int    `json:"attaches"`
 	Fanout     int    `json:"fanout"`
+	Scale      int    `json:"scale_clients,omitempty"`
 	Image      string `json:"image"`
 	Shell      string `json:"shell"`
 	Window     string `json:"window"`
@@ -99,8 +100,17 @@ var metricOrder = []struct{ name, title, unit, better string }{
 	{"echo_p99", "keystroke echo p99", "us", "lower"},
 	{"attach", "attach (existing session)", "ms", "lower"},
 	{"attach_new", "attach (new session)", "ms", "lower"},
+	{"fanout_lone", "fan-out, one client alone", "MB/s", "higher"},
 	{"fanout_client", "fan-out, mean per client", "MB/s", "higher"},
 	{"fanout_slowest", "fan-out, slowest client", "MB/s", "higher"},
+	{"fanout_fastest", "fan-out, the shell's pace", "MB/s", "higher"},
+	{"scale_attach_all", "scale, all clients attached", "s", "lower"},
+	{"scale_attach_p50", "scale, attach p50", "ms", "lower"},
+	{"scale_attach_p99", "scale, attach p99", "ms", "lower"},
+	{"scale_mem", "scale, gateway RSS per client", "KiB", "lower"},
+	{"scale_idle_cpu", "scale, gateway CPU while idle", "%", "lower"},
+	{"scale_broadcast_p50", "scale, output to each client p50", "ms", "lower"},
+	{"scale_broadcast_max", "scale, output to the last client", "ms", "lower"},
 }
 
 func metricInfo(name string) (title, unit, better string) {
@@ -170,6 +180,14 @@ func refPath(metric string) string {
 func (r *Report) direct(metric string) (Result, bool) {
 	ref := refPath(metric)
 	switch {
+	case strings.HasPrefix(metric, "fanout") && metric != "fanout_lone":
+		// Against one client alone on the session, when it was measured.
+		for _, res := range r.Results {
+			if res.Metric == "fanout_lone" && res.Error == "" && res.Value > 0 {
+				return res, true
+			}
+		}
+		metric = "throughput"
 	case strings.HasPrefix(metric, "fanout"):
 		metric = "throughput"
 	case metric == "attach_new":
@@ -212,6 +230,9 @@ func printTable(w io.Writer, r *Report) {
 		r.Host.CPUs, r.Host.DockerVersion, r.Host.DockerAPI, r.Host.GoVersion)
 	fmt.Fprintf(w, "throughput: %d bytes, median of %d runs; echo: %d keystrokes; attach: median of %d; fan-out: %d clients\n\n",
 		r.Config.Bytes, r.Config.Runs, r.Config.Keystrokes, r.Config.Attaches, r.Config.Fanout)
+	if r.Config.Scale > 0 {
+		fmt.Fprintf(w, "scale: %d SSH clients attached at once\n", r.Config.Scale)
+	}
 	if r.Host.LoadStart >= 0 {
 		fmt.Fprintf(w, "load average %.1f at the start, %.1f at the end", r.Host.LoadStart, r.Host.LoadEnd)
 		if max(r.Host.LoadStart, r.Host.LoadEnd) > float64(r.Host.CPUs)/2 {
@@ -254,7 +275,8 @@ func printTable(w io.Writer, r *Report) {
 	tw.Flush()
 	fmt.Fprintln(w, "\nratio = path / reference (the direct Engine API exec; for CPU per GB the docker CLI relaying the same stream):")
 	fmt.Fprintln(w, "throughput, higher is better (1 = as fast as docker exec); latency, attach and CPU, lower is better.")
-	fmt.Fprintln(w, "Paired ratios divide each run by the reference's run of the same round. Fan-out compares with direct throughput.")
+	fmt.Fprintln(w, "Paired ratios divide each run by the reference's run of the same round. Fan-out compares with one client")
+	fmt.Fprintln(w, "alone on the session (fanout_lone; that one with direct throughput). Scale has no reference (bench/README.md).")
 	printOverheads(w, r)
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "error:", e)
@@ -286,6 +308,8 @@ func formatValue(v float64, unit string) string {
 		return fmt.Sprintf("%.1f ms", v)
 	case "s/GB":
 		return fmt.Sprintf("%.2f s/GB", v)
+	case "s":
+		return fmt.Sprintf("%.2f s", v)
 	}
 	return fmt.Sprintf("%.1f %s", v, unit)
 }

@@ -139,6 +139,11 @@ func dialSSH(ctx context.Context, e *env, instance string) (t *sshTerm, err erro
 	return dialSSHTo(ctx, e.sshAddr, instance, e.hostKey, e.signer)
 }
 
+// dialSSHAs is dialSSH with client key i (see signerFor).
+func dialSSHAs(ctx context.Context, e *env, instance string, i int) (t *sshTerm, err error) {
+	return dialSSHTo(ctx, e.sshAddr, instance, e.hostKey, e.signerFor(i))
+}
+
 // dialSSHTo logs in to addr as user with a PTY and a shell.
 func dialSSHTo(ctx context.Context, addr, user string, hostKey ssh.PublicKey, signer ssh.Signer) (t *sshTerm, err error) {
 	var d net.Dialer

@@ -112,6 +112,47 @@ func TestRatiosAndTable(t *testing.T) {
 	}
 }
 
+// With one client alone on the session measured, the fan-out metrics are
+// its fraction (target: the slowest of 100 at least 0.8 of it).
+func TestFanoutComparesWithLoneClient(t *testing.T) {
+	r := &Report{}
+	r.add("throughput", pathDirect, 100, nil, "", nil)
+	r.add("fanout_lone", "100 clients", 40, nil, "", nil)
+	r.add("fanout_slowest", "100 clients", 30, nil, "", nil)
+	r.add("scale_mem", "1000 ssh clients", 12, nil, "", nil)
+	r.computeRatios()
+	for _, c := range []struct {
+		metric string
+		want   float64
+	}{{"fanout_lone", 0.4}, {"fanout_slowest", 0.75}} {
+		res := r.find(c.metric, "100 clients")
+		if res == nil || res.Ratio == nil || *res.Ratio != c.want {
+			t.Errorf("%s: ratio %v, want %v", c.metric, res, c.want)
+		}
+	}
+	if res := r.find("scale_mem", "1000 ssh clients"); res == nil || res.Ratio != nil {
+		t.Errorf("scale_mem has no reference, got %+v", res)
+	}
+	var out bytes.Buffer
+	printTable(&out, r)
+	if !strings.Contains(out.String(), "scale, gateway RSS per client") {
+		t.Errorf("table lacks the scale row:\n%s", out.String())
+	}
+}
+
+// Enough client keys for the gateway's per-key caps (20 connections).
+func TestKeysFor(t *testing.T) {
+	for _, c := range []struct{ fanout, scale, want int }{{4, 0, 2}, {100, 0, 8}, {4, 1000, 64}} {
+		if got := keysFor(&config{fanout: c.fanout, scale: c.scale}); got != c.want {
+			t.Errorf("keysFor(fanout %d, scale %d) = %d, want %d", c.fanout, c.scale, got, c.want)
+		}
+		n := max(c.fanout, c.scale)
+		if (n+perKey-1)/perKey >= keysFor(&config{fanout: c.fanout, scale: c.scale}) || perKey >= 20 {
+			t.Errorf("%d clients: more than 20 on one key", n)
+		}
+	}
+}
+
 func TestFlags(t *testing.T) {
 	c, err := parseFlags([]string{"-termgate", "x/termgate", "-gateway-arg=--buffer-size=1MiB", "-gateway-arg", "--log-level=debug"}, io.Discard)
 	if err != nil {
@@ -120,7 +161,7 @@ func TestFlags(t *testing.T) {
 	if c.termgate != "x/termgate" || len(c.gatewayArgs) != 2 || c.bytes != 32_000_000 {
 		t.Errorf("parsed %+v", c)
 	}
-	for _, bad := range [][]string{{"-runs", "0"}, {"-bytes", "10"}, {"-fanout", "-1"}, {"stray"}} {
+	for _, bad := range [][]string{{"-runs", "0"}, {"-bytes", "10"}, {"-fanout", "-1"}, {"-fanout", "121"}, {"-scale-clients", "-1"}, {"-scale-clients", "5001"}, {"stray"}} {
 		if _, err := parseFlags(bad, io.Discard); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
