@@ -1,8 +1,9 @@
 package holder
 
 import (
-	"bufio"
+	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -29,7 +30,12 @@ var connStall = 10 * time.Second // a variable for tests
 // goroutine handles its frames; a writer goroutine drains its queue.
 type conn struct {
 	h  *holder
-	nc net.Conn
+	nc net.Conn // the attach process's socket
+	// out carries the frames to the gateway: nc, or the exec's stdout
+	// when the attach process passed the exec's stdin and stdout (passed;
+	// see attach.go and first).
+	out    io.Writer
+	passed []*os.File
 
 	clients int // this gateway's clients on the session; guarded by h.mu
 
@@ -44,7 +50,18 @@ type conn struct {
 }
 
 func newConn(h *holder, nc net.Conn) *conn {
-	return &conn{h: h, nc: nc, wake: make(chan struct{}, 1), took: make(chan struct{}, 1)}
+	return &conn{h: h, nc: nc, out: nc, wake: make(chan struct{}, 1), took: make(chan struct{}, 1)}
+}
+
+// close ends the connection: the passed stream first, so that the attach
+// process, which exits when the socket closes, is the last to hold it.
+// Closing interrupts a read or write in progress (the passed files are on
+// the runtime's poller); it may be called more than once.
+func (c *conn) close() {
+	for _, f := range c.passed {
+		_ = f.Close()
+	}
+	_ = c.nc.Close()
 }
 
 // behind reports whether more than connHigh waits for this gateway.
@@ -63,7 +80,7 @@ func (c *conn) drop() {
 	}
 	c.closed = true
 	c.queue, c.queued = nil, 0
-	c.nc.Close()
+	c.close()
 }
 
 // send queues a frame without blocking; called with h.mu held.
@@ -79,7 +96,7 @@ func (c *conn) send(frame []byte) {
 	if c.queued+len(frame) > connQueue {
 		c.closed = true
 		c.queue, c.queued = nil, 0
-		c.nc.Close()
+		c.close()
 		return
 	}
 	c.queue = append(c.queue, frame)
@@ -102,13 +119,12 @@ func (c *conn) closeAfterQueue() {
 
 // serve runs the connection: hello, then frames until either side ends.
 func (c *conn) serve() {
-	defer c.nc.Close()
+	defer c.close()
 	var wg sync.WaitGroup
-	wg.Go(c.writer)
 	defer wg.Wait()
+	f, r, err := c.first(&wg)
+	wg.Go(c.writer)
 	defer c.shut()
-	r := NewReader(bufio.NewReader(c.nc))
-	f, err := r.ReadFrame()
 	if err != nil {
 		return
 	}
@@ -136,7 +152,11 @@ func (c *conn) serve() {
 	}
 	c.h.mu.Unlock()
 	c.reply(TypeHello, hello)
-	c.h.log.Info("gateway attached", "gateway", peer.Gateway)
+	stream := "socket"
+	if c.passed != nil {
+		stream = "passed"
+	}
+	c.h.log.Info("gateway attached", "gateway", peer.Gateway, "stream", stream)
 	for {
 		f, err := r.ReadFrame()
 		if err != nil {
@@ -184,13 +204,13 @@ func (c *conn) writer() {
 		default:
 		}
 		for _, frame := range q {
-			if _, err := c.nc.Write(frame); err != nil {
-				c.nc.Close()
+			if _, err := c.out.Write(frame); err != nil {
+				c.close()
 				return
 			}
 		}
 		if closed || (closing && len(q) == 0) {
-			c.nc.Close()
+			c.close()
 			return
 		}
 		if len(q) > 0 {

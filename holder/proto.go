@@ -39,6 +39,12 @@ const (
 	TypeExit    byte = 'X' // holder → gateway: ExitMsg, the session ended
 	TypeError   byte = 'E' // holder → gateway: ErrorMsg
 	TypeEnd     byte = 'K' // gateway → holder: end the session (kill everything), then exit
+
+	// TypePassed is not a gateway's frame: the holder sends it, empty, on
+	// the unix socket to an attach process that passed it the exec's
+	// stdin and stdout with the first frame (see attach.go), to say it
+	// took them and speaks to the gateway through them from now on.
+	TypePassed byte = 'F'
 )
 
 const headerLen = 5 // type, 4-byte big-endian payload length

@@ -41,6 +41,10 @@ type ServeConfig struct {
 	// Proto is the protocol version this holder announces and accepts;
 	// 0 means Version (tests build holders of another version with it).
 	Proto int
+	// NoPassing makes the holder ignore descriptors an attach process
+	// passes and serve every gateway over the socket, as holders before
+	// descriptor passing did (tests play such a holder with it).
+	NoPassing bool
 }
 
 // ErrAlreadyHeld is what Serve returns when another holder already holds
@@ -130,8 +134,35 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	h.end("holder stopped")
 	ln.Close()
 	_ = os.Remove(cfg.Socket)
-	h.wg.Wait()
+	h.drain()
 	return why
+}
+
+// drain waits for the connections to send what they have (the exit
+// first), for connStall at most: a gateway that takes nothing would
+// otherwise keep the holder, its session over, alive forever. Then it
+// cuts them, which interrupts a write in progress.
+func (h *holder) drain() {
+	waited := make(chan struct{})
+	go func() {
+		h.wg.Wait()
+		close(waited)
+	}()
+	t := time.NewTimer(connStall)
+	defer t.Stop()
+	select {
+	case <-waited:
+		return
+	case <-t.C:
+	}
+	h.mu.Lock()
+	n := len(h.conns)
+	for c := range h.conns {
+		c.drop()
+	}
+	h.mu.Unlock()
+	h.log.Warn("gateways took not the end of the session; dropped", "gateways", n, "waited", connStall.String())
+	<-waited
 }
 
 // startShell starts a shell for the current session. Called without h.mu.

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -22,17 +23,22 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // startHolder runs a holder with /bin/sh until the test ends.
 func startHolder(t *testing.T, idle time.Duration) (sock string, stopped <-chan error) {
 	t.Helper()
+	return startHolderWith(t, ServeConfig{IdleTimeout: idle})
+}
+
+// startHolderWith runs a holder with /bin/sh and cfg's other settings.
+func startHolderWith(t *testing.T, cfg ServeConfig) (sock string, stopped <-chan error) {
+	t.Helper()
 	dir := t.TempDir()
 	sock = filepath.Join(dir, "s.sock")
+	cfg.Socket, cfg.Session, cfg.Build = sock, "s1", "test"
+	cfg.Shell, cfg.Env = []string{"/bin/sh"}, []string{"PS1=$ ", "TERM=dumb"}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		errc <- Serve(ctx, ServeConfig{
-			Socket: sock, Session: "s1", Shell: []string{"/bin/sh"}, Env: []string{"PS1=$ ", "TERM=dumb"},
-			IdleTimeout: idle, Build: "test",
-		})
+		errc <- Serve(ctx, cfg)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -57,11 +63,18 @@ func startHolder(t *testing.T, idle time.Duration) (sock string, stopped <-chan 
 // gw is a gateway's end of a holder connection, for tests.
 type gw struct {
 	t     *testing.T
-	nc    net.Conn
+	nc    gwConn
 	r     *Reader
 	hello HelloMsg
 	out   bytes.Buffer
 	off   int64 // offset after the last output byte seen
+}
+
+// gwConn is the stream a test gateway speaks on: the holder's socket, or
+// an exec's stdin and stdout (execPipes).
+type gwConn interface {
+	io.ReadWriteCloser
+	SetReadDeadline(time.Time) error
 }
 
 func dial(t *testing.T, sock string, proto int) *gw {
@@ -70,6 +83,12 @@ func dial(t *testing.T, sock string, proto int) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return dialOver(t, nc, proto)
+}
+
+// dialOver says hello over nc, as dial does.
+func dialOver(t *testing.T, nc gwConn, proto int) *gw {
+	t.Helper()
 	t.Cleanup(func() { nc.Close() })
 	g := &gw{t: t, nc: nc, r: NewReader(bufio.NewReader(nc))}
 	g.send(mustControl(TypeHello, HelloMsg{Proto: proto, Gateway: "test"}))

@@ -9,8 +9,9 @@
 //	    the socket (a gateway then connects to that one); with --attach it
 //	    then goes on as "attach SOCKET" (the gateway's start is one exec);
 //	termgate-holder attach PATH
-//	    bridges the exec's stdin/stdout to the holder's socket, until
-//	    either side ends;
+//	    connects the exec's stdin/stdout to the holder's socket: passes
+//	    them to the holder and waits, or copies when the holder does not
+//	    take them (see holder.Attach), until either side ends;
 //	termgate-holder version
 //	    prints the protocol version and build.
 //
@@ -25,7 +26,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -46,6 +46,11 @@ var build = "dev"
 // and accept protocol version N instead of holder.Version: tests build a
 // holder of "another version" with it.
 var proto = ""
+
+// fdpass, set to "off" (-ldflags -X main.fdpass=off), makes this build's
+// attach only copy and its holder ignore passed descriptors, as builds
+// before descriptor passing did: tests meet "an older build" with it.
+var fdpass = ""
 
 // daemonEnv marks the re-executed daemon.
 const daemonEnv = "TERMGATE_HOLDER_DAEMON"
@@ -141,7 +146,7 @@ func serve(args []string) error {
 	err = holder.Serve(ctx, holder.ServeConfig{
 		Socket: *sock, Session: *session, Shell: shell, Env: env,
 		Cols: *cols, Rows: *rows, BufferSize: *buffer, IdleTimeout: *idle, Build: build,
-		Logger: slog.New(slog.NewJSONHandler(logf, nil)), Proto: protoVersion(),
+		Logger: slog.New(slog.NewJSONHandler(logf, nil)), Proto: protoVersion(), NoPassing: !passing(),
 		Ready: func() {
 			fmt.Fprintln(ready, "ready")
 			ready.Close()
@@ -242,25 +247,16 @@ func startDaemon(self, sock string) error {
 	return fmt.Errorf("the holder daemon: %s", strings.TrimPrefix(said, "error: "))
 }
 
-// attach copies in to the socket and the socket to out. It ends when in
-// ends (the gateway went away) or the holder closes the connection.
-func attach(sock string, in io.Reader, out io.Writer) error {
-	c, err := net.Dial("unix", sock)
-	if err != nil {
-		return fmt.Errorf("no holder answers on %s: %w", sock, err)
-	}
-	defer c.Close()
-	done := make(chan error, 2)
-	go func() {
-		_, err := io.Copy(c, in)
-		done <- err
-	}()
-	go func() {
-		_, err := io.Copy(out, c)
-		done <- err
-	}()
-	return <-done // the other copy ends with the process
+// attach connects the exec's stdin and stdout to the holder's socket (see
+// holder.Attach). It ends when the gateway goes away or the holder closes
+// the connection.
+func attach(sock string, in, out *os.File) error {
+	return holder.Attach(sock, in, out, passing())
 }
+
+// passing says whether this build passes descriptors between its attach
+// process and its holder (see holder.Attach).
+func passing() bool { return fdpass != "off" }
 
 type multiFlag []string
 
