@@ -14,6 +14,7 @@ type fakeBackend struct {
 	missing map[string]bool
 	procs   []*fakeProc
 	starts  atomic.Int32
+	lookups atomic.Int32
 	events  func(InstanceEvent)
 	watchOn chan struct{}
 }
@@ -23,6 +24,7 @@ func newFakeBackend() *fakeBackend {
 }
 
 func (b *fakeBackend) Lookup(_ context.Context, name string) (Instance, error) {
+	b.lookups.Add(1)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.missing[name] {

@@ -151,7 +151,7 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
-	inst, err := r.cfg.Backend.Lookup(ctx, name)
+	inst, err := r.lookup(ctx, name, opts.Prefetch)
 	if err != nil {
 		return nil, err
 	}

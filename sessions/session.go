@@ -368,6 +368,10 @@ type AttachOptions struct {
 	// but its input is refused (ErrReadOnly) and its window size never
 	// changes the shell's.
 	ReadOnly bool
+	// Prefetch, when set, is a lookup of the instance started earlier
+	// (Registry.Prefetch); Attach uses it instead of a lookup of its own
+	// when it names the same instance and is fresh.
+	Prefetch *Prefetch
 }
 
 // attach registers a client; the replay and the registration happen in one

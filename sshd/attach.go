@@ -44,7 +44,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	r.size = size
 	r.opts = sessions.AttachOptions{Term: pty.Term, Label: "ssh " + sess.RemoteAddr().String(),
 		Allowed: s.stillAllowed(sess, sess.PublicKey()),
-		Who:     id.Name, Via: "ssh", Remote: sess.RemoteAddr().String(), ReadOnly: id.ReadOnly}
+		Who:     id.Name, Via: "ssh", Remote: sess.RemoteAddr().String(), ReadOnly: id.ReadOnly,
+		Prefetch: connStateOf(sess.Context()).prefetched()}
 	c, err := r.attach(sess.Context())
 	if err != nil {
 		if sess.Context().Err() != nil {

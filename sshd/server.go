@@ -291,6 +291,10 @@ type connState struct {
 	lastKey, lastReason   string
 	user                  string // the user name of the last attempt
 	pending               string // why the public-key callback refused the current attempt
+	// prefetch is the lookup of the instance the login name names,
+	// started once the client authenticated (see prefetch.go); nil when
+	// the name cannot be attached to by this key.
+	prefetch *sessions.Prefetch
 }
 
 type ctxKey struct{ name string }
@@ -461,6 +465,7 @@ func (s *Server) serverConfig(ctx ssh.Context) *gossh.ServerConfig {
 				cs.authenticated()
 				cs.preauth()
 				s.auditAuthSuccess(cs, conn.User())
+				s.prefetch(ctx, cs, conn.User())
 				return
 			}
 			if method != "none" {

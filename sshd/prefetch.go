@@ -1,0 +1,40 @@
+package sshd
+
+import (
+	"github.com/gliderlabs/ssh"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// prefetch starts looking up the instance the login name names as soon as
+// the client has authenticated, when this key may open a terminal there:
+// the client's channel, PTY and shell requests (three round trips) then
+// overlap the backend's round trip, which a reattach would otherwise wait
+// for after the shell request (about 1 ms of a reattach's 5–8 ms on the
+// project's machine, see docs/PERFORMANCE.md). The attach uses the answer
+// only when it names the same instance and is fresh
+// (sessions.AttachOptions.Prefetch); a command ("list", "reset") leaves it
+// unused. The lookup runs in a tracked goroutine bound to the connection.
+func (s *Server) prefetch(ctx ssh.Context, cs *connState, user string) {
+	cs.mu.Lock()
+	id := cs.identity
+	cs.mu.Unlock()
+	if sessions.CheckName(user) != nil || id.NoPTY || !id.May(user) {
+		return
+	}
+	p, run := s.cfg.Registry.Prefetch(ctx, user)
+	cs.mu.Lock()
+	cs.prefetch = p
+	cs.mu.Unlock()
+	s.track.Go(run)
+}
+
+// prefetched returns the connection's prefetched lookup, if any.
+func (cs *connState) prefetched() *sessions.Prefetch {
+	if cs == nil {
+		return nil
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.prefetch
+}
