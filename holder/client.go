@@ -133,7 +133,9 @@ func (c *Client) Read(p []byte) (int, error) {
 				return 0, fmt.Errorf("holder output at offset %d, want %d", off, c.next)
 			}
 			c.next = off + int64(len(data))
-			c.pending = append(c.pending[:0], data...)
+			// No copy: the frame's buffer is reused only by the next
+			// ReadFrame, which comes once pending is empty.
+			c.pending = data
 		case TypeExit:
 			var m ExitMsg
 			if err := DecodeControl(f, &m); err != nil {

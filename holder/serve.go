@@ -189,6 +189,9 @@ func (h *holder) pump(sh *shell, id string) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := sh.pty.Read(buf)
+		if err == nil {
+			n = sh.more(buf, n)
+		}
 		if n > 0 {
 			h.deliver(id, buf[:n])
 			h.waitForGateways()

@@ -22,6 +22,9 @@ type shell struct {
 	cmd    *exec.Cmd
 	pty    *os.File
 	marker string
+	// nonblock: pty is on the runtime's poller (pollable), and more may
+	// read it without waiting.
+	nonblock bool
 
 	waitOnce sync.Once
 	code     int
@@ -33,17 +36,21 @@ func startShell(cmd *exec.Cmd, cols, rows int) (*shell, error) {
 	if err != nil {
 		return nil, fmt.Errorf("holder: start %s: %w", cmd.Path, err)
 	}
+	nonblock := false
+	if pf, err := pollable(f); err == nil {
+		f, nonblock = pf, true
+	} // else f still works, with blocking reads and writes
 	marker := ""
 	for _, e := range cmd.Env {
 		if v, ok := strings.CutPrefix(e, "TERMGATE_SESSION="); ok {
 			marker = v
 		}
 	}
-	return &shell{cmd: cmd, pty: f, marker: marker}, nil
+	return &shell{cmd: cmd, pty: f, nonblock: nonblock, marker: marker}, nil
 }
 
 func (s *shell) resize(cols, rows int) error {
-	return pty.Setsize(s.pty, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
+	return setSize(s.pty, cols, rows)
 }
 
 // wait returns the shell's exit status (128+signal when killed).

@@ -30,6 +30,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,6 +132,12 @@ func serve(args []string) error {
 		return attach(*sock, os.Stdin, os.Stdout)
 	}
 	os.Unsetenv(daemonEnv)
+	// One P: the daemon only moves bytes between a terminal and its
+	// gateways' pipes, a goroutine handing each chunk to the next. With
+	// more Ps every handoff wakes another thread, which spins (futex,
+	// nanosleep, sched_yield) to steal it: more CPU than the copying
+	// itself, and a thread wakeup on every keystroke's echo.
+	runtime.GOMAXPROCS(1)
 	// fd 3 is the pipe startDaemon waits on: the shell must not inherit
 	// it, or startDaemon would wait for the shell's end.
 	syscall.CloseOnExec(3)
