@@ -3,7 +3,9 @@ package sessions
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -79,6 +81,14 @@ type fakeProc struct {
 	// killFails makes that many Kill calls fail before one succeeds.
 	killFails atomic.Int32
 	kills     atomic.Int32
+	// resizeGate, when set (before the resize), holds Resize until it is
+	// closed or the call's context ends (an engine slow to resize);
+	// resizeEntered then gets a value as each Resize starts waiting.
+	resizeGate    chan struct{}
+	resizeEntered chan struct{}
+	// events records resizes ("resize COLSxROWS") and input ("input ...")
+	// in the order the backend saw them.
+	events []string
 }
 
 func (p *fakeProc) emit(s string) { _, _ = p.outW.Write([]byte(s)) }
@@ -101,14 +111,35 @@ func (p *fakeProc) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.input = append(p.input, b...)
+	p.events = append(p.events, "input "+string(b))
 	return len(b), nil
 }
 
-func (p *fakeProc) Resize(_ context.Context, s Size) error {
+func (p *fakeProc) Resize(ctx context.Context, s Size) error {
+	p.mu.Lock()
+	gate, entered := p.resizeGate, p.resizeEntered
+	p.mu.Unlock()
+	if gate != nil {
+		if entered != nil {
+			entered <- struct{}{}
+		}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sizes = append(p.sizes, s)
+	p.events = append(p.events, fmt.Sprintf("resize %dx%d", s.Cols, s.Rows))
 	return nil
+}
+
+func (p *fakeProc) eventList() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.events)
 }
 
 func (p *fakeProc) Wait(context.Context) (int, error) {

@@ -19,6 +19,7 @@ type inputReq struct {
 	progress  chan struct{} // a chunk went in (capacity 1, latest wins)
 	done      chan error    // the request ended (capacity 1)
 	client    bool          // a client's input (observed), not an answer
+	resizeSeq uint64        // the size changes asked for before it (see resizeorder.go)
 }
 
 // inputter is the one goroutine that writes to the shell, so that a shell
@@ -43,6 +44,7 @@ func (s *Session) inputter() {
 		s.inputQ = s.inputQ[1:]
 		req.started.Store(true)
 		s.mu.Unlock()
+		s.awaitResizes(req.resizeSeq)
 		req.done <- s.writeInput(req)
 	}
 }
@@ -57,6 +59,7 @@ func (s *Session) enqueueInput(req *inputReq) bool {
 		return false
 	}
 	s.inputQ = slices.DeleteFunc(s.inputQ, func(r *inputReq) bool { return r.abandoned.Load() })
+	req.resizeSeq = s.resizeSeq
 	s.inputQ = append(s.inputQ, req)
 	if !s.inputting {
 		s.inputting = true

@@ -5,7 +5,11 @@ import "context"
 // startResizerLocked starts the resizer when a new size waits for the
 // backend and none runs. Called with mu held.
 func (s *Session) startResizerLocked() {
-	if s.resizing || s.state != stateRunning || s.size == s.applied {
+	if s.resizing {
+		return
+	}
+	if s.state != stateRunning || s.size == s.applied {
+		s.resizedLocked(s.resizeSeq) // nothing for input to wait for
 		return
 	}
 	s.resizing = true
@@ -21,8 +25,9 @@ func (s *Session) resizer() {
 	defer s.resizerWG.Done()
 	for {
 		s.mu.Lock()
-		want, applied := s.size, s.applied
+		want, applied, seq := s.size, s.applied, s.resizeSeq
 		if want == applied || s.state != stateRunning {
+			s.resizedLocked(seq)
 			s.resizing = false
 			s.mu.Unlock()
 			return
@@ -38,7 +43,8 @@ func (s *Session) resizer() {
 			s.observeResize(applied)
 			s.log.Warn("resize terminal", "err", err, "cols", want.Cols, "rows", want.Rows)
 			s.mu.Lock()
-			if s.size != want { // a newer size came meanwhile: try it
+			s.resizedLocked(seq) // input waiting for it goes on at the old size
+			if s.size != want {  // a newer size came meanwhile: try it
 				s.mu.Unlock()
 				continue
 			}
@@ -48,6 +54,7 @@ func (s *Session) resizer() {
 		}
 		s.mu.Lock()
 		s.applied = want
+		s.resizedLocked(seq)
 		s.mu.Unlock()
 	}
 }

@@ -65,8 +65,12 @@ type Session struct {
 	pumpGone chan struct{} // closed when the pump has returned
 	// The resizer and the inputter run only while they have work (an
 	// idle session has neither): see resizer.go and input.go.
-	resizing   bool           // a resizer runs (guarded by mu)
-	applied    Size           // the size the backend last applied (guarded by mu)
+	resizing bool // a resizer runs (guarded by mu)
+	applied  Size // the size the backend last applied (guarded by mu)
+	// Input waits for the resizes asked for before it (see resizeorder.go).
+	resizeSeq  uint64         // bumped by every size change (guarded by mu)
+	resizedSeq uint64         // the changes up to this one are applied or failed (guarded by mu)
+	resizedCh  chan struct{}  // closed when resizedSeq moves; nil: nobody waits (guarded by mu)
 	resizerWG  sync.WaitGroup // the resizer
 	inputQ     []*inputReq    // input waiting for the inputter (guarded by mu)
 	inputting  bool           // an inputter runs (guarded by mu)
@@ -477,6 +481,7 @@ func (s *Session) setSizeLocked(size Size) {
 		return
 	}
 	s.size = size
+	s.resizeSeq++
 	s.replay.Resize(size)
 	s.startResizerLocked()
 }
