@@ -21,6 +21,12 @@ type InstanceEvent struct {
 	// the instance was renamed: the session follows the new name and its
 	// clients' authorization is checked against it.
 	Gone bool
+	// Reachable: no instance changed, but the backend's event source
+	// connected again after it dropped (an engine restart, say), so the
+	// backend is reachable again: kills that failed meanwhile are retried
+	// at once rather than at their next backoff (see kill.go). Instance
+	// and Gone are then unset.
+	Reachable bool
 }
 
 // StartSpec describes the shell a Backend starts for a session.
@@ -71,7 +77,8 @@ type Backend interface {
 	Start(ctx context.Context, inst Instance, spec StartSpec) (Process, error)
 	// Watch reports every instance that stops, is removed or is renamed,
 	// until ctx is done. It reconnects by itself when the backend's event
-	// source drops. ev runs on Watch's goroutine.
+	// source drops, and should then report an event with Reachable set.
+	// ev runs on Watch's goroutine.
 	Watch(ctx context.Context, ev func(InstanceEvent)) error
 	// Sweep ends the shells an earlier run of the gateway left behind.
 	Sweep(ctx context.Context) error

@@ -20,6 +20,9 @@ const (
 func (s *Session) kill() {
 	wait := killRetryFirst
 	for attempt := 1; ; attempt++ {
+		// Taken before the attempt: the backend coming back while it
+		// fails is a reason to try again at once.
+		reachable := s.cfg.reachable.wait()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
 		err := s.proc.Kill(ctx)
 		cancel()
@@ -40,9 +43,14 @@ func (s *Session) kill() {
 			return
 		}
 		s.log.Warn("kill session processes failed; retrying", "err", err, "attempt", attempt, "retry_in", wait.String())
+		t := s.clock.NewTimer(wait)
 		select {
-		case <-s.clock.After(wait):
+		case <-t.Chan():
+		case <-reachable:
+			t.Stop()
+			s.log.Info("backend reachable again; retrying kill now")
 		case <-s.cfg.stop:
+			t.Stop()
 			s.log.Error("gateway stopping with session processes possibly alive", "err", err)
 			return
 		}

@@ -54,7 +54,8 @@ type Config struct {
 	// an Observer of its output and sizes (nil: none); see Observer.
 	Observe func(ObservedSession) Observer
 
-	stop chan struct{} // closed when Shutdown gives up: kill retries end
+	stop      chan struct{} // closed when Shutdown gives up: kill retries end
+	reachable *wakeup       // fired when the backend is reachable again: kill retries go on
 }
 
 // Registry holds one session per instance, shared by every listener.
@@ -134,6 +135,7 @@ func New(cfg Config) (*Registry, error) {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	cfg.stop = make(chan struct{})
+	cfg.reachable = &wakeup{}
 	r := &Registry{cfg: cfg, slots: map[string]*slot{}, watchDone: make(chan struct{}), shutDown: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.watchCancel = cancel
@@ -319,8 +321,13 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 }
 
 // instanceEvent ends the session of an instance that stopped, and makes
-// the session of a renamed instance follow the new name.
+// the session of a renamed instance follow the new name; a backend
+// reachable again retries the kills that failed meanwhile.
 func (r *Registry) instanceEvent(ev InstanceEvent) {
+	if ev.Reachable {
+		r.cfg.reachable.fire()
+		return
+	}
 	r.mu.Lock()
 	sl := r.slots[ev.Instance.ID]
 	r.mu.Unlock()

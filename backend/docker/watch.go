@@ -32,14 +32,16 @@ var watchedActions = append([]events.Action{events.ActionRename}, goneActions...
 // is renamed (Instance.Name is the new name), until ctx is done (it then
 // returns nil). When the event stream drops it reconnects with exponential
 // backoff (at most 5 s apart), asking the engine for the events since the
-// last one seen, so none is lost or repeated while the engine keeps them. ev
-// runs on Watch's goroutine.
+// last one seen, so none is lost or repeated while the engine keeps them.
+// Once it is connected again after a failure it reports Reachable, so that
+// kills that failed while the engine was away are retried at once. ev runs
+// on Watch's goroutine.
 func (b *Backend) Watch(ctx context.Context, ev func(sessions.InstanceEvent)) error {
 	cur := cursor{since: time.Now()}
 	backoff := watchMinBackoff
-	for {
+	for failed := false; ; failed = true {
 		began := time.Now()
-		err := b.watchOnce(ctx, &cur, ev)
+		err := b.watchOnce(ctx, &cur, ev, failed)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -85,7 +87,7 @@ func (c *cursor) fresh(m events.Message) bool {
 	return true
 }
 
-func (b *Backend) watchOnce(ctx context.Context, cur *cursor, report func(sessions.InstanceEvent)) error {
+func (b *Backend) watchOnce(ctx context.Context, cur *cursor, report func(sessions.InstanceEvent), reconnect bool) error {
 	f := filters.NewArgs(filters.Arg("type", string(events.ContainerEventType)))
 	for _, a := range watchedActions {
 		f.Add("event", string(a))
@@ -98,6 +100,10 @@ func (b *Backend) watchOnce(ctx context.Context, cur *cursor, report func(sessio
 	// negotiates (and writes it). A versioned request here negotiates first.
 	if _, err := b.cli.ServerVersion(ctx); err != nil {
 		return b.engineErr("docker version", err)
+	}
+	if reconnect {
+		b.log.Info("docker: engine reachable again")
+		report(sessions.InstanceEvent{Reachable: true})
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	msgs, errs := b.cli.Events(sctx, events.ListOptions{

@@ -15,15 +15,27 @@ import (
 	"github.com/termgate/termgate/sessions"
 )
 
-// watch runs b.Watch until the test ends and returns what it reports.
+// watch runs b.Watch until the test ends and returns the instances it
+// reports gone.
 func watch(t *testing.T, b *Backend) <-chan sessions.Instance {
+	t.Helper()
+	gone, _ := watchAll(t, b)
+	return gone
+}
+
+// watchAll is watch that also returns the Reachable events.
+func watchAll(t *testing.T, b *Backend) (<-chan sessions.Instance, <-chan struct{}) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	gone := make(chan sessions.Instance, 64)
+	reachable := make(chan struct{}, 64)
 	done := make(chan error, 1)
 	go func() {
 		done <- b.Watch(ctx, func(ev sessions.InstanceEvent) {
-			if ev.Gone {
+			switch {
+			case ev.Reachable:
+				reachable <- struct{}{}
+			case ev.Gone:
 				gone <- ev.Instance
 			}
 		})
@@ -39,7 +51,7 @@ func watch(t *testing.T, b *Backend) <-chan sessions.Instance {
 			t.Errorf("Watch did not return after cancel")
 		}
 	})
-	return gone
+	return gone, reachable
 }
 
 func expectGone(t *testing.T, gone <-chan sessions.Instance, name, id string) {
@@ -92,15 +104,25 @@ func TestWatchReconnects(t *testing.T) {
 	second, secondID := runContainer(t, "--label", label)
 	unlabelled, _ := runContainer(t)
 	b := newBackend(t, Config{Client: cli, Label: label})
-	gone := watch(t, b)
+	gone, reachable := watchAll(t, b)
 
 	dockerCLI(t, "stop", "-t", "2", first)
 	expectGone(t, gone, first, firstID)
+	if len(reachable) != 0 {
+		t.Errorf("Reachable reported before any drop")
+	}
 
 	px.dropAll()
 	dockerCLI(t, "stop", "-t", "2", unlabelled)
 	dockerCLI(t, "stop", "-t", "2", second) // probably while reconnecting
 	expectGone(t, gone, second, secondID)
+	// The stream is back: the registry hears the engine is reachable (and
+	// retries the kills that failed meanwhile).
+	select {
+	case <-reachable:
+	case <-time.After(10 * time.Second):
+		t.Errorf("no Reachable within 10 s of the reconnect")
+	}
 	select {
 	case inst := <-gone:
 		t.Errorf("unexpected gone(%+v)", inst)
