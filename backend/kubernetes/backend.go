@@ -66,6 +66,8 @@ type Backend struct {
 	gatewayID string
 
 	kills procmark.Grouper // one kill exec at a time per pod and container
+
+	watchSynced func() // tests: called once Watch's informer has listed
 }
 
 var _ sessions.Backend = (*Backend)(nil)

@@ -13,8 +13,9 @@ import (
 )
 
 // executor returns an exec of command in the target's container, over a
-// WebSocket (GET, RBAC: get and create on pods/exec) and, when the server
-// refuses the upgrade, over SPDY (POST: create on pods/exec), as kubectl
+// WebSocket (a GET: RBAC get on pods/exec, and create as well on recent
+// API servers) and, when the server refuses the upgrade (a refusal by
+// RBAC included), over SPDY (a POST: create on pods/exec), as kubectl
 // does. Stderr is merged into stdout by the TTY; without one it is kept.
 func (b *Backend) executor(t target, command []string, tty bool) (remotecommand.Executor, error) {
 	req := b.cs.CoreV1().RESTClient().Post().
@@ -59,7 +60,7 @@ func (b *Backend) execErr(t target, err error) error {
 	msg := err.Error()
 	if strings.Contains(msg, "403") || strings.Contains(strings.ToLower(msg), "forbidden") {
 		return fmt.Errorf("kubernetes RBAC: the gateway may not exec in pod %q of namespace %q: grant its account \"create\" "+
-			"(SPDY) and \"get\" (WebSocket) on \"pods/exec\" (README, Kubernetes: the RBAC the gateway needs): %w", t.pod, b.ns, err)
+			"(and \"get\", for the WebSocket) on \"pods/exec\" (README, Kubernetes: the RBAC the gateway needs): %w", t.pod, b.ns, err)
 	}
 	return fmt.Errorf("kubernetes exec in pod %q container %q: %w", t.pod, t.container, err)
 }

@@ -83,12 +83,20 @@ func freeAddr(t *testing.T) string {
 
 func newGateway(t *testing.T) *gateway {
 	t.Helper()
-	needCluster(t)
-	bin := buildGateway(t)
 	state := t.TempDir()
 	if err := os.Chmod(state, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	return startGateway(t, state)
+}
+
+// startGateway runs the gateway with its state in state (a fresh client
+// key and token each time; the host key, and so the gateway's id, stays)
+// and extra flags.
+func startGateway(t *testing.T, state string, extra ...string) *gateway {
+	t.Helper()
+	needCluster(t)
+	bin := buildGateway(t)
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -113,6 +121,7 @@ func newGateway(t *testing.T) *gateway {
 		"--instance-label", runLabel,
 		"--ssh-addr", g.sshAddr, "--http-addr", g.httpAddr,
 		"--state-dir", state, "--log-level", "debug")
+	g.cmd.Args = append(g.cmd.Args, extra...)
 	g.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
 	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
 	if err := g.cmd.Start(); err != nil {
@@ -125,7 +134,10 @@ func newGateway(t *testing.T) *gateway {
 	t.Cleanup(g.stop)
 	deadline := time.Now().Add(waitFor)
 	for {
-		resp, err := http.Get("http://" + g.httpAddr + "/readyz")
+		// /readyz wants the token, as every route but /healthz.
+		req, _ := http.NewRequest(http.MethodGet, "http://"+g.httpAddr+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+g.token)
+		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
@@ -174,6 +186,7 @@ func (g *gateway) stop() {
 type term struct {
 	t      *testing.T
 	c      *gossh.Client
+	sess   *gossh.Session
 	stdin  io.Writer
 	out    *termtest.Stream
 	errOut *termtest.Stream
@@ -195,7 +208,7 @@ func (g *gateway) attachSSH(t *testing.T, pod string) *term {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm := &term{t: t, c: c, out: termtest.NewStream(), errOut: termtest.NewStream(), ended: make(chan struct{})}
+	tm := &term{t: t, c: c, sess: s, out: termtest.NewStream(), errOut: termtest.NewStream(), ended: make(chan struct{})}
 	s.Stdout, s.Stderr = tm.out, tm.errOut
 	if tm.stdin, err = s.StdinPipe(); err != nil {
 		t.Fatal(err)

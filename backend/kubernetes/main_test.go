@@ -60,8 +60,8 @@ func TestMain(m *testing.M) {
 }
 
 // goleakOptions ignores client-go's process-wide goroutines, which live as
-// long as the process by design (klog's flush daemon, the watch cache of
-// the shared transport).
+// long as the process by design (klog's flush daemon, the shared
+// transport's connections and certificate reloader).
 func goleakOptions() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreTopFunction("k8s.io/klog/v2.(*flushDaemon).run.func1"),
@@ -71,6 +71,13 @@ func goleakOptions() []goleak.Option {
 		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
 		goleak.IgnoreAnyFunction("golang.org/x/net/http2.(*ClientConn).readLoop"),
 		goleak.IgnoreAnyFunction("net/http.(*http2ClientConn).readLoop"),
+		// A kubeconfig with client certificate files gets a certificate
+		// reloader in the shared transport cache, for the process's life.
+		goleak.IgnoreAnyFunction("k8s.io/client-go/transport.(*dynamicClientCert).run"),
+		goleak.IgnoreAnyFunction("k8s.io/client-go/transport.(*dynamicClientCert).processNextWorkItem"),
+		goleak.IgnoreAnyFunction("k8s.io/client-go/util/workqueue.(*delayingType[...]).waitingLoop"),
+		goleak.IgnoreAnyFunction("k8s.io/apimachinery/pkg/util/wait.PollImmediateUntil"),
+		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/util/wait.PollImmediateUntilWithContext.poller.func1.1"),
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -28,7 +29,13 @@ func (b *Backend) Watch(ctx context.Context, ev func(sessions.InstanceEvent)) er
 	inf := factory.Core().V1().Pods().Informer()
 	q := &eventQueue{ready: make(chan struct{}, 1)}
 	if err := inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
-		if ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+		case apierrors.IsForbidden(err):
+			b.log.Error("kubernetes RBAC: the gateway may not list and watch pods: it does not see pods stop; "+
+				"grant its account \"list\" and \"watch\" on \"pods\" (README, Kubernetes: the RBAC the gateway needs)",
+				"namespace", b.ns, "err", err)
+		default:
 			b.log.Warn("kubernetes: pod watch dropped; client-go lists and watches again", "namespace", b.ns, "err", err)
 		}
 	}); err != nil {
@@ -42,6 +49,14 @@ func (b *Backend) Watch(ctx context.Context, ev func(sessions.InstanceEvent)) er
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
+	// Events queue up meanwhile; the tests need to know when the first
+	// list is in (a pod deleted before it is no change).
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil
+	}
+	if b.watchSynced != nil {
+		b.watchSynced()
+	}
 	for {
 		select {
 		case <-ctx.Done():

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"time"
 
+	"k8s.io/klog/v2"
+
 	"github.com/termgate/termgate/backend/kubernetes"
 	"github.com/termgate/termgate/sessions"
 )
@@ -13,6 +15,9 @@ import (
 // the pod's service account, ~/.kube/config), checks that it answers and
 // ends the shells an earlier run left in the namespace's pods.
 func newKubernetesBackend(ctx context.Context, o *options, id string, log *slog.Logger) (sessions.Backend, func(), error) {
+	// client-go reports stream troubles through klog (plain text on
+	// stderr by default): into the gateway's structured log with them.
+	klog.SetSlogLogger(log.With("component", "client-go"))
 	loaded, err := kubernetes.LoadConfig(o.kubeconfig)
 	if err != nil {
 		return nil, nil, err
@@ -36,6 +41,11 @@ func newKubernetesBackend(ctx context.Context, o *options, id string, log *slog.
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := b.Ping(pctx); err != nil {
+		return nil, nil, err
+	}
+	// Without these permissions sessions fail one by one later: say at
+	// once which are missing.
+	if err := b.CheckAccess(pctx); err != nil {
 		return nil, nil, err
 	}
 	log.Info("kubernetes backend", "server", loaded.REST.Host, "namespace", ns, "in_cluster", loaded.InCluster)
