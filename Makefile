@@ -37,8 +37,10 @@ run: build
 # The README's test command. Docker-, OpenSSH- and Chromium-backed tests
 # skip when their dependency is missing unless TERMGATE_REQUIRE_DOCKER=1 /
 # TERMGATE_REQUIRE_OPENSSH=1 / TERMGATE_REQUIRE_CHROMIUM=1 (CI sets all
-# three; the browser test also needs the bundled assets, hence web). Fuzz
-# seed corpora run as tests.
+# three; the browser test also needs the bundled assets, hence web). The
+# kubernetes backend's tests run when the test cluster (k8s-up) answers,
+# and fail without it when TERMGATE_REQUIRE_KUBERNETES=1 (CI). Fuzz seed
+# corpora run as tests.
 test: test-image web
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
@@ -76,7 +78,8 @@ soak: build test-image
 
 # The single-node Kubernetes test cluster (scripts/k8s-cluster.sh; build
 # cache and state in /var/cache/termgate-k8s, outside the repository; the
-# first build takes about 6 minutes of both cores). Needs root.
+# first build takes 6 minutes of both cores on a quiet machine, over 30 on a
+# busy one). Needs root.
 k8s-up:
 	bash scripts/k8s-cluster.sh up
 
