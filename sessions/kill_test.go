@@ -37,8 +37,9 @@ func TestFailedKillIsRetriedAndBlocksASecondShell(t *testing.T) {
 		t.Fatalf("%d shells started, want 1", n)
 	}
 	// The engine is back: the retry succeeds and the next attach gets a
-	// fresh shell.
-	waitFor(t, func() bool { return p.killCalled.Load() })
+	// fresh shell (killFailed is cleared just after the kill succeeds).
+	s, _ := c.session()
+	waitFor(t, func() bool { return p.killCalled.Load() && !s.killFailed.Load() })
 	c2 := attach(t, r, "web1", AttachOptions{})
 	defer c2.Detach()
 	if !c2.Info().New || fb.starts.Load() != 2 || p.kills.Load() != 4 {

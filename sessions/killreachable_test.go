@@ -36,7 +36,8 @@ func TestKillRetriedWhenBackendReachableAgain(t *testing.T) {
 	fb.mu.Unlock()
 	ev(InstanceEvent{Reachable: true}) // the backend's event stream reconnected
 
-	waitFor(t, func() bool { return p.killCalled.Load() })
+	// killFailed is cleared just after the kill succeeds.
+	waitFor(t, func() bool { return p.killCalled.Load() && !s.killFailed.Load() })
 	c2 := attach(t, r, "web1", AttachOptions{})
 	defer c2.Detach()
 	if !c2.Info().New || fb.starts.Load() != 2 || p.kills.Load() != 2 {

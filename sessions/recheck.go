@@ -37,13 +37,30 @@ func (s *Session) recheck() {
 	}
 	s.mu.Unlock()
 	for _, c := range check {
-		err := c.allowed(name)
-		if err == nil {
-			continue
-		}
-		if c.close(&RevokedError{Reason: err.Error()}, true) {
-			s.remove(c, "client disconnected: access revoked", "reason", err.Error())
-		}
+		s.recheckClient(c, name)
+	}
+}
+
+// Recheck asks the client's AttachOptions.Allowed again, as Registry.Recheck
+// does for every client, and disconnects it with a *RevokedError when
+// refused. A listener calls it when it knows its credentials lapse at a
+// given time (an SSH certificate's ValidBefore), with no reload to tell.
+func (c *Client) Recheck() {
+	s, _ := c.session()
+	if c.allowed == nil || s == nil {
+		return
+	}
+	s.recheckClient(c, s.Instance().Name)
+}
+
+// recheckClient disconnects c when its Allowed refuses name.
+func (s *Session) recheckClient(c *Client, name string) {
+	err := c.allowed(name)
+	if err == nil {
+		return
+	}
+	if c.close(&RevokedError{Reason: err.Error()}, true) {
+		s.remove(c, "client disconnected: access revoked", "reason", err.Error())
 	}
 }
 

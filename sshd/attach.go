@@ -62,6 +62,7 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		return 1
 	}
 	r.client = c
+	defer watchCertExpiry(sess, c)() // a certificate's end disconnects, as a revocation
 	sess.log.Info("attached", "instance", name, "session", c.Info().Session, "new", c.Info().New, "read_only", id.ReadOnly)
 	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New, "read_only", id.ReadOnly)
 	code := r.run()

@@ -126,8 +126,9 @@
 // credentials (revoke.go: the key still authorized, its instances= or
 // principals still matching the instance's current name), which the
 // registry asks on every attach, so before moving a client into the fresh
-// shell of a reset, and on Registry.Recheck after every reload. A refused
-// client reads "[termgate] access revoked: ...; disconnected", gets exit
+// shell of a reset, on Registry.Recheck after every reload, and at the
+// ValidBefore of the certificate a client attached with (certexpiry.go). A
+// refused client reads "[termgate] access revoked: ...; disconnected", gets exit
 // status 1, and its whole connection is closed.
 //
 // # Refused

@@ -2,6 +2,7 @@ package sshd
 
 import (
 	"errors"
+	"time"
 
 	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
@@ -22,11 +23,16 @@ var (
 // trusted, neither revoked, still valid) and its instance patterns must
 // still match the instance's current name. The registry asks it on every
 // attach, so also before moving the client into a fresh shell after a
-// reset, and on Recheck after every reload of the credentials.
+// reset, on Recheck after every reload of the credentials, and when the
+// client's certificate expires (certexpiry.go).
 func (s *Server) stillAllowed(sess *session, key gossh.PublicKey) func(instance string) error {
 	remote := sess.RemoteAddr()
 	return func(instance string) error {
 		id, err := s.authorize(key, remote)
+		if at, ok := certExpiry(key); err != nil && ok && !time.Now().Before(at) {
+			sess.log.Info("access revoked: the certificate expired", "instance", instance, "err", err)
+			return errCertExpired
+		}
 		if err != nil {
 			sess.log.Info("access revoked: the key is no longer authorized", "instance", instance, "err", err)
 			return errKeyRevoked
