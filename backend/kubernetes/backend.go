@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -49,6 +51,19 @@ type Config struct {
 	// GATEWAYID.SESSION and Sweep ends only markers with this prefix. Empty
 	// means Sweep ends every termgate shell in the namespace's instances.
 	GatewayID string
+
+	// Durable makes Start hold new sessions in a holder program that it
+	// copies into the pod over exec (holder_*.go), so they outlive the
+	// gateway, and makes the Backend a sessions.Adopter. A pod that cannot
+	// host the holder gets an ordinary session (a warning in the log).
+	Durable bool
+	// Holder is the holder binary to copy; nil means holderbin.Load().
+	Holder *holderbin.Binary
+	// IdleTimeout and BufferSize are a held session's idle timeout and
+	// replay buffer, which its holder enforces even with no gateway
+	// running; zero means 30 minutes and 64 KiB.
+	IdleTimeout time.Duration
+	BufferSize  int
 }
 
 // Backend implements sessions.Backend over the Kubernetes API.
@@ -64,6 +79,7 @@ type Backend struct {
 	log       *slog.Logger
 	selfPod   string
 	gatewayID string
+	held      *heldConfig // nil unless Config.Durable
 
 	kills procmark.Grouper // one kill exec at a time per pod and container
 
@@ -99,6 +115,13 @@ func New(cfg Config) (*Backend, error) {
 	}
 	if b.log == nil {
 		b.log = slog.Default()
+	}
+	if cfg.Durable {
+		h, err := newHeldConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
+		b.held = h
 	}
 	if cfg.Label != "" {
 		key, val, hasValue := strings.Cut(cfg.Label, "=")

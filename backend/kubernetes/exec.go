@@ -18,16 +18,22 @@ import (
 // RBAC included), over SPDY (a POST: create on pods/exec), as kubectl
 // does. Stderr is merged into stdout by the TTY; without one it is kept.
 func (b *Backend) executor(t target, command []string, tty bool) (remotecommand.Executor, error) {
+	return b.newExecutor(t, &corev1.PodExecOptions{
+		Container: t.container,
+		Command:   command,
+		Stdin:     tty,
+		Stdout:    true,
+		Stderr:    !tty,
+		TTY:       tty,
+	})
+}
+
+// newExecutor is executor for any options (the holder's execs have stdin
+// without a TTY).
+func (b *Backend) newExecutor(t target, opts *corev1.PodExecOptions) (remotecommand.Executor, error) {
 	req := b.cs.CoreV1().RESTClient().Post().
 		Resource("pods").Namespace(b.ns).Name(t.pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{
-			Container: t.container,
-			Command:   command,
-			Stdin:     tty,
-			Stdout:    true,
-			Stderr:    !tty,
-			TTY:       tty,
-		}, scheme.ParameterCodec)
+		VersionedParams(opts, scheme.ParameterCodec)
 	ws, err := remotecommand.NewWebSocketExecutor(b.rest, "GET", req.URL().String())
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes exec over WebSocket: %w", err)

@@ -78,6 +78,9 @@ func goleakOptions() []goleak.Option {
 		goleak.IgnoreAnyFunction("k8s.io/client-go/util/workqueue.(*delayingType[...]).waitingLoop"),
 		goleak.IgnoreAnyFunction("k8s.io/apimachinery/pkg/util/wait.PollImmediateUntil"),
 		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/util/wait.PollImmediateUntilWithContext.poller.func1.1"),
+		// A cancelled WebSocket exec's ping loop ends at its next ping
+		// (client-go's pingPeriod), on the closed connection.
+		goleak.IgnoreTopFunction("k8s.io/client-go/tools/remotecommand.(*heartbeat).start"),
 	}
 }
 

@@ -33,6 +33,15 @@ func (b *Backend) Start(ctx context.Context, inst sessions.Instance, spec sessio
 		return nil, err
 	}
 	marker, size, term := sh.Marker, sh.Size, sh.Term
+	if b.held != nil {
+		p, err := b.startHeld(ctx, inst, t, spec, size, term)
+		var cannot *errCannotHold
+		if !errors.As(err, &cannot) {
+			return p, err
+		}
+		b.log.Warn("kubernetes: this pod cannot hold a durable session; starting an ordinary one, which ends with the gateway",
+			"instance", inst.Name, "reason", cannot.why)
+	}
 	cmd := append([]string{"/bin/sh", "-c", envWrapper, "termgate-shell", term, marker}, b.command(spec.Shell)...)
 	ex, err := b.executor(t, cmd, true)
 	if err != nil {

@@ -81,7 +81,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.recordDir, "record-dir", "", "record every session as an asciicast v2 file DIR/INSTANCE/SESSION.cast (created 0700; files 0600)")
 	fs.StringVar(&recordMax, "record-max-size", "0", "with --record-dir: cut a recording that reaches this size (bytes, or KiB/MiB/GiB; 0: unlimited); the session goes on")
 	fs.BoolVar(&o.recordInput, "record-input", false, "with --record-dir: also record what clients type (\"i\" events); off by default because input holds passwords")
-	fs.BoolVar(&o.durable, "durable", false, "hold each session inside its instance (a holder program the gateway copies there), so that shells outlive gateway restarts, upgrades and crashes and several gateways can serve them; needs --backend docker")
+	fs.BoolVar(&o.durable, "durable", false, "hold each session inside its instance (a holder program the gateway copies there), so that shells outlive gateway restarts, upgrades and crashes and several gateways can serve them; needs --backend docker or kubernetes")
 	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
 
 	if err := fs.Parse(args); err != nil {
@@ -156,11 +156,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if o.backend != "kubernetes" && (o.kubeconfig != "" || o.kubeNamespace != "") {
 		return nil, errors.New("--kubeconfig and --kube-namespace go with --backend kubernetes")
 	}
-	if o.durable && o.backend == "kubernetes" {
-		return nil, errors.New("--durable is not available with --backend kubernetes yet: sessions in pods end when the gateway stops (drop --durable or TERMGATE_DURABLE)")
-	}
-	if o.durable && o.backend != "docker" {
-		return nil, errors.New("--durable needs --backend docker: a local shell is the gateway's own child and cannot outlive it (drop --durable or TERMGATE_DURABLE)")
+	if o.durable && o.backend == "local" {
+		return nil, errors.New("--durable needs --backend docker or kubernetes: a local shell is the gateway's own child and cannot outlive it (drop --durable or TERMGATE_DURABLE)")
 	}
 	o.allowedOrigins = splitList(origins)
 	o.localInstances = splitList(locals)

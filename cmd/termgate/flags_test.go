@@ -44,7 +44,6 @@ func TestFlagErrorsAreClear(t *testing.T) {
 		{[]string{"--buffer-size", "lots"}, nil, "not a size"},
 		{[]string{"--backend", "k8s"}, nil, "use docker, kubernetes or local"},
 		{[]string{"--kube-namespace", "dev"}, nil, "go with --backend kubernetes"},
-		{[]string{"--backend", "kubernetes", "--durable"}, nil, "not available with --backend kubernetes"},
 		{nil, map[string]string{"TERMGATE_KUBECONFIG": "/k"}, "go with --backend kubernetes"},
 		{nil, map[string]string{"TERMGATE_IDLE_TIMEOUT": "soon"}, "TERMGATE_IDLE_TIMEOUT"},
 		{[]string{"--idle-timeout", "-1s"}, nil, "must be positive"},
@@ -53,8 +52,8 @@ func TestFlagErrorsAreClear(t *testing.T) {
 		{nil, map[string]string{"TERMGATE_REPLAY": "tmux"}, "use screen"},
 		{[]string{"--scrollback", "1KiB"}, nil, "at least 10KiB"},
 		{[]string{"--scrollback", "64MiB"}, nil, "at most 8MiB"},
-		{[]string{"--durable", "--backend", "local"}, nil, "--durable needs --backend docker"},
-		{[]string{"--backend", "local"}, map[string]string{"TERMGATE_DURABLE": "true"}, "--durable needs --backend docker"},
+		{[]string{"--durable", "--backend", "local"}, nil, "--durable needs --backend docker or kubernetes"},
+		{[]string{"--backend", "local"}, map[string]string{"TERMGATE_DURABLE": "true"}, "--durable needs --backend docker or kubernetes"},
 		{nil, map[string]string{"TERMGATE_DURABLE": "maybe"}, "TERMGATE_DURABLE"},
 	}
 	for _, tt := range tests {
@@ -99,6 +98,7 @@ func TestDurableFlag(t *testing.T) {
 	}{
 		{nil, nil, false},
 		{[]string{"--durable"}, nil, true},
+		{[]string{"--durable", "--backend", "kubernetes"}, nil, true},
 		{nil, map[string]string{"TERMGATE_DURABLE": "true"}, true},
 		{[]string{"--durable=false"}, map[string]string{"TERMGATE_DURABLE": "true"}, false}, // the flag wins
 	} {

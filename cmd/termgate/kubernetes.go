@@ -34,6 +34,9 @@ func newKubernetesBackend(ctx context.Context, o *options, id string, log *slog.
 		Logger:    log,
 		SelfPod:   loaded.SelfPod,
 		GatewayID: id,
+		// With --durable the holders enforce the idle timeout and keep
+		// the replay themselves, so they get the same settings.
+		Durable: o.durable, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize,
 	})
 	if err != nil {
 		return nil, nil, err
