@@ -41,6 +41,9 @@ type config struct {
 	durable     bool     // also measure the durable paths (a second gateway with --durable)
 	holder      string   // holder binary for the durable gateway (TERMGATE_HOLDER_BINARY)
 	gatewayEnv  []string // extra environment of the gateway (set for the durable one)
+	kubernetes  string   // auto, off or only (k8s.go)
+	kubeconfig  string
+	kubeImage   string
 }
 
 type listFlag []string
@@ -70,6 +73,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Var(gw, "gateway-arg", "extra argument for termgate (repeatable), e.g. -gateway-arg=--buffer-size=1MiB")
 	fs.BoolVar(&c.durable, "durable", true, "also measure the durable paths: a second gateway with --durable, compared with the in-gateway paths")
 	fs.StringVar(&c.holder, "holder", "", "holder binary for the durable gateway (TERMGATE_HOLDER_BINARY; default: the one the termgate binary embeds)")
+	fs.StringVar(&c.kubernetes, "kubernetes", "auto", "the Kubernetes paths (termgate --backend kubernetes vs a direct client-go exec): auto (when the cluster answers), off, or only (no Docker paths)")
+	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "the Kubernetes paths' cluster (default: KUBECONFIG, else the test cluster of scripts/k8s-cluster.sh)")
+	fs.StringVar(&c.kubeImage, "kube-image", "localhost/busybox:1", "image of the Kubernetes paths' pods (the test cluster has the default)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -95,6 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-scale-clients %d: use 0..%d", c.scale, maxScale)
 	case c.timeout <= 0:
 		return nil, fmt.Errorf("-timeout must be positive")
+	case c.kubernetes != "auto" && c.kubernetes != "off" && c.kubernetes != "only":
+		return nil, fmt.Errorf("-kubernetes %q: use auto, off or only", c.kubernetes)
 	}
 	return c, nil
 }
@@ -126,6 +134,9 @@ func run(ctx context.Context, cfg *config) int {
 	if err := checkOut(cfg.out); err != nil {
 		fmt.Fprintln(os.Stderr, "tgbench:", err)
 		return 1
+	}
+	if cfg.kubernetes == "only" {
+		return runKubernetes(ctx, cfg, logf)
 	}
 	started := time.Now()
 	env, err := setup(ctx, cfg, logf)
@@ -160,7 +171,7 @@ func run(ctx context.Context, cfg *config) int {
 		}
 		logf("results written to %s", cfg.out)
 	}
-	if len(rep.Errors) > 0 {
+	if runKubernetes(ctx, cfg, logf) != 0 || len(rep.Errors) > 0 {
 		return 1
 	}
 	return 0
