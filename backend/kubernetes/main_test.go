@@ -44,7 +44,9 @@ func TestMain(m *testing.M) {
 	if clusterErr == nil {
 		// The namespace's pods go with it, in the background.
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_ = clusterCS.CoreV1().Namespaces().Delete(ctx, testNS, metav1.DeleteOptions{})
+		if err := clusterCS.CoreV1().Namespaces().Delete(ctx, testNS, metav1.DeleteOptions{}); err != nil {
+			fmt.Fprintf(os.Stderr, "delete the test namespace %s: %v (the next run deletes it after an hour)\n", testNS, err)
+		}
 		cancel()
 		if g := gatewayBinDir; g != "" {
 			_ = os.RemoveAll(g)
@@ -113,7 +115,10 @@ func prepareCluster() error {
 	if err := b.Ping(ctx); err != nil {
 		return err
 	}
-	_, err = b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: testNS}}, metav1.CreateOptions{})
+	deleteStaleNamespaces(ctx, b.cs)
+	_, err = b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: testNS, Labels: map[string]string{testNSLabel: "1"},
+	}}, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("create namespace %s: %w", testNS, err)
 	}
@@ -131,6 +136,24 @@ func prepareCluster() error {
 	}
 	cluster, clusterCS = loaded, b.cs
 	return nil
+}
+
+// testNSLabel marks the runs' namespaces.
+const testNSLabel = "termgate.test/namespace"
+
+// deleteStaleNamespaces deletes the namespaces of runs that ended over an
+// hour ago without deleting theirs (killed, or the API server away at the
+// end), so that a long-lived test cluster does not fill up.
+func deleteStaleNamespaces(ctx context.Context, cs kubernetes.Interface) {
+	list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: testNSLabel})
+	if err != nil {
+		return
+	}
+	for _, ns := range list.Items {
+		if time.Since(ns.CreationTimestamp.Time) > time.Hour && ns.DeletionTimestamp == nil {
+			_ = cs.CoreV1().Namespaces().Delete(ctx, ns.Name, metav1.DeleteOptions{})
+		}
+	}
 }
 
 func needCluster(t *testing.T) {
