@@ -9,12 +9,14 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 	gossh "golang.org/x/crypto/ssh"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -191,4 +193,63 @@ func (g *gateway) sessions(t *testing.T) []map[string]any {
 		t.Fatalf("GET /api/sessions: %s %s", resp.Status, body)
 	}
 	return out
+}
+
+func TestGatewayPodEvictionEndsTheSession(t *testing.T) {
+	g := newGateway(t)
+	pod := runPod(t, nil)
+	w, _ := g.attachWS(t, pod)
+	w.send("echo up-$((40+2))")
+	w.expect("up-42")
+
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	err := clusterCS.PolicyV1().Evictions(testNS).Evict(ctx, &policyv1.Eviction{
+		ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: testNS},
+	})
+	if err != nil {
+		t.Fatalf("evict %s: %v", pod, err)
+	}
+	ev := w.next()
+	if msg, _ := ev["message"].(string); ev["type"] != "error" || !strings.Contains(msg, "stopped") {
+		t.Errorf("the WebSocket client got %v, want an error event saying the instance stopped", ev)
+	}
+}
+
+// TestGatewaySIGTERMEndsEverySession: the gateway tells its clients, ends
+// every session, leaves no process in the pod and exits within 10 s.
+func TestGatewaySIGTERMEndsEverySession(t *testing.T) {
+	g := newGateway(t)
+	pod := runPod(t, nil)
+	s := g.attachSSH(t, pod)
+	s.send("sleep 9753 & echo bg-$((1+1))")
+	s.expect("bg-2")
+	other := runPod(t, nil)
+	w, _ := g.attachWS(t, other)
+	w.send("sleep 9754 & echo bg-$((1+2))")
+	w.expect("bg-3")
+
+	start := time.Now()
+	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-g.exited:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("the gateway did not exit within 10s of SIGTERM:\n%s", g.logs)
+	}
+	t.Logf("the gateway exited %s after SIGTERM", time.Since(start).Round(10*time.Millisecond))
+	select {
+	case <-s.ended:
+	case <-time.After(waitFor):
+		t.Fatal("the SSH session did not end with the gateway")
+	}
+	if !regexp.MustCompile(`\[termgate\]`).MatchString(s.errOut.String()) {
+		t.Errorf("the SSH client got no notice; stderr %q", s.errOut.String())
+	}
+	for _, p := range []string{pod, other} {
+		if ps := markedProcesses(t, p); len(ps) > 0 {
+			t.Errorf("processes of the gateway's sessions left in %s after SIGTERM:\n%s", p, strings.Join(ps, "\n"))
+		}
+	}
 }

@@ -53,9 +53,20 @@ func TestMain(m *testing.M) {
 		}
 	}
 	if code == 0 {
-		if err := goleak.Find(goleakOptions()...); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
+		// The WebSocket executor's heartbeat ends at its next ping (every
+		// 5 s) after a stream the client closed: wait up to 8 s for it.
+		deadline := time.Now().Add(8 * time.Second)
+		for {
+			err := goleak.Find(goleakOptions()...)
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+				code = 1
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
 		}
 	}
 	os.Exit(code)

@@ -109,7 +109,8 @@ func TestKillEndsTheShellAndItsJobs(t *testing.T) {
 	b := clusterBackend(t, Config{})
 	pod := runPod(t, nil)
 	other := startShell(t, b, pod, sessions.StartSpec{})
-	other.send("sleep 4321 &")
+	other.send("sleep 4321 & echo other-$((1+1))")
+	other.expect("other-2")
 	s := startShell(t, b, pod, sessions.StartSpec{})
 	s.send("sleep 1234 & setsid sleep 1235 & echo started-$((1+1))")
 	s.expect("started-2")
@@ -138,7 +139,8 @@ func TestSweepEndsOrphansOfThisGateway(t *testing.T) {
 	pod := runPod(t, nil)
 	other := clusterBackend(t, Config{GatewayID: "tgother"})
 	keep := startShell(t, other, pod, sessions.StartSpec{})
-	keep.send("sleep 5678 &")
+	keep.send("sleep 5678 & echo kept-$((1+1))")
+	keep.expect("kept-2")
 
 	b := clusterBackend(t, Config{GatewayID: "tgsweep"})
 	inst, err := b.Lookup(context.Background(), pod)
@@ -151,12 +153,20 @@ func TestSweepEndsOrphansOfThisGateway(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := io.WriteString(p, "sleep 8765 &\r"); err != nil {
+	out := termtest.NewStream()
+	var copied sync.WaitGroup
+	copied.Go(func() { _, _ = io.Copy(out, p) })
+	if _, err := io.WriteString(p, "sleep 8765 & echo orphaned-$((1+1))\r"); err != nil {
 		t.Fatal(err)
 	}
-	// The stream goes, as when a gateway dies: the shell stays.
-	time.Sleep(500 * time.Millisecond)
+	// Once the shell has run the job (input still in flight when the
+	// stream closes can be lost: it failed so under load), the stream
+	// goes, as when a gateway dies: the shell stays.
+	if m, _ := out.WaitFor(regexp.MustCompile("orphaned-2"), 0, 20*time.Second); m == nil {
+		t.Fatalf("the orphan's shell never ran the job: %q", out.String())
+	}
 	p.(*process).close()
+	copied.Wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(strings.Join(markedProcesses(t, pod), "\n"), "sleep 8765") {
 		if time.Now().After(deadline) {
