@@ -388,8 +388,9 @@ func (k *k8sEnv) open(ctx context.Context, path string) (*shell, error) {
 }
 
 // timeAttach times a dial to the first byte of output (the replay of an
-// existing termgate session; the prompt of a fresh exec).
-func (k *k8sEnv) timeAttach(ctx context.Context, path string, then func(*shell) error) (time.Duration, error) {
+// existing termgate session) or, with untilPrompt, to the shell's prompt
+// (see the Docker paths' timeAttach).
+func (k *k8sEnv) timeAttach(ctx context.Context, path string, untilPrompt bool, then func(*shell) error) (time.Duration, error) {
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	t0 := time.Now()
@@ -400,11 +401,10 @@ func (k *k8sEnv) timeAttach(ctx context.Context, path string, then func(*shell) 
 	s := newShell(ctx, t, path)
 	defer s.Close()
 	s.bound(dialTimeout)
-	n, err := s.Read(s.buf)
-	d := time.Since(t0)
-	if n == 0 {
-		return 0, fmt.Errorf("no output after attaching: %w", err)
+	if err := s.firstOutput(untilPrompt); err != nil {
+		return 0, err
 	}
+	d := time.Since(t0)
 	if then != nil {
 		return d, then(s)
 	}
@@ -484,7 +484,7 @@ func (k *k8sEnv) measure(ctx context.Context, rep *Report, logf func(string, ...
 			if failed[p] != nil {
 				continue
 			}
-			d, err := k.timeAttach(ctx, p, nil)
+			d, err := k.timeAttach(ctx, p, p == pathK8sDirect, nil)
 			if err != nil {
 				failed[p] = fmt.Errorf("attach %d: %w", i+1, cause(ctx, err))
 				continue
@@ -529,7 +529,7 @@ func (k *k8sEnv) attachNew(ctx context.Context, rep *Report) {
 			if has, err := hasSession(ctx, g, inst); err != nil {
 				return err
 			} else if has {
-				if _, err := k.timeAttach(ctx, p, exit); err != nil {
+				if _, err := k.timeAttach(ctx, p, true, exit); err != nil {
 					return err
 				}
 				if err := waitNoSession(ctx, g, inst); err != nil {
@@ -537,7 +537,7 @@ func (k *k8sEnv) attachNew(ctx context.Context, rep *Report) {
 				}
 			}
 			for i := 0; i < n; i++ {
-				d, err := k.timeAttach(ctx, p, exit)
+				d, err := k.timeAttach(ctx, p, true, exit)
 				if err != nil {
 					return fmt.Errorf("attach %d: %w", i+1, cause(ctx, err))
 				}

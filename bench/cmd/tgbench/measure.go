@@ -354,10 +354,13 @@ func (s *shell) readByte(b byte) (rest []byte, err error) {
 	}
 }
 
-// timeAttach dials path and times it to the first byte of terminal output:
-// the replay for an existing termgate session, the prompt for a new shell.
-// then, when not nil, runs on the still open terminal.
-func timeAttach(ctx context.Context, e *env, path, instance string, then func(*shell) error) (time.Duration, error) {
+// timeAttach dials path and times it to the first byte of terminal output
+// (the replay of an existing termgate session), or with untilPrompt to the
+// shell's prompt: a new termgate session's first bytes are the snapshot of
+// its still empty screen, sent before the shell has printed anything, so
+// they would flatter termgate against a fresh exec's prompt. then, when not
+// nil, runs on the still open terminal.
+func timeAttach(ctx context.Context, e *env, path, instance string, untilPrompt bool, then func(*shell) error) (time.Duration, error) {
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
 	t0 := time.Now()
@@ -374,11 +377,10 @@ func timeAttach(ctx context.Context, e *env, path, instance string, then func(*s
 	s := newShell(ctx, t, path)
 	defer s.Close()
 	s.bound(dialTimeout)
-	n, err := s.Read(s.buf)
-	d := time.Since(t0)
-	if n == 0 {
-		return 0, fmt.Errorf("no output after attaching: %w", err)
+	if err := s.firstOutput(untilPrompt); err != nil {
+		return 0, err
 	}
+	d := time.Since(t0)
 	if then != nil {
 		return d, then(s)
 	}
@@ -396,7 +398,7 @@ func attachExisting(ctx context.Context, e *env, cfg *config, rep *Report) {
 			if failed[p] != nil {
 				continue
 			}
-			d, err := timeAttach(ctx, e, p, instanceFor(e, p), nil)
+			d, err := timeAttach(ctx, e, p, instanceFor(e, p), p == pathDirect, nil)
 			if err != nil {
 				failed[p] = fmt.Errorf("attach %d: %w", i+1, cause(ctx, err))
 				continue
@@ -440,7 +442,7 @@ func attachNew(ctx context.Context, e *env, cfg *config, rep *Report) {
 		err := func() error {
 			if p == pathOpenSSH { // every login is a fresh docker exec
 				for i := 0; i < n; i++ {
-					d, err := timeAttach(ctx, e, p, inst, exit)
+					d, err := timeAttach(ctx, e, p, inst, true, exit)
 					if err != nil {
 						return fmt.Errorf("attach %d: %w", i+1, cause(ctx, err))
 					}
@@ -452,7 +454,7 @@ func attachNew(ctx context.Context, e *env, cfg *config, rep *Report) {
 				return fmt.Errorf("ending the earlier session: %w", err)
 			}
 			for i := 0; i < n; i++ {
-				d, err := timeAttach(ctx, e, p, inst, exit)
+				d, err := timeAttach(ctx, e, p, inst, true, exit)
 				if err != nil {
 					return fmt.Errorf("attach %d: %w", i+1, cause(ctx, err))
 				}
@@ -492,7 +494,7 @@ func endSession(ctx context.Context, e, ge *env, path, instance string, exit fun
 	if err != nil || !has {
 		return err
 	}
-	if _, err := timeAttach(ctx, e, path, instance, exit); err != nil {
+	if _, err := timeAttach(ctx, e, path, instance, true, exit); err != nil {
 		return err
 	}
 	return waitNoSession(ctx, ge, instance)

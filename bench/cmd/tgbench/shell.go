@@ -179,3 +179,39 @@ func (s *scanner) scan(p []byte) bool {
 	}
 	return false
 }
+
+// firstOutput reads the first output after a dial: one read, or with
+// untilPrompt until the shell's prompt has arrived.
+func (s *shell) firstOutput(untilPrompt bool) error {
+	var seen []byte
+	for {
+		n, err := s.Read(s.buf)
+		if n > 0 && !untilPrompt {
+			return nil
+		}
+		// Keep a short tail: the prompt may be split across reads, and an
+		// error shows what came last.
+		seen = append(seen, s.buf[:n]...)
+		if promptEnd(seen) {
+			return nil
+		}
+		if len(seen) > 200 {
+			seen = seen[len(seen)-200:]
+		}
+		if err != nil {
+			return fmt.Errorf("no output (or no prompt) after attaching (last bytes %q): %w", seen, err)
+		}
+	}
+}
+
+// promptEnd reports whether p holds the end of a prompt: "# " or "$ " as
+// the shell prints it, or "#" or "$" at the end of a row as a termgate
+// snapshot draws it (trailing blanks become a line end or a cursor move).
+func promptEnd(p []byte) bool {
+	for _, m := range []string{"# ", "$ ", "#\x1b", "$\x1b", "#\r", "$\r"} {
+		if bytes.Contains(p, []byte(m)) {
+			return true
+		}
+	}
+	return false
+}

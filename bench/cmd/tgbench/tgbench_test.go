@@ -226,3 +226,18 @@ func TestPairedRatiosAndCPUReference(t *testing.T) {
 		}
 	}
 }
+
+func TestPromptEnd(t *testing.T) {
+	for in, want := range map[string]bool{
+		"/ # ":                       true,
+		"~ $ ":                       true,
+		"\x1b[H\x1b[2J/ #\x1b[1;5H":  true, // a snapshot of a fresh shell
+		"/ #\r\n\r\n\x1b[m\x1b[6;5H": true, // the same on a taller screen
+		"\x1b[?1049l\x1b[!p\x1b[m\x1b[r\x1b[?6l\x1b[?7h\x1b[H\x1b[2J": false, // a snapshot of an empty screen
+		"": false,
+	} {
+		if got := promptEnd([]byte(in)); got != want {
+			t.Errorf("promptEnd(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
