@@ -24,9 +24,9 @@ func TestExpiringCertificateIsDisconnected(t *testing.T) {
 	}
 	cas.cur.Store(parsed)
 	f := newFixture(t, func(c *Config) { c.UserCAs = cas })
-	// Valid for 2–3 s (whole seconds): long enough to attach, short enough
-	// for the test.
-	validBefore := time.Unix(time.Now().Add(3*time.Second).Unix(), 0)
+	// Valid for 5–6 s (whole seconds): long enough to attach even on a
+	// loaded CI machine, short enough for the test.
+	validBefore := time.Unix(time.Now().Add(6*time.Second).Unix(), 0)
 	cert := &gossh.Certificate{
 		Key: user.PublicKey(), Serial: 8, CertType: gossh.UserCert, KeyId: "dave",
 		ValidPrincipals: []string{"web*"},
