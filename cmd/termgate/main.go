@@ -46,6 +46,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "termgate:", err)
 		os.Exit(2)
 	}
+	setProcs(os.Getenv, log)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := run(ctx, opts, log); err != nil {
