@@ -17,8 +17,10 @@ import (
 const pathCLI = "docker exec -t"
 
 // cpuPaths are the paths whose relay CPU is measured, in the order of the
-// first round.
+// first round (with -relay, the relay process's too: cpuPathsFor).
 var cpuPaths = []string{pathCLI, pathSSH, pathWS}
+
+func cpuPathsFor(cfg *config) []string { return withRelay(cfg, cpuPaths) }
 
 // cpuPerGB measures the gateway's CPU time (utime+stime of its process,
 // from /proc/PID/stat) while it relays N bytes of output to one client, and
@@ -36,23 +38,27 @@ func cpuPerGB(ctx context.Context, e *env, cfg *config, shells map[string]*shell
 	// length does: allow 0.5 MB/s.
 	timeout := max(time.Minute, time.Duration(n/500_000)*time.Second)
 	failed := map[string]error{}
-	for _, p := range []string{pathSSH, pathWS} {
+	ps := cpuPathsFor(cfg)
+	for _, p := range ps[1:] { // all but the CLI have a shell
 		if shells[p] == nil || shells[p].term == nil {
 			failed[p] = errors.New("no shell (see the log above)")
 		}
 	}
 	samples := map[string][]float64{}
 	for r := 0; r < cfg.runs && ctx.Err() == nil; r++ {
-		for _, p := range rotate(cpuPaths, r) {
+		for _, p := range rotate(ps, r) {
 			if failed[p] != nil {
 				continue
 			}
 			var cpu time.Duration
 			var err error
-			if p == pathCLI {
+			switch p {
+			case pathCLI:
 				cpu, err = cliCPU(ctx, e, gen, timeout)
-			} else {
-				cpu, err = gatewayCPU(e, shells[p], gen, n, timeout)
+			case pathRelay:
+				cpu, err = streamCPU(e.relay.pid(), shells[p], gen, n, timeout)
+			default:
+				cpu, err = streamCPU(e.cmd.Process.Pid, shells[p], gen, n, timeout)
 			}
 			if err != nil {
 				failed[p] = fmt.Errorf("run %d: %w", r+1, cause(ctx, err))
@@ -63,25 +69,28 @@ func cpuPerGB(ctx context.Context, e *env, cfg *config, shells map[string]*shell
 			}
 			samples[p] = append(samples[p], cpu.Seconds()/(float64(n)/1e9))
 		}
-		logf("  run %d: %s %.1f  ssh %.1f  websocket %.1f CPU-s/GB", r+1,
-			pathCLI, last(samples[pathCLI]), last(samples[pathSSH]), last(samples[pathWS]))
+		logf("  run %d: %s %.1f  ssh %.1f  websocket %.1f  relay %.1f CPU-s/GB", r+1,
+			pathCLI, last(samples[pathCLI]), last(samples[pathSSH]), last(samples[pathWS]), last(samples[pathRelay]))
 	}
-	for _, p := range cpuPaths {
+	for _, p := range ps {
 		if failed[p] != nil {
 			rep.fail("cpu_per_gb", p, failed[p])
 			continue
 		}
 		note := "gateway process"
-		if p == pathCLI {
+		switch p {
+		case pathCLI:
 			note = "docker CLI process, output to /dev/null"
+		case pathRelay:
+			note = relayCPUNote
 		}
 		rep.addSamples(ctx, "cpu_per_gb", p, median(samples[p]), samples[p], cfg.runs, note)
 	}
 }
 
-// gatewayCPU runs gen in s and returns the gateway's CPU time meanwhile.
-func gatewayCPU(e *env, s *shell, gen string, n int, timeout time.Duration) (time.Duration, error) {
-	pid := e.cmd.Process.Pid
+// streamCPU runs gen in s and returns the CPU time of process pid (the
+// gateway, or the relay) meanwhile.
+func streamCPU(pid int, s *shell, gen string, n int, timeout time.Duration) (time.Duration, error) {
 	before, err := procCPU(pid)
 	if err != nil {
 		return 0, err

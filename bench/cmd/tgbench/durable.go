@@ -54,6 +54,7 @@ func setupDurable(ctx context.Context, cfg *config, e *env, logf func(string, ..
 	dcfg := *cfg
 	dcfg.gatewayArgs = append([]string{"--durable"}, cfg.gatewayArgs...)
 	dcfg.openssh = false // one anchor is enough: the first run's
+	dcfg.relay = false
 	if cfg.holder != "" {
 		abs, err := filepath.Abs(cfg.holder)
 		if err != nil {

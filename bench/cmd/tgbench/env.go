@@ -62,6 +62,8 @@ type env struct {
 	logPath    string
 	openssh    *openSSH // the OpenSSH anchor; nil when it did not start
 	opensshErr error    // why it did not start
+	relay      *relay   // the relay anchor (relay.go); nil when it did not start
+	relayErr   error    // why it did not start
 	sshAddr    string
 	webAddr    string
 
@@ -119,6 +121,12 @@ func setup(ctx context.Context, cfg *config, logf func(string, ...any)) (e *env,
 			e.opensshErr = err
 		} else {
 			logf("OpenSSH anchor up: sshd on %s, ForceCommand docker exec -it %s", e.openssh.addr, e.instance(0))
+		}
+	}
+	if cfg.relay {
+		if err := e.startRelay(ctx); err != nil {
+			logf("relay anchor: %v", err) // only its metrics fail
+			e.relayErr = err
 		}
 	}
 	return e, nil
@@ -415,6 +423,10 @@ func (e *env) teardown(logf func(string, ...any)) error {
 		logf("stopping the OpenSSH anchor")
 		e.openssh.stop()
 		e.openssh = nil
+	}
+	if e.relay != nil {
+		e.relay.stop()
+		e.relay = nil
 	}
 	if e.cmd != nil {
 		logf("stopping termgate (SIGTERM)")

@@ -34,6 +34,7 @@ type config struct {
 	scale       int // SSH clients attached at once in the scale phase (0: skip it)
 	cpuBytes    int
 	openssh     bool
+	relay       bool // the relay anchor (relay.go)
 	timeout     time.Duration
 	keep        bool
 	quiet       bool
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.attaches, "attaches", 10, "attaches timed per path (the median is reported)")
 	fs.IntVar(&c.cpuBytes, "cpu-bytes", 100_000_000, "bytes of output per CPU-time run (gateway CPU per GB against the docker CLI's)")
 	fs.BoolVar(&c.openssh, "openssh", true, "also measure the OpenSSH anchor: Debian's sshd on a loopback port with ForceCommand docker exec -it (needs openssh-server)")
+	fs.BoolVar(&c.relay, "relay", true, "also measure the relay anchor: the direct exec through a plain byte-copying relay process (the least any gateway process costs)")
 	fs.IntVar(&c.fanout, "fanout", 4, "clients attached to one session for the fan-out measurement, compared with one client alone (0: skip it)")
 	fs.IntVar(&c.scale, "scale-clients", 0, "SSH clients to attach at once, spread over the two benchmark sessions, for the scale measurement (e.g. 1000; 0: skip it)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound on the measurements (setup and cleanup are bounded separately, about 30 s each at worst)")

@@ -18,12 +18,12 @@ import (
 var paths = []string{pathDirect, pathSSH, pathWS}
 
 // streamPaths are the paths of the throughput and echo phases: termgate's,
-// the direct exec, and the OpenSSH anchor when it is on.
+// the direct exec, and the OpenSSH and relay anchors when they are on.
 func streamPaths(cfg *config) []string {
 	if cfg.openssh {
-		return append(slices.Clone(paths), pathOpenSSH)
+		return withRelay(cfg, append(slices.Clone(paths), pathOpenSSH))
 	}
-	return paths
+	return withRelay(cfg, paths)
 }
 
 // rotate returns paths starting at index i (mod len), so that no path is
@@ -92,8 +92,8 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 		logf("throughput: %d bytes, %d runs per path", cfg.bytes, cfg.runs)
 		throughput(ctx, cfg, sps, shells, rep, logf)
 	})
-	phase([]string{"cpu_per_gb"}, cpuPaths, func() {
-		reopen(ctx, e, paths, shells, logf)
+	phase([]string{"cpu_per_gb"}, cpuPathsFor(cfg), func() {
+		reopen(ctx, e, withRelay(cfg, paths), shells, logf)
 		logf("gateway CPU per GB: %d bytes, %d runs per path", cfg.cpuBytes, cfg.runs)
 		cpuPerGB(ctx, e, cfg, shells, rep, logf)
 	})

@@ -277,6 +277,7 @@ func printTable(w io.Writer, r *Report) {
 	fmt.Fprintln(w, "throughput, higher is better (1 = as fast as docker exec); latency, attach and CPU, lower is better.")
 	fmt.Fprintln(w, "Paired ratios divide each run by the reference's run of the same round. Fan-out compares with one client")
 	fmt.Fprintln(w, "alone on the session (fanout_lone; that one with direct throughput). Scale has no reference (bench/README.md).")
+	printRelayFloor(w, r)
 	printOverheads(w, r)
 	for _, e := range r.Errors {
 		fmt.Fprintln(w, "error:", e)

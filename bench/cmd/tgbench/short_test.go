@@ -63,8 +63,19 @@ func TestShortBench(t *testing.T) {
 		t.Errorf("error: %s", e)
 	}
 	got := map[string]bool{}
+	relay := map[string]bool{}
 	for _, res := range rep.Results {
 		got[res.Metric] = res.Error == ""
+		if res.Path == pathRelay {
+			relay[res.Metric] = res.Error == "" && res.Ratio != nil // CPU may be 0 ticks on a short stream
+		}
+	}
+	// The relay anchor (on by default) beside the direct exec, with its
+	// ratio, in every phase it belongs to.
+	for _, m := range relayMetrics {
+		if !relay[m] {
+			t.Errorf("metric %s not measured on the relay anchor", m)
+		}
 	}
 	for _, m := range append(append([]string{"throughput", "cpu_per_gb", "echo_p50", "attach", "attach_new"}, fanoutMetrics...), scaleMetrics...) {
 		if !got[m] {

@@ -66,6 +66,8 @@ func dial(ctx context.Context, e *env, path, instance string) (term, error) {
 		return dialWS(ctx, e, instance)
 	case pathOpenSSH:
 		return dialOpenSSH(ctx, e)
+	case pathRelay:
+		return dialRelay(ctx, e, instance)
 	}
 	return nil, fmt.Errorf("unknown path %q", path)
 }
