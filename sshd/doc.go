@@ -78,7 +78,9 @@
 //     packets), so each channel's data is pumped as it arrives into a
 //     64 KiB inbox (inbox.go); a channel that sends more than that before
 //     it starts is closed, and sessions that read no input (reset, list,
-//     help) discard it.
+//     help) discard it. Once a shell is attached the pump hands data to
+//     it directly, and while the shell is slow to take it the client is
+//     held back by its window, for at most the registry's InputTimeout.
 //
 // # Routing
 //
@@ -147,11 +149,12 @@
 // Config.KeepaliveInterval (30 s) and is closed after
 // Config.KeepaliveMax (3) unanswered in a row.
 //
-// Neither side can pin a connection (relayio.go): input goes to the shell
-// through one writer goroutine, and when the shell takes none for the
-// registry's InputTimeout the user is told once and further input is read
-// and dropped until the shell takes input again, so the channel is always
-// read and a closed connection always noticed. Once the attached client is
+// Neither side can pin a connection (relayio.go): the channel's pump writes
+// input to the session itself (no hand-off per keystroke), and when the
+// shell takes none for the registry's InputTimeout the user is told once
+// and further input is read and dropped (one chunk at a time offered to
+// the shell by a retry goroutine) until the shell takes input again, so
+// the channel is always read and a closed connection always noticed. Once the attached client is
 // closed (dropped as too slow, revoked, reset, detached), any write to the
 // channel still blocked after Config.CloseGrace closes the whole
 // connection (x/crypto's writes have no deadline; a client with a full

@@ -27,15 +27,19 @@ const unstartedGrace = 500 * time.Millisecond
 // shell or exec request), data beyond inboxSize closes the channel: no
 // legitimate client sends that much before its request. Once started, a
 // full inbox stops the pump until the session reads (flow control for
-// pastes); a session that does not read its input (reset, list, help) and a
-// channel that closed make the pump discard instead.
+// pastes), or, once a relay called deliver, the pump hands each chunk to
+// the relay itself and waits for it; a session that does not read its input
+// (reset, list, help) and a channel that closed make the pump discard
+// instead.
 type inbox struct {
 	mu      sync.Mutex // guards the fields below
-	cond    *sync.Cond // signalled when buf, started, discard or err change
+	cond    *sync.Cond // signalled when buf, started, discard, err, sink or sinking change
 	buf     []byte
 	err     error // the channel read's error (io.EOF), once buf is drained
 	started bool
 	discard bool
+	sink    func([]byte) // set by deliver: the pump hands data to it directly
+	sinking bool         // the pump is in a sink call
 }
 
 func newInbox() *inbox {
@@ -74,7 +78,18 @@ func (in *inbox) pump(ch gossh.Channel, onAbuse func()) {
 		n, err := ch.Read(tmp[:n])
 		in.mu.Lock()
 		if n > 0 && !in.discard {
-			in.buf = append(in.buf, tmp[:n]...)
+			if f := in.sink; f != nil && len(in.buf) == 0 {
+				// The relay's input, written from this goroutine: no
+				// hand-off per keystroke. While f blocks the channel is
+				// not read (x/crypto's window is the flow control).
+				in.sinking = true
+				in.mu.Unlock()
+				f(tmp[:n])
+				in.mu.Lock()
+				in.sinking = false
+			} else {
+				in.buf = append(in.buf, tmp[:n]...)
+			}
 		}
 		if err != nil {
 			in.err = err
@@ -143,6 +158,32 @@ func (in *inbox) setDiscard() {
 	in.buf = nil
 	in.cond.Broadcast()
 	in.mu.Unlock()
+}
+
+// deliver hands the client's data to f until the client sends EOF, the
+// channel closes or the inbox discards (the session ends), then returns.
+// What the inbox holds goes first, from deliver's goroutine; after that the
+// pump calls f itself as data arrives, so a keystroke goes from the
+// channel to the shell without waking another goroutine. f must not keep p
+// after it returns. deliver returns only once no call of f is in progress
+// or can start; Read must not be used at the same time.
+func (in *inbox) deliver(f func(p []byte)) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for len(in.buf) > 0 && !in.discard {
+		p := in.buf
+		in.buf = nil
+		in.cond.Broadcast() // room for the pump
+		in.mu.Unlock()
+		f(p)
+		in.mu.Lock()
+	}
+	in.sink = f
+	in.cond.Broadcast()
+	for !in.discard && in.err == nil || in.sinking {
+		in.cond.Wait()
+	}
+	in.sink = nil
 }
 
 // Read reads the client's data; io.EOF once the client sent EOF or the

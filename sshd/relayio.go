@@ -1,6 +1,7 @@
 package sshd
 
 import (
+	"bytes"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -9,67 +10,128 @@ import (
 	"github.com/termgate/termgate/sessions"
 )
 
-// input copies the client's keystrokes to the session. Input typed while
-// a reset moves the client waits for the move (in sessions) and goes to
-// the fresh shell; an observer's is dropped (sessions refuses it with
+// input copies the client's keystrokes to the session until the client
+// sends EOF, the channel closes or the relay ends. Input typed while a
+// reset moves the client waits for the move (in sessions) and goes to the
+// fresh shell; an observer's is dropped (sessions refuses it with
 // ErrReadOnly; the observer is told once).
 //
-// Writes go through one writer goroutine so that reading the channel never
-// waits for a shell that takes no input: Client.Write gives up after the
-// registry's InputTimeout with ErrInputStalled; the user is told once, and
-// until a write goes in again what the client types is read and dropped at
-// once (one chunk at a time is offered to the shell). So the channel keeps
-// being read, its window never fills in x/crypto, and a connection that
-// closes is noticed and detached whatever the shell does.
+// The channel's pump writes each chunk itself (inbox.deliver), so a
+// keystroke reaches the session without a hand-off between goroutines.
+// While a write waits (at most the registry's InputTimeout) the channel is
+// not read, and x/crypto's window holds the client back, as a full inbox
+// did before.
 func (r *relay) input() {
-	chunks := make(chan []byte)
-	writerDone := make(chan struct{})
-	var stalled atomic.Bool
-	go func() {
-		defer close(writerDone)
-		toldReadOnly := false
-		for p := range chunks {
-			_, err := r.current().Write(p)
-			switch {
-			case err == nil:
-				stalled.Store(false)
-			case errors.Is(err, sessions.ErrReadOnly):
-				// An observer: its keys are dropped by the session; it
-				// is told once, so its screen is not littered.
-				if !toldReadOnly {
-					toldReadOnly = true
-					r.sess.log.Info("an observer typed; its input is dropped", "instance", r.name)
-					_ = r.notice(r.sess.Stderr(), readOnlyNotice)
-				}
-			case errors.Is(err, sessions.ErrInputStalled):
-				if !stalled.Swap(true) {
-					r.sess.log.Info("the shell is not reading its input; dropping input", "instance", r.name)
-					_ = r.notice(r.sess.Stderr(), err.Error())
-				}
-			}
-		}
-	}()
-	defer func() {
-		close(chunks)
-		<-writerDone
-	}()
-	buf := make([]byte, 32<<10)
+	w := &inputWriter{r: r}
+	defer w.stop()
+	if r.sess.raw != nil {
+		r.sess.raw.in.deliver(w.write)
+		return
+	}
+	buf := make([]byte, 32<<10) // a bare ssh.Session (a middleware used outside Server)
 	for {
 		n, err := r.sess.Read(buf)
 		if n > 0 {
-			p := append([]byte(nil), buf[:n]...)
-			if stalled.Load() {
-				select {
-				case chunks <- p: // the writer is free: the shell gets another try
-				default: // dropped: the shell still takes nothing
-				}
-			} else {
-				chunks <- p // waits at most InputTimeout
-			}
+			w.write(buf[:n])
 		}
 		if err != nil {
 			return // io.EOF: the client sent EOF or the channel closed
 		}
+	}
+}
+
+// inputWriter writes a relay's input to its session. When a write gives up
+// with ErrInputStalled (the shell took nothing for InputTimeout) the user
+// is told once, and until the shell takes input again what the client
+// types is dropped at once: one chunk at a time is offered to the shell by
+// a retry goroutine, started at the first stall, so that reading the
+// channel never waits for a shell that takes no input. The channel keeps
+// being read, its window never fills in x/crypto, and a connection that
+// closes is noticed and detached whatever the shell does.
+//
+// Writes never overlap, so input keeps its order: the caller writes only
+// while not stalled, the retry goroutine only while stalled, and stalled
+// clears in the same critical section that marks the retry goroutine idle.
+type inputWriter struct {
+	r            *relay
+	toldReadOnly atomic.Bool
+
+	mu       sync.Mutex  // guards the fields below
+	stalled  bool        // the last write gave up; input is dropped
+	retrying bool        // the retry goroutine is writing a chunk
+	retry    chan []byte // to the retry goroutine (capacity 1); nil until the first stall
+	done     chan struct{}
+}
+
+// write writes p (which the caller reuses once write returns) or drops it
+// while the shell takes no input.
+func (w *inputWriter) write(p []byte) {
+	q := bytes.Clone(p) // a write that gives up may still be in the session's queue
+	w.mu.Lock()
+	if w.stalled {
+		if !w.retrying { // the shell gets another try
+			w.retrying = true
+			w.retry <- q
+		} // else dropped: the shell still takes nothing
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
+	w.outcome(w.r.current().Write(q))
+}
+
+// retryLoop writes what write hands it while stalled; a write that goes
+// in ends the stall.
+func (w *inputWriter) retryLoop(retry <-chan []byte, done chan<- struct{}) {
+	defer close(done)
+	for q := range retry {
+		_, err := w.r.current().Write(q)
+		w.mu.Lock()
+		w.retrying = false
+		if err == nil {
+			w.stalled = false
+		}
+		w.mu.Unlock()
+		if err != nil && !errors.Is(err, sessions.ErrInputStalled) {
+			w.outcome(0, err)
+		}
+	}
+}
+
+// outcome handles the result of a write outside a stall.
+func (w *inputWriter) outcome(_ int, err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, sessions.ErrReadOnly):
+		// An observer: its keys are dropped by the session; it is told
+		// once, so its screen is not littered.
+		if !w.toldReadOnly.Swap(true) {
+			w.r.sess.log.Info("an observer typed; its input is dropped", "instance", w.r.name)
+			_ = w.r.notice(w.r.sess.Stderr(), readOnlyNotice)
+		}
+	case errors.Is(err, sessions.ErrInputStalled):
+		w.mu.Lock()
+		w.stalled = true
+		if w.retry == nil {
+			w.retry, w.done = make(chan []byte, 1), make(chan struct{})
+			go w.retryLoop(w.retry, w.done)
+		}
+		w.mu.Unlock()
+		w.r.sess.log.Info("the shell is not reading its input; dropping input", "instance", w.r.name)
+		_ = w.r.notice(w.r.sess.Stderr(), err.Error())
+	}
+}
+
+// stop ends the retry goroutine, if any, and waits for it: its write ends
+// when the client is detached (run detaches before it waits for input).
+func (w *inputWriter) stop() {
+	w.mu.Lock()
+	retry, done := w.retry, w.done
+	w.retry = nil
+	w.mu.Unlock()
+	if retry != nil {
+		close(retry)
+		<-done
 	}
 }
 

@@ -2,6 +2,7 @@ package sshd
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"regexp"
 	"runtime"
@@ -191,4 +192,50 @@ func TestSlowClientGetsTheNoticeWhenItReadsAgain(t *testing.T) {
 	tm.send("\x03")
 	tm.send("echo alive-$((2+3))")
 	tm.expect("alive-5")
+}
+
+// TestInputFlowsAgainAfterAStall: once a shell that took no input reads
+// again, what the client types reaches it again (the chunk offered during
+// the stall ends it), in order, with no second notice.
+func TestInputFlowsAgainAfterAStall(t *testing.T) {
+	f := newFixtureReg(t, nil, func(c *sessions.Config) { c.InputTimeout = time.Second })
+	tm := f.attach(t, "admin", "web1", 80, 24)
+	tm.send("stty raw -echo; echo sle''eping; sleep 4; echo rea''ding; exec cat")
+	tm.expect("sleeping")
+	chunk := bytes.Repeat([]byte("k"), 16<<10)
+	for range 128 { // 2 MiB: the shell's buffers fill and the write stalls
+		if _, err := tm.stdin.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const notice = "[termgate] the shell is not reading its input; input dropped"
+	if m, _ := tm.errOut.waitFor(regexp.MustCompile(regexp.QuoteMeta(notice)), 0); m == nil {
+		t.Fatalf("no notice on stderr: %q", tm.errOut.String())
+	}
+	tm.expect("reading")
+	deadline := time.Now().Add(waitFor)
+	for i := 0; ; i++ {
+		if _, err := io.WriteString(tm.stdin, fmt.Sprintf("<mark%d>", i)); err != nil {
+			t.Fatal(err)
+		}
+		if m, at := tm.out.WaitFor(regexp.MustCompile(fmt.Sprintf(`<mark%d>`, i)), tm.seen, 300*time.Millisecond); m != nil {
+			tm.seen = at
+			// cat echoes what it reads: marks arrive in the order typed
+			// (one may be lost in the stall, none after it ended).
+			time.Sleep(300 * time.Millisecond)
+			for j := i + 1; j <= i+3; j++ {
+				if _, err := io.WriteString(tm.stdin, fmt.Sprintf("<mark%d>", j)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tm.expect(fmt.Sprintf("<mark%d><mark%d><mark%d>", i+1, i+2, i+3))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("typed input never reached the shell again; stderr %q", tm.errOut.String())
+		}
+	}
+	if n := strings.Count(tm.errOut.String(), notice); n != 1 {
+		t.Errorf("the notice came %d times, want once", n)
+	}
 }
