@@ -22,13 +22,20 @@ import (
 // once (buildHolder, from TestMain) and named by TERMGATE_HOLDER_BINARY, as
 // a gateway built without `make build` would find it.
 
-// buildHolder builds cmd/termgate-holder for the tests.
-func buildHolder() error {
-	bin := filepath.Join(os.TempDir(), fmt.Sprintf("termgate-test-holder-%d", os.Getuid()), "termgate-holder")
-	if err := goBuild(bin, "-s"); err != nil { // as make build does
-		return err
+// buildHolder builds cmd/termgate-holder for the tests, into a directory
+// of this test process's own (backend/kubernetes builds one at the same
+// time under go test ./...), which cleanup removes.
+func buildHolder() (cleanup func(), err error) {
+	dir, err := os.MkdirTemp("", "termgate-test-holder-")
+	if err != nil {
+		return func() {}, err
 	}
-	return os.Setenv(holderbin.EnvBinary, bin)
+	cleanup = func() { _ = os.RemoveAll(dir) }
+	bin := filepath.Join(dir, "termgate-holder")
+	if err := goBuild(bin, "-s"); err != nil { // as make build does
+		return cleanup, err
+	}
+	return cleanup, os.Setenv(holderbin.EnvBinary, bin)
 }
 
 func goBuild(out string, ldflags ...string) error {

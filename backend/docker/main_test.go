@@ -37,10 +37,22 @@ var (
 func TestMain(m *testing.M) {
 	runLabel = "termgate.test=" + randomHex(6)
 	engineErr = prepareEngine()
+	cleanup := func() {}
 	if engineErr == nil {
-		engineErr = buildHolder() // holder_test.go
+		cleanup, engineErr = buildHolder() // holder_test.go
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(runThen{m, cleanup})
+}
+
+// runThen runs the tests, then cleanup (VerifyTestMain exits the process).
+type runThen struct {
+	m       *testing.M
+	cleanup func()
+}
+
+func (r runThen) Run() int {
+	defer r.cleanup()
+	return r.m.Run()
 }
 
 func prepareEngine() error {

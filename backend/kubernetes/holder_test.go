@@ -28,15 +28,24 @@ import (
 // without `make build` finds it (the gateways these tests run inherit it).
 
 var (
-	holderOnce sync.Once
-	holderErr  error
+	holderOnce   sync.Once
+	holderErr    error
+	holderBinDir string // removed by TestMain
 )
 
 func needHolder(t *testing.T) {
 	t.Helper()
 	needCluster(t)
 	holderOnce.Do(func() {
-		bin := filepath.Join(os.TempDir(), fmt.Sprintf("termgate-test-holder-%d", os.Getuid()), "termgate-holder")
+		// A directory of this test process's own: backend/docker builds
+		// one at the same time under go test ./... (TestMain removes it).
+		dir, err := os.MkdirTemp("", "termgate-test-holder-")
+		if err != nil {
+			holderErr = err
+			return
+		}
+		holderBinDir = dir
+		bin := filepath.Join(dir, "termgate-holder")
 		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s", "-o", bin, "../../cmd/termgate-holder")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
 		if out, err := cmd.CombinedOutput(); err != nil {

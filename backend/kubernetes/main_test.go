@@ -51,6 +51,9 @@ func TestMain(m *testing.M) {
 		if g := gatewayBinDir; g != "" {
 			_ = os.RemoveAll(g)
 		}
+		if h := holderBinDir; h != "" {
+			_ = os.RemoveAll(h)
+		}
 	}
 	if code == 0 {
 		// The WebSocket executor's heartbeat ends at its next ping (every
