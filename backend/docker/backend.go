@@ -83,6 +83,8 @@ type Backend struct {
 	stopGrace time.Duration
 
 	kills procmark.Grouper // one kill exec at a time per container
+
+	running running // the instances known to run, while Watch runs (running.go)
 }
 
 var _ sessions.Backend = (*Backend)(nil)
@@ -198,11 +200,17 @@ func (b *Backend) engineErr(what string, err error) error {
 // paused or restarting containers, containers without the configured label,
 // containers whose name is not exactly name (an ID prefix, say) and the
 // gateway's own container are all refused with an error wrapping
-// sessions.ErrNotFound.
+// sessions.ErrNotFound. While Watch runs, a container found running is
+// remembered until an event about it, and looked up again without asking
+// the engine (running.go).
 func (b *Backend) Lookup(ctx context.Context, name string) (sessions.Instance, error) {
 	if err := sessions.CheckName(name); err != nil {
 		return sessions.Instance{}, err
 	}
+	if inst, ok := b.running.get(name); ok {
+		return inst, nil
+	}
+	gen, watching := b.running.begin()
 	info, err := b.cli.ContainerInspect(ctx, name)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
@@ -223,7 +231,11 @@ func (b *Backend) Lookup(ctx context.Context, name string) (sessions.Instance, e
 	case !b.hasLabel(labelsOf(info.Config)):
 		return refuse("lacks the instance label")
 	}
-	return sessions.Instance{Name: name, ID: info.ID}, nil
+	inst := sessions.Instance{Name: name, ID: info.ID}
+	if watching {
+		b.running.put(gen, inst)
+	}
+	return inst, nil
 }
 
 func labelsOf(cfg *container.Config) map[string]string {

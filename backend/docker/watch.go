@@ -110,7 +110,9 @@ func (b *Backend) watchOnce(ctx context.Context, cur *cursor, report func(sessio
 		Since:   cur.since.Format(time.RFC3339Nano),
 		Filters: f,
 	})
+	b.running.connected() // what Lookup finds may be remembered from now on
 	defer func() {
+		b.running.dropped() // events may be missed until the reconnect
 		cancel()
 		for range errs { // closed when the SDK's reader goroutine ends
 		}
@@ -119,7 +121,11 @@ func (b *Backend) watchOnce(ctx context.Context, cur *cursor, report func(sessio
 		select {
 		case m := <-msgs:
 			fresh := cur.fresh(m)
-			if ev, ok := instanceEvent(m); ok && fresh {
+			ev, ok := instanceEvent(m)
+			if ok {
+				b.running.forget(ev.Instance.ID) // before the registry hears of it
+			}
+			if ok && fresh {
 				report(ev)
 			}
 		case err, ok := <-errs:
