@@ -45,6 +45,10 @@ type config struct {
 	kubernetes  string   // auto, off or only (k8s.go)
 	kubeconfig  string
 	kubeImage   string
+	// The paced fan-out (fanout_paced.go): bytes per second (0: skip
+	// it) and how long the shell prints in each run.
+	pace    int
+	paceFor time.Duration
 }
 
 type listFlag []string
@@ -67,6 +71,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.openssh, "openssh", true, "also measure the OpenSSH anchor: Debian's sshd on a loopback port with ForceCommand docker exec -it (needs openssh-server)")
 	fs.BoolVar(&c.relay, "relay", true, "also measure the relay anchor: the direct exec through a plain byte-copying relay process (the least any gateway process costs)")
 	fs.IntVar(&c.fanout, "fanout", 4, "clients attached to one session for the fan-out measurement, compared with one client alone (0: skip it)")
+	pace := fs.String("fanout-pace", "400KB", "the paced fan-out's pace: the shell prints pace/100 bytes every 10 ms, with one client alone and with -fanout clients (KB, MB: 10^3, 10^6 bytes per second; 0: skip it)")
+	fs.DurationVar(&c.paceFor, "fanout-pace-for", 5*time.Second, "how long the shell prints in each paced fan-out run")
 	fs.IntVar(&c.scale, "scale-clients", 0, "SSH clients to attach at once, spread over the two benchmark sessions, for the scale measurement (e.g. 1000; 0: skip it)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound on the measurements (setup and cleanup are bounded separately, about 30 s each at worst)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary state directory and the gateway's log")
@@ -79,6 +85,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.kubeconfig, "kubeconfig", "", "the Kubernetes paths' cluster (default: KUBECONFIG, else the test cluster of scripts/k8s-cluster.sh)")
 	fs.StringVar(&c.kubeImage, "kube-image", "localhost/busybox:1", "image of the Kubernetes paths' pods (the test cluster has the default)")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	var err error
+	if c.pace, err = parsePace(*pace); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -99,6 +109,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		// Half of the fan-out clients use WebSocket: the gateway holds
 		// at most 64 HTTP connections per address.
 		return nil, fmt.Errorf("-fanout %d: use 0..%d", c.fanout, maxFanout)
+	case c.paceFor < minPaceFor || c.paceFor > maxPaceFor:
+		return nil, fmt.Errorf("-fanout-pace-for %s: use %s..%s", c.paceFor, minPaceFor, maxPaceFor)
 	case c.scale < 0 || c.scale > maxScale:
 		return nil, fmt.Errorf("-scale-clients %d: use 0..%d", c.scale, maxScale)
 	case c.timeout <= 0:

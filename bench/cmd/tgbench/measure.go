@@ -114,6 +114,12 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 			logf("fan-out: %d clients on one session", cfg.fanout)
 			fanout(ctx, e, cfg, rep)
 		})
+		if cfg.pace > 0 {
+			phase(pacedMetrics, []string{pacedPath(cfg)}, func() {
+				logf("paced fan-out: %d clients on one session, the shell at %s/s", cfg.fanout, formatPace(cfg.pace))
+				fanoutPaced(ctx, e, cfg, rep)
+			})
+		}
 	}
 	if cfg.scale > 0 {
 		phase(scaleMetrics, []string{scalePath(cfg)}, func() {

@@ -60,6 +60,7 @@ type Settings struct {
 	Keystrokes int    `json:"keystrokes"`
 	Attaches   int    `json:"attaches"`
 	Fanout     int    `json:"fanout"`
+	FanoutPace int    `json:"fanout_pace_bytes_per_sec,omitempty"` // the paced fan-out's nominal pace
 	Scale      int    `json:"scale_clients,omitempty"`
 	Image      string `json:"image"`
 	Shell      string `json:"shell"`
@@ -104,6 +105,18 @@ var metricOrder = []struct{ name, title, unit, better string }{
 	{"fanout_client", "fan-out, mean per client", "MB/s", "higher"},
 	{"fanout_slowest", "fan-out, slowest client", "MB/s", "higher"},
 	{"fanout_fastest", "fan-out, the shell's pace", "MB/s", "higher"},
+	{"fanout_paced_shell_lone", "paced fan-out, the shell's pace, one client", "KB/s", "higher"},
+	{"fanout_paced_shell", "paced fan-out, the shell's pace", "KB/s", "higher"},
+	{"fanout_paced_lone", "paced fan-out, one client alone", "KB/s", "higher"},
+	{"fanout_paced_client", "paced fan-out, mean per client", "KB/s", "higher"},
+	{"fanout_paced_slowest", "paced fan-out, slowest client", "KB/s", "higher"},
+	{"fanout_paced_lag_lone", "paced fan-out, lag of one client alone", "ms", "lower"},
+	{"fanout_paced_lag_p50", "paced fan-out, lag p50", "ms", "lower"},
+	{"fanout_paced_lag_max", "paced fan-out, lag of the last client", "ms", "lower"},
+	{"fanout_paced_cpu_lone", "paced fan-out, gateway CPU, one client", "%", "lower"},
+	{"fanout_paced_cpu", "paced fan-out, gateway CPU", "%", "lower"},
+	{"fanout_paced_host_lone", "paced fan-out, machine busy, one client", "%", "lower"},
+	{"fanout_paced_host", "paced fan-out, machine busy", "%", "lower"},
 	{"scale_attach_all", "scale, all clients attached", "s", "lower"},
 	{"scale_attach_p50", "scale, attach p50", "ms", "lower"},
 	{"scale_attach_p99", "scale, attach p99", "ms", "lower"},
@@ -180,6 +193,8 @@ func refPath(metric string) string {
 func (r *Report) direct(metric string) (Result, bool) {
 	ref := refPath(metric)
 	switch {
+	case strings.HasPrefix(metric, "fanout_paced"):
+		return r.pacedDirect(metric)
 	case strings.HasPrefix(metric, "fanout") && metric != "fanout_lone":
 		// Against one client alone on the session, when it was measured.
 		for _, res := range r.Results {
@@ -277,6 +292,7 @@ func printTable(w io.Writer, r *Report) {
 	fmt.Fprintln(w, "throughput, higher is better (1 = as fast as docker exec); latency, attach and CPU, lower is better.")
 	fmt.Fprintln(w, "Paired ratios divide each run by the reference's run of the same round. Fan-out compares with one client")
 	fmt.Fprintln(w, "alone on the session (fanout_lone; that one with direct throughput). Scale has no reference (bench/README.md).")
+	printPacedNotes(w, r)
 	printRelayFloor(w, r)
 	printOverheads(w, r)
 	for _, e := range r.Errors {
