@@ -204,6 +204,19 @@ func (s *shell) firstOutput(untilPrompt bool) error {
 	}
 }
 
+// readAtLeast reads until n bytes have arrived.
+func (s *shell) readAtLeast(n int) error {
+	got := 0
+	for got < n {
+		k, err := s.Read(s.buf)
+		got += k
+		if err != nil && got < n {
+			return fmt.Errorf("the replay ended after %d of %d bytes: %w", got, n, err)
+		}
+	}
+	return nil
+}
+
 // promptEnd reports whether p holds the end of a prompt: "# " or "$ " as
 // the shell prints it, or "#" or "$" at the end of a row as a termgate
 // snapshot draws it (trailing blanks become a line end or a cursor move).
