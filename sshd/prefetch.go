@@ -9,9 +9,11 @@ import (
 // prefetch starts looking up the instance the login name names as soon as
 // the client has authenticated, when this key may open a terminal there:
 // the client's channel, PTY and shell requests (three round trips) then
-// overlap the backend's round trip, which a reattach would otherwise wait
-// for after the shell request (about 1 ms of a reattach's 5–8 ms on the
-// project's machine, see docs/PERFORMANCE.md). The attach uses the answer
+// overlap the backend's round trip, which an attach would otherwise wait
+// for after the shell request (0.75–2 ms on the project's machine, see
+// docs/PERFORMANCE.md; the Docker backend answers a lookup of a container
+// it already knows runs from memory, so a reattach to a live session
+// waits for nothing there). The attach uses the answer
 // only when it names the same instance and is fresh
 // (sessions.AttachOptions.Prefetch); a command ("list", "reset") leaves it
 // unused. The lookup runs in a tracked goroutine bound to the connection.
