@@ -15,7 +15,9 @@ import (
 )
 
 // scrolling returns about n bytes of output that scrolls: plain log lines,
-// coloured ls-style lines, or CJK and emoji.
+// coloured ls-style lines, a compiler's coloured diagnostics, bulk ASCII
+// without a newline (every row is filled and wraps, as `tr '\0' x` of
+// /dev/zero prints), or CJK and emoji.
 func scrolling(kind string, n int) []byte {
 	var b strings.Builder
 	for i := 0; b.Len() < n; i++ {
@@ -24,6 +26,11 @@ func scrolling(kind string, n int) []byte {
 			fmt.Fprintf(&b, "2026-11-30T10:00:00Z INFO request served path=/api/v1/items/%d status=200 dur=%dms\r\n", i, i%97)
 		case "colour":
 			fmt.Fprintf(&b, "\x1b[01;34mdir%d\x1b[0m  \x1b[01;32mexec%d\x1b[0m  file%d.txt  \x1b[01;31marchive%d.tgz\x1b[0m\r\n", i, i, i, i)
+		case "gcc":
+			fmt.Fprintf(&b, "\x1b[01m\x1b[Ksrc/pkg/file%d.c:%d:5:\x1b[m\x1b[K \x1b[01;35m\x1b[Kwarning: \x1b[m\x1b[Kunused variable \u2018tmp%d\u2019 [\x1b[01;35m\x1b[K-Wunused-variable\x1b[m\x1b[K]\r\n", i%50, i, i)
+			fmt.Fprintf(&b, "  %d |     int tmp%d = compute(a, b, c);\r\n      |         \x1b[01;35m\x1b[K^~~~\x1b[m\x1b[K\r\n", i, i)
+		case "wrap":
+			b.WriteString(strings.Repeat("x", 1000))
 		case "cjk":
 			fmt.Fprintf(&b, "日本語のテキスト %d 🙂 ünïcödé\r\n", i)
 		}
@@ -34,7 +41,7 @@ func scrolling(kind string, n int) []byte {
 // BenchmarkEmulator is the emulator's throughput on scrolling output fed
 // in 4 KiB writes at 120x40 (go test -bench Emulator ./screen/).
 func BenchmarkEmulator(b *testing.B) {
-	for _, kind := range []string{"plain", "colour", "cjk"} {
+	for _, kind := range []string{"plain", "colour", "gcc", "wrap", "cjk"} {
 		data := scrolling(kind, 4<<20)
 		b.Run(kind, func(b *testing.B) {
 			b.SetBytes(int64(len(data)))

@@ -44,12 +44,14 @@ func (t *Terminal) feed(b []byte) {
 				continue
 			}
 			if c >= 0x20 && c < 0x7f {
-				// Fast path: a run of printable ASCII.
-				j := i
+				// Fast path: a run of printable ASCII. In the ground state
+				// with no partial UTF-8 character pending, such a run holds
+				// no part of a sequence, so it can be written whole.
+				j := i + 1
 				for j < len(b) && b[j] >= 0x20 && b[j] < 0x7f {
-					t.print(rune(b[j]))
 					j++
 				}
+				t.printASCII(b[i:j])
 				i = j - 1
 				continue
 			}

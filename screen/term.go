@@ -81,6 +81,10 @@ type Terminal struct {
 	Reply func([]byte)
 
 	p parser
+
+	// perRune sends every character through print, as before the ASCII
+	// fast path: the differential tests compare the two.
+	perRune bool
 }
 
 // maxClusters bounds the combining-character table; marks beyond it are
