@@ -62,6 +62,14 @@ func newLine(w int, bg Color) *line {
 }
 
 func (l *line) clear(from, to int, bg Color) {
+	if bg == 0 {
+		// A blank cell is the zero Cell: clear it as memory (every row
+		// that scrolls is cleared).
+		if to = min(to, len(l.cells)); from < to {
+			clear(l.cells[from:to])
+		}
+		return
+	}
 	c := Cell{Pen: Pen{BG: bg}}
 	for i := from; i < to && i < len(l.cells); i++ {
 		l.cells[i] = c

@@ -223,11 +223,16 @@ func (t *Terminal) step(c byte) {
 func (t *Terminal) enter(state int) {
 	p := &t.p
 	p.state = state
-	p.private, p.inter, p.n, p.have = 0, 0, 0, false
-	for i := range p.params {
-		p.params[i] = 0
-		p.sub[i] = false
+	// Only the first n parameters are ever set (a parameter past n is
+	// never written), so only they need clearing: every escape sequence
+	// enters here.
+	n := p.n
+	if t.perRune {
+		n = maxParams
 	}
+	clear(p.params[:n])
+	clear(p.sub[:n])
+	p.private, p.inter, p.n, p.have = 0, 0, 0, false
 	p.osc = p.osc[:0]
 }
 

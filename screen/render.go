@@ -1,6 +1,10 @@
 package screen
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
 
 // appendSGR appends the sequence that sets pen from any previous state.
 func appendSGR(dst []byte, p Pen) []byte {
@@ -69,6 +73,28 @@ func (t *Terminal) renderLine(dst []byte, l *line, from Pen, minEnd int) []byte 
 	pen := from
 	for i := 0; i < end; i++ {
 		c := l.cells[i]
+		if !t.perRune && c.Pen == pen && c.Rune < utf8.RuneSelf {
+			// A run of ASCII cells (or never-written ones) in the pen
+			// already set: one byte each, written in one loop. Every line
+			// that scrolls into the scrollback is drawn, and most are
+			// such runs. (pen never holds attrWide or attrWideCont, so
+			// neither half of a wide character is in the run.)
+			j := i + 1
+			for j < end && l.cells[j].Pen == pen && l.cells[j].Rune < utf8.RuneSelf {
+				j++
+			}
+			n := len(dst)
+			dst = slices.Grow(dst, j-i)[:n+j-i]
+			for k, c := range l.cells[i:j] {
+				b := byte(c.Rune)
+				if b == 0 {
+					b = ' '
+				}
+				dst[n+k] = b
+			}
+			i = j - 1
+			continue
+		}
 		if c.Attr&attrWideCont != 0 {
 			continue
 		}
