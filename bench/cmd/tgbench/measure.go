@@ -370,7 +370,7 @@ func timeAttach(ctx context.Context, e *env, path, instance string, untilPrompt 
 }
 
 // timeAttachUntil is timeAttach that, with replay > 0, times the attach
-// until that many bytes have arrived: the whole replay of an existing
+// until that many bytes (less replaySlack) have arrived: the whole replay of an existing
 // termgate session (see replayLength), which is what its user waits for.
 // Its first byte comes with the first SSH packet (32 KiB at most), before
 // the rest of a 64 KiB replay is even encrypted.
@@ -392,7 +392,7 @@ func timeAttachUntil(ctx context.Context, e *env, path, instance string, untilPr
 	defer s.Close()
 	s.bound(dialTimeout)
 	if replay > 0 {
-		err = s.readAtLeast(replay)
+		err = s.readAtLeast(max(1, replay-replaySlack))
 	} else {
 		err = s.firstOutput(untilPrompt)
 	}
@@ -405,6 +405,41 @@ func timeAttachUntil(ctx context.Context, e *env, path, instance string, untilPr
 	}
 	return d, nil
 }
+
+// fillCommand prints 1,200 numbered lines of 90 bytes (108 KB): more than
+// the screen replay's 64 KiB of scrollback and the raw replay's 64 KiB.
+const fillCommand = `i=0; while [ $i -lt 1200 ]; do echo "tgbench replay line $i: the quick brown fox jumps over the lazy dog 0123456789"; i=$((i+1)); done`
+
+// fillReplay prints fillCommand in the session of path, so that every
+// attach gets a full replay (issue 11: "a full 64 KiB replay"), whatever
+// the earlier phases left on its screen (a session whose shell had ended
+// left a 570-byte screen in some runs).
+func fillReplay(ctx context.Context, e *env, path, instance string) error {
+	s, err := openShell(ctx, e, path, instance)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, _, err := s.command(fillCommand, 30*time.Second); err != nil {
+		return fmt.Errorf("filling the replay: %w", err)
+	}
+	// The prompt follows the marker: on a busy machine it came after the
+	// next attach's snapshot, which replayLength then counted as replay.
+	select {
+	case <-time.After(replayQuiet):
+	case <-ctx.Done():
+	}
+	return nil
+}
+
+// replaySlack is how many bytes short of replayLength's count an attach
+// may stop, in case a few bytes of output came after the counted replay's
+// snapshot (the prompt after fillCommand did, 5 bytes, before fillReplay
+// waited for it; the screen's scrollback is bounded, so the next snapshots
+// were no longer for it). 256 bytes short,
+// the last SSH packet of the replay has arrived unless it is smaller than
+// that; a WebSocket replay is one frame.
+const replaySlack = 256
 
 // replayQuiet is how long replayLength waits for more output: a replay
 // arrives in one burst, and the benchmark's shells are idle by then.
@@ -464,8 +499,8 @@ func replayLength(ctx context.Context, e *env, path, instance string) (int, erro
 }
 
 // attachExisting times attaches to the termgate sessions the earlier
-// phases left, until their whole replay has arrived (replayLength counts
-// it first), against fresh `docker exec`s (their prompt is the first
+// phases left, filled with output (fillReplay), until their whole replay
+// has arrived (replayLength counts it first), against fresh `docker exec`s (their prompt is the first
 // output).
 func attachExisting(ctx context.Context, e *env, cfg *config, rep *Report) {
 	samples := map[string][]float64{}
@@ -473,6 +508,10 @@ func attachExisting(ctx context.Context, e *env, cfg *config, rep *Report) {
 	replays := map[string]int{}
 	for _, p := range paths {
 		if p == pathDirect {
+			continue
+		}
+		if err := fillReplay(ctx, e, p, instanceFor(e, p)); err != nil {
+			failed[p] = cause(ctx, err)
 			continue
 		}
 		n, err := replayLength(ctx, e, p, instanceFor(e, p))
