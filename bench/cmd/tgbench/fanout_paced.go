@@ -44,6 +44,7 @@ var pacedMetrics = []string{
 	"fanout_paced_lone", "fanout_paced_client", "fanout_paced_slowest",
 	"fanout_paced_lag_lone", "fanout_paced_lag_p50", "fanout_paced_lag_max",
 	"fanout_paced_cpu_lone", "fanout_paced_cpu",
+	"fanout_paced_bench_lone", "fanout_paced_bench",
 	"fanout_paced_host_lone", "fanout_paced_host",
 }
 
@@ -56,6 +57,7 @@ var pacedRefs = map[string]string{
 	"fanout_paced_lag_p50": "fanout_paced_lag_lone",
 	"fanout_paced_lag_max": "fanout_paced_lag_lone",
 	"fanout_paced_cpu":     "fanout_paced_cpu_lone",
+	"fanout_paced_bench":   "fanout_paced_bench_lone",
 	"fanout_paced_host":    "fanout_paced_host_lone",
 }
 
@@ -136,6 +138,7 @@ type pacedResult struct {
 	rates    []float64 // per client: KB/s from the shell's start to the client reading the end marker
 	lags     []float64 // per client: ms from the shell printing the end marker to the client reading it
 	gwCPU    float64   // the gateway's CPU over the run, % of one CPU
+	benchCPU float64   // tgbench's own (the clients'), % of one CPU
 	hostBusy float64   // the machine's CPUs busy over the run (every process), % of all of them
 }
 
@@ -207,6 +210,8 @@ func fanoutPaced(ctx context.Context, e *env, cfg *config, rep *Report) {
 	add("fanout_paced_lag_max", all, func(r pacedResult) float64 { return percentile(r.lags, 100) }, "")
 	add("fanout_paced_cpu_lone", lone, func(r pacedResult) float64 { return r.gwCPU }, "the gateway process's CPU over the run, % of one CPU")
 	add("fanout_paced_cpu", all, func(r pacedResult) float64 { return r.gwCPU }, "")
+	add("fanout_paced_bench_lone", lone, func(r pacedResult) float64 { return r.benchCPU }, "tgbench's own CPU (its clients reading, decrypting, parsing) over the run, % of one CPU")
+	add("fanout_paced_bench", all, func(r pacedResult) float64 { return r.benchCPU }, "")
 	add("fanout_paced_host_lone", lone, func(r pacedResult) float64 { return r.hostBusy }, "every CPU of the machine busy over the run (/proc/stat, all processes), %")
 	add("fanout_paced_host", all, func(r pacedResult) float64 { return r.hostBusy }, "at 100 % the machine, not the gateway, sets the pace")
 }
@@ -227,6 +232,10 @@ func pacedRun(e *env, cfg *config, clients []*shell) (pacedResult, error) {
 	pid := e.cmd.Process.Pid
 	t0 := time.Now()
 	cpu0, err := procCPU(pid)
+	if err != nil {
+		return pacedResult{}, err
+	}
+	self0, err := procCPU(os.Getpid())
 	if err != nil {
 		return pacedResult{}, err
 	}
@@ -268,8 +277,9 @@ func pacedRun(e *env, cfg *config, clients []*shell) (pacedResult, error) {
 		return pacedResult{}, err
 	}
 	cpu1, err := procCPU(pid)
+	self1, err2 := procCPU(os.Getpid())
 	wall := time.Since(t0)
-	if err != nil {
+	if err = errors.Join(err, err2); err != nil {
 		return pacedResult{}, err
 	}
 	busy1, total1, err := hostCPU()
@@ -287,6 +297,7 @@ func pacedRun(e *env, cfg *config, clients []*shell) (pacedResult, error) {
 		res.lags = append(res.lags, float64(g.at.Sub(g.end).Microseconds())/1e3)
 	}
 	res.gwCPU = 100 * (cpu1 - cpu0).Seconds() / wall.Seconds()
+	res.benchCPU = 100 * (self1 - self0).Seconds() / wall.Seconds()
 	if total1 > total0 {
 		res.hostBusy = 100 * float64(busy1-busy0) / float64(total1-total0)
 	}
@@ -431,8 +442,9 @@ func printPacedNotes(w io.Writer, r *Report) {
 	fmt.Fprintln(w, "every client attached; ratios are to the same metric with the client alone. The shell's pace is by its own")
 	fmt.Fprintln(w, "clock (busybox ts stamps): 1.00 = the shell not slowed. A client's rate is the bytes printed over the time")
 	fmt.Fprintln(w, "from the shell's start to the client reading the end marker (target: slowest >= 0.80); its lag, from the")
-	fmt.Fprintln(w, "shell printing the end marker to the client reading it. Machine busy near 100 % (every process, all CPUs):")
-	fmt.Fprintln(w, "the CPUs, not the gateway, set the pace (the full-speed fan-out rows show that limit).")
+	fmt.Fprintln(w, "shell printing the end marker to the client reading it. tgbench's CPU is its own clients' (reading, decrypting),")
+	fmt.Fprintln(w, "on the same CPUs as the gateway and the shell; machine busy near 100 % (every process, all CPUs): the CPUs,")
+	fmt.Fprintln(w, "not the gateway, set the pace (the full-speed fan-out rows show that limit).")
 }
 
 // pacedNominal is the note of the shell's lone pace (its nominal pace),
