@@ -44,6 +44,7 @@ var pacedMetrics = []string{
 	"fanout_paced_lone", "fanout_paced_client", "fanout_paced_slowest",
 	"fanout_paced_lag_lone", "fanout_paced_lag_p50", "fanout_paced_lag_max",
 	"fanout_paced_cpu_lone", "fanout_paced_cpu",
+	"fanout_paced_wait_lone", "fanout_paced_wait",
 	"fanout_paced_bench_lone", "fanout_paced_bench",
 	"fanout_paced_host_lone", "fanout_paced_host",
 }
@@ -57,6 +58,7 @@ var pacedRefs = map[string]string{
 	"fanout_paced_lag_p50": "fanout_paced_lag_lone",
 	"fanout_paced_lag_max": "fanout_paced_lag_lone",
 	"fanout_paced_cpu":     "fanout_paced_cpu_lone",
+	"fanout_paced_wait":    "fanout_paced_wait_lone",
 	"fanout_paced_bench":   "fanout_paced_bench_lone",
 	"fanout_paced_host":    "fanout_paced_host_lone",
 }
@@ -139,6 +141,7 @@ type pacedResult struct {
 	lags     []float64 // per client: ms from the shell printing the end marker to the client reading it
 	gwCPU    float64   // the gateway's CPU over the run, % of one CPU
 	benchCPU float64   // tgbench's own (the clients'), % of one CPU
+	gwWait   float64   // the gateway's threads runnable but waiting for a CPU, % of the run
 	hostBusy float64   // the machine's CPUs busy over the run (every process), % of all of them
 }
 
@@ -210,6 +213,8 @@ func fanoutPaced(ctx context.Context, e *env, cfg *config, rep *Report) {
 	add("fanout_paced_lag_max", all, func(r pacedResult) float64 { return percentile(r.lags, 100) }, "")
 	add("fanout_paced_cpu_lone", lone, func(r pacedResult) float64 { return r.gwCPU }, "the gateway process's CPU over the run, % of one CPU")
 	add("fanout_paced_cpu", all, func(r pacedResult) float64 { return r.gwCPU }, "")
+	add("fanout_paced_wait_lone", lone, func(r pacedResult) float64 { return r.gwWait }, "the gateway's threads runnable but waiting for a CPU (/proc/PID/task/*/schedstat), % of the run")
+	add("fanout_paced_wait", all, func(r pacedResult) float64 { return r.gwWait }, "high: the machine's CPUs, not the gateway's work, hold the gateway back")
 	add("fanout_paced_bench_lone", lone, func(r pacedResult) float64 { return r.benchCPU }, "tgbench's own CPU (its clients reading, decrypting, parsing) over the run, % of one CPU")
 	add("fanout_paced_bench", all, func(r pacedResult) float64 { return r.benchCPU }, "")
 	add("fanout_paced_host_lone", lone, func(r pacedResult) float64 { return r.hostBusy }, "every CPU of the machine busy over the run (/proc/stat, all processes), %")
@@ -236,6 +241,10 @@ func pacedRun(e *env, cfg *config, clients []*shell) (pacedResult, error) {
 		return pacedResult{}, err
 	}
 	self0, err := procCPU(os.Getpid())
+	if err != nil {
+		return pacedResult{}, err
+	}
+	wait0, err := procWait(pid)
 	if err != nil {
 		return pacedResult{}, err
 	}
@@ -278,8 +287,9 @@ func pacedRun(e *env, cfg *config, clients []*shell) (pacedResult, error) {
 	}
 	cpu1, err := procCPU(pid)
 	self1, err2 := procCPU(os.Getpid())
+	wait1, err3 := procWait(pid)
 	wall := time.Since(t0)
-	if err = errors.Join(err, err2); err != nil {
+	if err = errors.Join(err, err2, err3); err != nil {
 		return pacedResult{}, err
 	}
 	busy1, total1, err := hostCPU()
@@ -298,10 +308,39 @@ func pacedRun(e *env, cfg *config, clients []*shell) (pacedResult, error) {
 	}
 	res.gwCPU = 100 * (cpu1 - cpu0).Seconds() / wall.Seconds()
 	res.benchCPU = 100 * (self1 - self0).Seconds() / wall.Seconds()
+	res.gwWait = 100 * (wait1 - wait0).Seconds() / wall.Seconds()
 	if total1 > total0 {
 		res.hostBusy = 100 * float64(busy1-busy0) / float64(total1-total0)
 	}
 	return res, nil
+}
+
+// procWait returns how long the process's threads have been runnable but
+// waiting for a CPU (the second field of each thread's schedstat; a thread
+// that has exited no longer counts).
+func procWait(pid int) (time.Duration, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, fmt.Errorf("the gateway's wait for a CPU is read from %s: %w", dir, err)
+	}
+	var sum time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(dir + "/" + t.Name() + "/schedstat")
+		if err != nil {
+			continue // exited meanwhile
+		}
+		f := strings.Fields(string(data))
+		if len(f) < 2 {
+			return 0, fmt.Errorf("%s/%s/schedstat: unexpected %q", dir, t.Name(), data)
+		}
+		ns, err := strconv.ParseInt(f[1], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s/%s/schedstat: %w", dir, t.Name(), err)
+		}
+		sum += time.Duration(ns)
+	}
+	return sum, nil
 }
 
 // hostCPU returns the machine's busy and total CPU ticks (the "cpu" line
@@ -442,9 +481,9 @@ func printPacedNotes(w io.Writer, r *Report) {
 	fmt.Fprintln(w, "every client attached; ratios are to the same metric with the client alone. The shell's pace is by its own")
 	fmt.Fprintln(w, "clock (busybox ts stamps): 1.00 = the shell not slowed. A client's rate is the bytes printed over the time")
 	fmt.Fprintln(w, "from the shell's start to the client reading the end marker (target: slowest >= 0.80); its lag, from the")
-	fmt.Fprintln(w, "shell printing the end marker to the client reading it. tgbench's CPU is its own clients' (reading, decrypting),")
-	fmt.Fprintln(w, "on the same CPUs as the gateway and the shell; machine busy near 100 % (every process, all CPUs): the CPUs,")
-	fmt.Fprintln(w, "not the gateway, set the pace (the full-speed fan-out rows show that limit).")
+	fmt.Fprintln(w, "shell printing the end marker to the client reading it. Gateway wait: its threads runnable but waiting for a")
+	fmt.Fprintln(w, "CPU, % of the run. tgbench's CPU is its own clients' (reading, decrypting) on the same CPUs. Machine busy near")
+	fmt.Fprintln(w, "100 % (every process, all CPUs) and a gateway that waits: the CPUs, not the gateway, set the pace.")
 }
 
 // pacedNominal is the note of the shell's lone pace (its nominal pace),

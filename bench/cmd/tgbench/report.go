@@ -115,6 +115,8 @@ var metricOrder = []struct{ name, title, unit, better string }{
 	{"fanout_paced_lag_max", "paced fan-out, lag of the last client", "ms", "lower"},
 	{"fanout_paced_cpu_lone", "paced fan-out, gateway CPU, one client", "%", "lower"},
 	{"fanout_paced_cpu", "paced fan-out, gateway CPU", "%", "lower"},
+	{"fanout_paced_wait_lone", "paced fan-out, gateway waiting for a CPU, one client", "%", "lower"},
+	{"fanout_paced_wait", "paced fan-out, gateway waiting for a CPU", "%", "lower"},
 	{"fanout_paced_bench_lone", "paced fan-out, tgbench CPU, one client", "%", "lower"},
 	{"fanout_paced_bench", "paced fan-out, tgbench CPU (its clients)", "%", "lower"},
 	{"fanout_paced_host_lone", "paced fan-out, machine busy, one client", "%", "lower"},
