@@ -21,11 +21,10 @@ import (
 // backend gets from a hijacked exec connection. Its stream runs on a
 // goroutine the execConn owns; Close ends it and waits for it.
 type execConn struct {
-	inR  *io.PipeReader // the exec reads its stdin here
-	inW  *io.PipeWriter
-	outR *io.PipeReader // and writes its stdout here
-	outW *io.PipeWriter
-	r    *bufio.Reader // over outR, so a status line can be read off the front
+	inR *io.PipeReader // the exec reads its stdin here
+	inW *io.PipeWriter
+	out *outPipe      // and writes its stdout here
+	r   *bufio.Reader // over out, so a status line can be read off the front
 
 	stderr lockedBuffer // the first 4 KiB of its stderr
 
@@ -57,21 +56,21 @@ func (b *Backend) openExec(t target, command []string) (*execConn, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	x := &execConn{cancel: cancel, done: make(chan struct{})}
 	x.inR, x.inW = io.Pipe()
-	x.outR, x.outW = io.Pipe()
-	x.r = bufio.NewReaderSize(x.outR, 64<<10)
+	x.out = newOutPipe()
+	x.r = bufio.NewReaderSize(x.out, 64<<10)
 	x.stderr.n = 4 << 10
 	x.wg.Go(func() {
 		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{
 			Stdin:  x.inR,
-			Stdout: x.outW,
+			Stdout: x.out,
 			Stderr: &x.stderr,
 		})
 		x.streamErr = err
 		close(x.done)
 		if err == nil {
-			x.outW.Close()
+			x.out.Close()
 		} else {
-			x.outW.CloseWithError(err)
+			x.out.CloseWithError(err)
 		}
 		// The executor's stdin copier may still wait in Read: end it.
 		x.inW.Close()
@@ -97,7 +96,7 @@ func (x *execConn) shutdown() {
 	x.once.Do(func() {
 		x.cancel()
 		x.inR.CloseWithError(io.ErrClosedPipe)
-		x.outR.Close()
+		x.out.CloseRead()
 		x.wg.Wait()
 	})
 }

@@ -91,10 +91,9 @@ type process struct {
 	t       target
 	session string
 
-	inR  *io.PipeReader // the exec reads the shell's input here
-	inW  *io.PipeWriter
-	outR *io.PipeReader // and writes the terminal's output here
-	outW *io.PipeWriter
+	inR *io.PipeReader // the exec reads the shell's input here
+	inW *io.PipeWriter
+	out *outPipe // and writes the terminal's output here
 
 	sizes  chan sessions.Size // the latest size not yet sent; capacity 1
 	smu    sync.Mutex         // makes replacing the pending size atomic
@@ -122,7 +121,7 @@ func newProcess(b *Backend, name string, t target, marker string, size sessions.
 		done:    make(chan struct{}),
 	}
 	p.inR, p.inW = io.Pipe()
-	p.outR, p.outW = io.Pipe()
+	p.out = newOutPipe()
 	p.sizes <- size
 	return p
 }
@@ -135,16 +134,16 @@ func (p *process) run(ex remotecommand.Executor) {
 	p.wg.Go(func() {
 		err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{
 			Stdin:             upReader{p},
-			Stdout:            p.outW,
+			Stdout:            p.out,
 			Tty:               true,
 			TerminalSizeQueue: sizeQueue{p},
 		})
 		p.streamErr = err
 		close(p.done)
 		if _, werr := exitCode(err); werr != nil && !errors.Is(werr, context.Canceled) {
-			p.outW.CloseWithError(fmt.Errorf("terminal stream of the shell in pod %q broke: %w", p.name, werr))
+			p.out.CloseWithError(fmt.Errorf("terminal stream of the shell in pod %q broke: %w", p.name, werr))
 		} else {
-			p.outW.Close()
+			p.out.Close()
 		}
 		// The executor's stdin copier may still wait in Read: end it.
 		p.inW.Close()
@@ -171,7 +170,7 @@ func (q sizeQueue) Next() *remotecommand.TerminalSize {
 	}
 }
 
-func (p *process) Read(buf []byte) (int, error) { return p.outR.Read(buf) }
+func (p *process) Read(buf []byte) (int, error) { return p.out.Read(buf) }
 
 func (p *process) Write(buf []byte) (int, error) {
 	n, err := p.inW.Write(buf)
@@ -217,6 +216,6 @@ func (p *process) close() {
 		p.cancel()
 		p.inR.CloseWithError(io.ErrClosedPipe)
 		p.wg.Wait()
-		p.outR.Close()
+		p.out.CloseRead()
 	})
 }
