@@ -108,20 +108,21 @@ func (r *relay) current() *sessions.Client {
 	return r.client
 }
 
-// run starts the input pump and the channel watcher, runs the output pump,
-// and stops and waits for both before it returns, panics included.
+// run hands the client's input to the session, starts the channel watcher,
+// runs the output pump, and stops and waits for all of it before it
+// returns, panics included. An attached client costs the goroutine that
+// runs run and the channel watcher: the input goes from the channel's pump
+// (see input) and the write guard's watcher starts only once the client is
+// closed (AfterClose).
 func (r *relay) run() (code int) {
 	code = 1 // if the output pump panics
-	inputDone := make(chan struct{})
-	go func() {
-		defer close(inputDone)
-		r.input()
-	}()
+	stopInput := r.input()
 	stopGuard, guardDone := make(chan struct{}), make(chan struct{})
-	go func() {
+	c0 := r.current()
+	c0.AfterClose(func() {
 		defer close(guardDone)
-		r.watch(stopGuard)
-	}()
+		r.watchClosed(stopGuard, c0, r.srv.cfg.CloseGrace)
+	})
 	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchDone)
@@ -149,9 +150,11 @@ func (r *relay) run() (code int) {
 		c.Detach() // no-op unless the shell is still running
 		// end writes the exit status: watched like every other write.
 		_ = r.guard.do(func() error { r.sess.end(code); return nil }) // after it, the channel reads io.EOF
-		<-inputDone
+		stopInput()
 		close(stopGuard)
-		<-guardDone
+		if c.Cause() != nil { // closed (Detach above closes a live one): the watcher was started
+			<-guardDone
+		}
 		r.srv.cfg.Audit.Event(audit.Detach, r.who, r.name, c.Info().Session, "cause", cause)
 	}()
 	code, cause = r.output()

@@ -27,7 +27,7 @@ const unstartedGrace = 500 * time.Millisecond
 // shell or exec request), data beyond inboxSize closes the channel: no
 // legitimate client sends that much before its request. Once started, a
 // full inbox stops the pump until the session reads (flow control for
-// pastes), or, once a relay called deliver, the pump hands each chunk to
+// pastes), or, once a relay called deliverTo, the pump hands each chunk to
 // the relay itself and waits for it; a session that does not read its input
 // (reset, list, help) and a channel that closed make the pump discard
 // instead.
@@ -38,8 +38,9 @@ type inbox struct {
 	err     error // the channel read's error (io.EOF), once buf is drained
 	started bool
 	discard bool
-	sink    func([]byte) // set by deliver: the pump hands data to it directly
+	sink    func([]byte) // set by deliverTo: the pump hands data to it directly
 	sinking bool         // the pump is in a sink call
+	stopped bool         // stopDelivery was called: no sink any more
 }
 
 func newInbox() *inbox {
@@ -160,14 +161,27 @@ func (in *inbox) setDiscard() {
 	in.mu.Unlock()
 }
 
-// deliver hands the client's data to f until the client sends EOF, the
-// channel closes or the inbox discards (the session ends), then returns.
-// What the inbox holds goes first, from deliver's goroutine; after that the
-// pump calls f itself as data arrives, so a keystroke goes from the
-// channel to the shell without waking another goroutine. f must not keep p
-// after it returns. deliver returns only once no call of f is in progress
-// or can start; Read must not be used at the same time.
-func (in *inbox) deliver(f func(p []byte)) {
+// deliverTo makes the pump hand the client's data to f, in the pump's
+// goroutine, from now on, so that a keystroke goes from the channel to the
+// shell without waking another goroutine. It reports false, and changes
+// nothing, when the inbox holds data typed ahead: deliverQueued, run on a
+// goroutine of the caller's, then writes that first. f must not keep p
+// after it returns; Read must not be used meanwhile; stopDelivery ends it.
+func (in *inbox) deliverTo(f func(p []byte)) bool {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if len(in.buf) > 0 && !in.discard {
+		return false
+	}
+	in.sink = f
+	in.cond.Broadcast()
+	return true
+}
+
+// deliverQueued hands what the inbox holds to f, then what arrives
+// meanwhile, and makes the pump hand it everything after that (as
+// deliverTo). It returns once the inbox is drained or discards.
+func (in *inbox) deliverQueued(f func(p []byte)) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	for len(in.buf) > 0 && !in.discard {
@@ -178,12 +192,21 @@ func (in *inbox) deliver(f func(p []byte)) {
 		f(p)
 		in.mu.Lock()
 	}
-	in.sink = f
-	in.cond.Broadcast()
-	for !in.discard && in.err == nil || in.sinking {
+	if !in.stopped {
+		in.sink = f
+		in.cond.Broadcast()
+	}
+}
+
+// stopDelivery makes the pump keep what arrives from now on (a discarding
+// inbox drops it) and waits until no call of the sink is in progress.
+func (in *inbox) stopDelivery() {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.sink, in.stopped = nil, true
+	for in.sinking {
 		in.cond.Wait()
 	}
-	in.sink = nil
 }
 
 // Read reads the client's data; io.EOF once the client sent EOF or the

@@ -10,33 +10,52 @@ import (
 	"github.com/termgate/termgate/sessions"
 )
 
-// input copies the client's keystrokes to the session until the client
-// sends EOF, the channel closes or the relay ends. Input typed while a
+// input starts copying the client's keystrokes to the session and returns
+// the function that stops it and waits for what it started (run calls it
+// once the client is detached and the channel ended). Input typed while a
 // reset moves the client waits for the move (in sessions) and goes to the
 // fresh shell; an observer's is dropped (sessions refuses it with
 // ErrReadOnly; the observer is told once).
 //
-// The channel's pump writes each chunk itself (inbox.deliver), so a
-// keystroke reaches the session without a hand-off between goroutines.
-// While a write waits (at most the registry's InputTimeout) the channel is
-// not read, and x/crypto's window holds the client back, as a full inbox
-// did before.
-func (r *relay) input() {
+// The channel's pump writes each chunk itself (inbox.deliverTo), so a
+// keystroke reaches the session without a hand-off between goroutines and
+// an attached client needs no goroutine for its input. While a write waits
+// (at most the registry's InputTimeout) the channel is not read, and
+// x/crypto's window holds the client back, as a full inbox did before.
+func (r *relay) input() (stop func()) {
 	w := &inputWriter{r: r}
-	defer w.stop()
-	if r.sess.raw != nil {
-		r.sess.raw.in.deliver(w.write)
-		return
+	done := make(chan struct{})
+	if in := r.sess.raw; in != nil {
+		if in.in.deliverTo(w.write) {
+			close(done)
+		} else { // typed ahead: written from a goroutine of its own, then the pump takes over
+			go func() {
+				defer close(done)
+				in.in.deliverQueued(w.write)
+			}()
+		}
+		return func() {
+			<-done
+			in.in.stopDelivery()
+			w.stop()
+		}
 	}
-	buf := make([]byte, 32<<10) // a bare ssh.Session (a middleware used outside Server)
-	for {
-		n, err := r.sess.Read(buf)
-		if n > 0 {
-			w.write(buf[:n])
+	go func() { // a bare ssh.Session (a middleware used outside Server)
+		defer close(done)
+		buf := make([]byte, 32<<10)
+		for {
+			n, err := r.sess.Read(buf)
+			if n > 0 {
+				w.write(buf[:n])
+			}
+			if err != nil {
+				return // io.EOF: the client sent EOF or the channel closed
+			}
 		}
-		if err != nil {
-			return // io.EOF: the client sent EOF or the channel closed
-		}
+	}()
+	return func() {
+		<-done
+		w.stop()
 	}
 }
 
@@ -179,41 +198,26 @@ func (g *writeGuard) blockedFor() time.Duration {
 	return time.Since(oldest)
 }
 
-// watch closes the whole connection when a write to the channel stays
-// blocked for CloseGrace once the current client was closed (dropped as too
-// slow, detached, revoked, reset, shutdown): a client that takes no output
-// (its window or its TCP connection full) would otherwise keep the
-// connection and the relay's goroutines forever, since x/crypto's writes
-// have no deadline. While the client is attached nothing is timed (the
-// registry drops a client that falls behind). The notice is written when
-// it can be: a client that reads again before CloseGrace gets it. watch
-// returns when stop is closed.
-func (r *relay) watch(stop <-chan struct{}) {
-	grace := r.srv.cfg.CloseGrace
-	for {
-		c := r.current()
-		select {
-		case <-stop:
-			return
-		case <-c.Done():
-		}
-		if !r.watchClosed(stop, c, grace) {
-			return
-		}
-	}
-}
+// A client that takes no output (its window or its TCP connection full)
+// would keep the connection and the relay's goroutines forever, since
+// x/crypto's writes have no deadline. So once the client is closed
+// (dropped as too slow, detached, revoked, reset, shutdown), run starts
+// watchClosed, which closes the whole connection when a write to the
+// channel stays blocked for CloseGrace. While the client is attached
+// nothing is timed (the registry drops a client that falls behind). The
+// notice is written when it can be: a client that reads again before
+// CloseGrace gets it.
 
-// watchClosed times the writes after c was closed until a live client
-// replaces it (true) or stop is closed or the connection was closed
-// (false).
-func (r *relay) watchClosed(stop <-chan struct{}, c *sessions.Client, grace time.Duration) bool {
+// watchClosed times the writes to the channel after c was closed, until
+// stop is closed or it closed the connection.
+func (r *relay) watchClosed(stop <-chan struct{}, c *sessions.Client, grace time.Duration) {
 	closedAt := time.Now() // the grace runs from the client's end, not from the write's start
 	tick := time.NewTicker(grace / 4)
 	defer tick.Stop()
 	for {
 		select {
 		case <-stop:
-			return false
+			return
 		case <-tick.C:
 		}
 		if d := r.guard.blockedFor(); d >= grace && time.Since(closedAt) >= grace {
@@ -223,14 +227,7 @@ func (r *relay) watchClosed(stop <-chan struct{}, c *sessions.Client, grace time
 			}
 			r.sess.log.Info("the client takes no output; closing the connection", "instance", r.name, "blocked", d.Round(time.Millisecond), "cause", cause)
 			closeConn(r.sess)
-			return false
-		}
-		if cur := r.current(); cur != c {
-			select {
-			case <-cur.Done():
-			default:
-				return true
-			}
+			return
 		}
 	}
 }
