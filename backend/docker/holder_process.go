@@ -15,7 +15,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 
-	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/backend/heldconn"
 	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/sessions"
 )
@@ -26,19 +26,11 @@ import (
 // child, not the exec's: the exec (and the gateway) may die, the shell
 // stays.
 type heldProcess struct {
+	*heldconn.Conn
 	b         *Backend
 	name      string
 	container string
 	dir       string // the holder's directory (holderDirs)
-	c         *holder.Client
-	state     sessions.HeldState
-
-	clients  atomic.Int64
-	wake     chan struct{} // the clients writer has a new count to send
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	released atomic.Bool
-	once     sync.Once
 
 	kmu    sync.Mutex // serializes Kill
 	killed bool
@@ -160,20 +152,8 @@ func (b *Backend) handshake(ctx context.Context, inst sessions.Instance, dir str
 		}
 		return nil, fmt.Errorf("connect to the holder in %q: %w %s", inst.Name, err, strings.TrimSpace(x.demux.Stderr()))
 	}
-	p := &heldProcess{
-		b: b, name: inst.Name, container: inst.ID, dir: dir, c: c,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}),
-	}
-	h := c.Hello
-	p.state = sessions.HeldState{
-		Session: rep.Session, Offset: rep.Start, Replay: replay,
-		Size: sessions.Size{Cols: h.Cols, Rows: h.Rows},
-	}
-	if h.Created > 0 {
-		p.state.Created = time.UnixMilli(h.Created)
-	}
-	p.clients.Store(int64(clients))
-	p.wg.Go(p.sendClients)
+	p := &heldProcess{b: b, name: inst.Name, container: inst.ID, dir: dir}
+	p.Conn = heldconn.New(inst.Name, b.gatewayID, c, rep, replay, clients, heldconn.Hooks{Lost: p.lost, Exited: p.exited})
 	return p, nil
 }
 
@@ -188,60 +168,12 @@ func (s execStream) Read(b []byte) (int, error)  { return s.r.Read(b) }
 func (s execStream) Write(b []byte) (int, error) { return s.conn.Write(b) }
 func (s execStream) Close() error                { return s.conn.Close() }
 
-// sendClients sends the latest client count whenever it changes, so that
-// Clients never blocks on the connection.
-func (p *heldProcess) sendClients() {
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-p.wake:
-			_ = p.c.Clients(int(p.clients.Load()))
-		}
-	}
-}
-
-func (p *heldProcess) Held() sessions.HeldState { return p.state }
-
-func (p *heldProcess) Clients(n int) {
-	p.clients.Store(int64(n))
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Read returns the shell's output, and the holder's endings as the
-// registry's causes. A holder dies with its container, and may report the
-// signal that killed its shell before the engine reports the stop: a
-// signal exit, or a connection lost, while the container stops is
-// sessions.ErrInstanceGone (see stopping).
-func (p *heldProcess) Read(b []byte) (int, error) {
-	n, err := p.c.Read(b)
-	if err == nil {
-		return n, nil
-	}
-	var reset *holder.ErrReset
-	switch {
-	case errors.As(err, &reset):
-		return n, &sessions.ResetError{OldSession: reset.OldSession, NewSession: reset.NewSession, By: "another gateway"}
-	case p.released.Load():
-		return n, io.EOF
-	case errors.Is(err, io.EOF):
-		m, ok := p.c.Exit()
-		switch {
-		case !ok:
-			return n, p.lost() // the holder may well live
-		case m.Cause == "idle":
-			return n, sessions.ErrIdle
-		case m.Cause == "":
-			ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
-			defer cancel()
-			return n, p.b.exitCause(ctx, p.container, m.Code, p.ending.Load)
-		}
-		return n, fmt.Errorf("the holder in %q ended the session: %s", p.name, m.Cause)
-	}
-	return n, fmt.Errorf("holder connection in %q: %w", p.name, err)
+// exited is the cause for the holder's report that the shell exited with
+// code: a signal exit while the container stops is the container's stop.
+func (p *heldProcess) exited(code int) error {
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	return p.b.exitCause(ctx, p.container, code, p.ending.Load)
 }
 
 // lost is the cause for a connection to the holder that ended without the
@@ -260,55 +192,6 @@ func (p *heldProcess) lost() error {
 	return sessions.ErrHolderLost
 }
 
-func (p *heldProcess) Write(b []byte) (int, error) {
-	n, err := p.c.Write(b)
-	if err != nil {
-		return n, fmt.Errorf("write to the holder in %q: %w", p.name, err)
-	}
-	return n, nil
-}
-
-func (p *heldProcess) Resize(_ context.Context, size sessions.Size) error {
-	if !size.Valid() {
-		return fmt.Errorf("resize shell in %q to %dx%d: %w", p.name, size.Cols, size.Rows, sessions.ErrBadSize)
-	}
-	if err := p.c.Resize(context.Background(), size.Cols, size.Rows); err != nil {
-		return fmt.Errorf("resize the held shell in %q: %w", p.name, err)
-	}
-	return nil
-}
-
-// Wait returns the held shell's exit status once Read ended with it.
-func (p *heldProcess) Wait(context.Context) (int, error) {
-	if m, ok := p.c.Exit(); ok {
-		return m.Code, nil
-	}
-	return -1, fmt.Errorf("the connection to the holder in %q was lost before the session ended", p.name)
-}
-
-// Reset has the holder kill the session and start a fresh shell as id;
-// every gateway's Read then ends with a *sessions.ResetError.
-func (p *heldProcess) Reset(_ context.Context, id string) error {
-	if !procmark.ValidSessionID(id) {
-		return fmt.Errorf("reset the held session in %q: invalid session id %q", p.name, id)
-	}
-	if err := p.c.Reset(id, p.b.gatewayID); err != nil {
-		return fmt.Errorf("reset the held session in %q: %w", p.name, err)
-	}
-	return nil
-}
-
-// Release drops the connection and leaves the shell to its holder.
-func (p *heldProcess) Release() error {
-	p.once.Do(func() {
-		p.released.Store(true)
-		close(p.stop)
-		p.wg.Wait()
-		_ = p.c.Close()
-	})
-	return nil
-}
-
 // Kill ends the held session for good: the holder kills the shell and
 // everything it started, then exits. Kill returns once the holder's socket
 // is gone (or the container is).
@@ -319,7 +202,7 @@ func (p *heldProcess) Kill(ctx context.Context) error {
 		return nil
 	}
 	p.ending.Store(true)
-	err := p.c.End()
+	err := p.Client().End()
 	_ = p.Release()
 	if err != nil { // the connection broke: end it through a new one
 		if done, err := p.endAgain(ctx); done || err != nil {
@@ -375,7 +258,7 @@ func (p *heldProcess) endAgain(ctx context.Context) (done bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("end the held session in %q: %w", p.name, err)
 	}
-	err = q.c.End()
+	err = q.Client().End()
 	_ = q.Release()
 	if err != nil {
 		return false, fmt.Errorf("end the held session in %q: %w", p.name, err)

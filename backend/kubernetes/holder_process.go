@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/backend/heldconn"
 	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/sessions"
 )
@@ -20,20 +20,12 @@ import (
 // its stdin and stdout. The shell is the holder's child, not the exec's:
 // the exec (and the gateway) may go, the shell stays.
 type heldProcess struct {
-	b     *Backend
-	name  string
-	t     target
-	dir   string // the holder's directory (holderDirs)
-	c     *holder.Client
-	x     *execConn // the attach exec c runs on
-	state sessions.HeldState
-
-	clients  atomic.Int64
-	wake     chan struct{} // the clients writer has a new count to send
-	stop     chan struct{}
-	wg       sync.WaitGroup
-	released atomic.Bool
-	once     sync.Once
+	*heldconn.Conn
+	b    *Backend
+	name string
+	t    target
+	dir  string    // the holder's directory (holderDirs)
+	x    *execConn // the attach exec the connection runs on
 
 	kmu    sync.Mutex // serializes Kill
 	killed bool
@@ -112,79 +104,23 @@ func (b *Backend) handshake(ctx context.Context, inst sessions.Instance, t targe
 		}
 		return nil, fmt.Errorf("connect to the holder in %q: %w %s", inst.Name, err, x.stderr.String())
 	}
-	p := &heldProcess{
-		b: b, name: inst.Name, t: t, dir: dir, c: c, x: x,
-		wake: make(chan struct{}, 1), stop: make(chan struct{}),
-	}
-	h := c.Hello
-	p.state = sessions.HeldState{
-		Session: rep.Session, Offset: rep.Start, Replay: replay,
-		Size: sessions.Size{Cols: h.Cols, Rows: h.Rows},
-	}
-	if h.Created > 0 {
-		p.state.Created = time.UnixMilli(h.Created)
-	}
-	p.clients.Store(int64(clients))
-	p.wg.Go(p.sendClients)
+	p := &heldProcess{b: b, name: inst.Name, t: t, dir: dir, x: x}
+	// A connection that ended without the holder saying why is io.EOF,
+	// which the registry classifies by watching the instance.
+	p.Conn = heldconn.New(inst.Name, b.gatewayID, c, rep, replay, clients,
+		heldconn.Hooks{Lost: func() error { return io.EOF }, Exited: p.exited})
 	return p, nil
 }
 
-// sendClients sends the latest client count whenever it changes, so that
-// Clients never blocks on the connection.
-func (p *heldProcess) sendClients() {
-	for {
-		select {
-		case <-p.stop:
-			return
-		case <-p.wake:
-			_ = p.c.Clients(int(p.clients.Load()))
-		}
+// exited is the cause for the holder's report that the shell exited with
+// code. A holder dies with its pod, and may report the signal that killed
+// its shell before the API server reports the pod going: a signal exit
+// while the pod is deleted is ErrInstanceGone.
+func (p *heldProcess) exited(code int) error {
+	if code >= 128 && !p.ending.Load() && p.b.stopping(p.t) {
+		return sessions.ErrInstanceGone
 	}
-}
-
-func (p *heldProcess) Held() sessions.HeldState { return p.state }
-
-func (p *heldProcess) Clients(n int) {
-	p.clients.Store(int64(n))
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
-
-// Read returns the shell's output, and the holder's endings as the
-// registry's causes. A holder dies with its pod, and may report the
-// signal that killed its shell before the API server reports the pod
-// going: a signal exit while the pod is deleted is ErrInstanceGone. A
-// connection that ended without the holder saying why is io.EOF, which
-// the registry classifies by watching the instance.
-func (p *heldProcess) Read(b []byte) (int, error) {
-	n, err := p.c.Read(b)
-	if err == nil {
-		return n, nil
-	}
-	var reset *holder.ErrReset
-	switch {
-	case errors.As(err, &reset):
-		return n, &sessions.ResetError{OldSession: reset.OldSession, NewSession: reset.NewSession, By: "another gateway"}
-	case p.released.Load():
-		return n, io.EOF
-	case errors.Is(err, io.EOF):
-		m, ok := p.c.Exit()
-		switch {
-		case !ok:
-			return n, io.EOF
-		case m.Cause == "idle":
-			return n, sessions.ErrIdle
-		case m.Cause == "":
-			if m.Code >= 128 && !p.ending.Load() && p.b.stopping(p.t) {
-				return n, sessions.ErrInstanceGone
-			}
-			return n, &sessions.ExitError{Code: m.Code}
-		}
-		return n, fmt.Errorf("the holder in %q ended the session: %s", p.name, m.Cause)
-	}
-	return n, fmt.Errorf("holder connection in %q: %w", p.name, err)
+	return &sessions.ExitError{Code: code}
 }
 
 // stopping reports whether the target's pod is being deleted or its
@@ -205,55 +141,6 @@ func (b *Backend) stopping(t target) bool {
 	}
 }
 
-func (p *heldProcess) Write(b []byte) (int, error) {
-	n, err := p.c.Write(b)
-	if err != nil {
-		return n, fmt.Errorf("write to the holder in %q: %w", p.name, err)
-	}
-	return n, nil
-}
-
-func (p *heldProcess) Resize(_ context.Context, size sessions.Size) error {
-	if !size.Valid() {
-		return fmt.Errorf("resize shell in %q to %dx%d: %w", p.name, size.Cols, size.Rows, sessions.ErrBadSize)
-	}
-	if err := p.c.Resize(context.Background(), size.Cols, size.Rows); err != nil {
-		return fmt.Errorf("resize the held shell in %q: %w", p.name, err)
-	}
-	return nil
-}
-
-// Wait returns the held shell's exit status once Read ended with it.
-func (p *heldProcess) Wait(context.Context) (int, error) {
-	if m, ok := p.c.Exit(); ok {
-		return m.Code, nil
-	}
-	return -1, fmt.Errorf("the connection to the holder in %q was lost before the session ended", p.name)
-}
-
-// Reset has the holder kill the session and start a fresh shell as id;
-// every gateway's Read then ends with a *sessions.ResetError.
-func (p *heldProcess) Reset(_ context.Context, id string) error {
-	if !procmark.ValidSessionID(id) {
-		return fmt.Errorf("reset the held session in %q: invalid session id %q", p.name, id)
-	}
-	if err := p.c.Reset(id, p.b.gatewayID); err != nil {
-		return fmt.Errorf("reset the held session in %q: %w", p.name, err)
-	}
-	return nil
-}
-
-// Release drops the connection and leaves the shell to its holder.
-func (p *heldProcess) Release() error {
-	p.once.Do(func() {
-		p.released.Store(true)
-		close(p.stop)
-		p.wg.Wait()
-		_ = p.c.Close()
-	})
-	return nil
-}
-
 // Kill ends the held session for good: the holder kills the shell and
 // everything it started, then exits. Kill returns once the holder's socket
 // is gone (or the pod is).
@@ -264,7 +151,7 @@ func (p *heldProcess) Kill(ctx context.Context) error {
 		return nil
 	}
 	p.ending.Store(true)
-	err := p.c.End()
+	err := p.Client().End()
 	if err == nil {
 		// The end frame is on its way through the exec's stdin copier:
 		// closing the stream now could drop it. The holder ends the
@@ -292,7 +179,7 @@ func (p *heldProcess) Kill(ctx context.Context) error {
 		if cerr != nil {
 			return fmt.Errorf("end the held session in %q: %w", p.name, cerr)
 		}
-		err = q.c.End()
+		err = q.Client().End()
 		if err == nil {
 			t := time.NewTimer(5 * time.Second)
 			select {
