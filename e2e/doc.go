@@ -1,8 +1,10 @@
 // Package e2e holds termgate's end-to-end acceptance tests: the real binary
 // (built once by TestMain) against real containers of the local Docker
 // engine, driven by in-process SSH and WebSocket clients and, for one
-// scenario, the OpenSSH client. The tests assert what a user sees, as
-// ../shared/CONTRACT.md (the external contract) describes it.
+// scenario, the OpenSSH client. The tests assert what a user sees, as the
+// external contract describes it (that contract is kept outside this
+// repository and given to the acceptance suite; README.md describes the
+// behaviour).
 //
 // Run them with
 //

@@ -1,14 +1,7 @@
-// Package holder is the in-instance session holder of durable sessions
-// (issue 7, CONTRACT.md "Durable sessions"): a small static program that the
-// gateway copies into an instance and starts with an exec. The holder, not
-// the gateway, owns the shell's terminal, the replay ring with its byte
-// offsets and the idle timer, so a session outlives the gateway.
-//
-// This file is the wire protocol between a gateway and a holder: frames on
-// a byte stream (an exec's stdin/stdout, bridged to the holder's unix
-// socket). It is versioned: each side's first frame is a Hello naming the
-// protocol version it speaks, and a side that meets a version it does not
-// speak says so and leaves the session alone.
+// The wire protocol between a gateway and a holder: frames on a byte
+// stream (an exec's stdin/stdout, bridged to the holder's unix socket),
+// each side's first frame a Hello naming the protocol version it speaks.
+
 package holder
 
 import (

@@ -1,36 +1,36 @@
-// Package record writes termgate's session recordings: one asciicast v2
-// file per session (DIR/INSTANCE/SESSION.cast, mode 0600, in a 0700
-// directory per instance) that `asciinema play` replays.
+// Package record writes termgate's session recordings (--record-dir): one
+// asciicast v2 file per session, DIR/INSTANCE/SESSION.cast, that `asciinema
+// play` replays, and opens them again for GET /api/recordings (open.go). The
+// format, what goes into a file (output "o", sizes "r", markers "m", and
+// input "i" only with --record-input), the permissions and the size limit
+// are described in docs/RECORDINGS.md; the promises about them, with their
+// tests, in SECURITY.md.
 //
 // A Recorder is the sessions.Config.Observe hook: every session gets a
-// Recording, which takes the session's output and window sizes without
-// ever blocking it. Events wait in a bounded queue (Config.QueueBytes)
-// that one goroutine per recording drains to the file; when the disk
-// cannot keep up, the output that does not fit is dropped and a marker
-// event ("m") in the file says how many bytes are missing. A write error
-// (a full disk) stops that recording with an error in the log; the
-// session goes on.
-//
-// File format (asciicast v2, one JSON value per line):
-//
-//	{"version":2,"width":80,"height":24,"timestamp":1700000000,"env":{"TERM":"xterm-256color"},"title":"web1"}
-//	[0.104211,"o","$ "]
-//	[2.500000,"r","120x40"]
-//	[9.000001,"m","termgate: 1048576 bytes of output dropped: the recording could not keep up"]
-//
-// Times are seconds since the session started, with microseconds, and
-// never decrease; gaps while nobody was attached stay in the file as they
-// were. Output is text: asciicast stores JSON strings, which must be
-// UTF-8, so a character cut between two reads of the shell's output is
-// joined again before it is written, and every byte that is not part of
-// valid UTF-8 is written as U+FFFD (as Go's []rune conversion and
-// terminals do); such bytes cannot be recovered from the file.
+// Recording, which takes the session's output, window sizes and, when
+// Config.Input is set, the input clients wrote to the shell, without ever
+// blocking the session. Events wait in a bounded queue (Config.QueueBytes,
+// 8 MiB) that one goroutine per recording encodes (encode.go) and writes to
+// the file; what does not fit is dropped, counted, and marked in the file
+// with an "m" event. A write error (a full disk) stops that recording only.
+// Files are created with O_EXCL|O_NOFOLLOW relative to the opened
+// directories (file.go), never through a symbolic link.
 //
 // A held (durable) session adopted by a restarted gateway continues its
-// file (adopt.go, continue.go): the file carries byte-number markers
-// (scan.go) so that the output printed while no gateway recorded it is
-// taken from the holder's replay from the first byte the file lacks, or
-// marked as lost.
+// file (adopt.go, continue.go): the file is read back strictly (read.go,
+// scan.go), its byte-number markers say which output byte comes next, and
+// what was printed while no gateway recorded it is taken from the holder's
+// replay, or marked as lost. An exclusive flock on the file keeps a second
+// gateway sharing DIR from writing into it; otherwise the recording goes on
+// in SESSION.continued-N.cast.
 //
-// Only the header and the events are written; input is never recorded.
+// Goroutines: one per Recording, started by Observe and waited for by
+// Recorder.Close (Recorder.wg). A second recording of the same session (a
+// held session whose holder connection broke and was made again) waits for
+// the first one's file to be closed, then continues it.
+//
+// Locks: Recorder.mu guards the set of live recordings; Recording.mu
+// guards its queue. The session's hooks only append to the queue under
+// Recording.mu; encoding and file I/O happen in the recording's goroutine
+// outside it. The two are never held together.
 package record

@@ -1,14 +1,40 @@
 // Package sessions is termgate's registry of persistent terminal sessions.
+// It declares what it needs from a backend (Backend, Process, and
+// HeldProcess for durable sessions; backend.go, held.go) and depends on
+// the standard library and a clock only.
 //
-// A Session owns one shell started in an instance through a Backend, the
-// replay buffer of its output and the clients attached to it. Both listeners
-// (sshd and websock) go through one Registry, so an SSH client and a browser
-// that attach to the same instance share one shell.
+// A Registry holds at most one Session per instance and creates or joins it
+// atomically (registry.go), so an SSH client and a browser that attach to
+// the same instance at once share one shell. A Session owns one shell
+// started through the Backend, the replay ring of its output (ring.go,
+// slab.go), its Replayer (raw: replay.go and the sanitizer, sanitize*.go;
+// screen: package screen) and the Clients attached to it (client.go). Its
+// state only moves forward: running, closing, closed. A reset ends the
+// session with a *ResetError and the registry moves its clients into the
+// fresh one (move.go); idle reaping, an instance that stops, a revoked
+// credential (recheck.go) and shutdown end it or its clients with a cause
+// the listeners print.
 //
-// Output flows pump → ring → per-client bounded queues: the pump goroutine
-// never blocks on a client, and a client whose queue overflows is dropped
-// with ErrSlowClient (it may reattach and get the replay).
+// Goroutines, each owned and waited for by Close/Wait or Shutdown:
 //
-// Lock order: Registry.mu, then Session.mu, then Client.mu. No lock is held
-// across backend or network I/O.
+//   - per Session, run (waits for the end, then kills the shell's
+//     processes and tears down in order) and pump (reads the shell's output
+//     into the ring, the observer and every client's bounded queue; it
+//     never blocks on a client: one whose queue overflows is dropped with
+//     ErrSlowClient and may reattach);
+//   - per Session while they have work only, the resizer (applies window
+//     sizes in order, resizer.go) and the inputter (writes queued input and
+//     the emulator's answers, input.go), so an idle session has two;
+//   - per Registry, the backend's Watch (instance stops and renames) and,
+//     during Shutdown, one that waits for the sessions;
+//   - a Client's AfterClose callbacks, each in its own goroutine once the
+//     client is closed, waited for by whoever registered them.
+//
+// Replay and subscription happen under Session.mu: nothing is lost or
+// doubled between them. Delivery never writes to the network: a listener
+// takes a client's queued chunks itself (Client.Ready, Take).
+//
+// Lock order: Registry.mu, then Session.mu, then Client.mu (the screen
+// Replayer's own locks come after Session.mu). No lock is held across
+// backend or network I/O.
 package sessions

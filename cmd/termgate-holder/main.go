@@ -2,7 +2,7 @@
 // package holder). The gateway copies this static binary into the instance
 // and runs it with execs:
 //
-//	termgate-holder serve --socket PATH --session ID [--idle D] [--buffer N] [--cols C --rows R] [--install-as PATH] -- SHELL [ARGS...]
+//	termgate-holder serve --socket PATH --session ID [--idle D] [--buffer N] [--cols C --rows R] [--install-as PATH] [--env K=V]... -- SHELL [ARGS...]
 //	    starts a holder daemon (in its own session, detached from the
 //	    exec) and prints "holder PID SOCKET" once it listens, or prints
 //	    "already held SOCKET" and starts nothing when a live holder holds
