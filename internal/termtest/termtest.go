@@ -1,6 +1,7 @@
 // Package termtest holds helpers shared by the tests that drive terminals
 // (the SSH listener's and the end-to-end tests): an output sink a test can
-// wait on for a pattern, a concurrency-safe buffer, SSH exit statuses.
+// wait on for a pattern, a concurrency-safe buffer, SSH exit statuses, and
+// playing a recording with asciinema (asciinema.go).
 package termtest
 
 import (
