@@ -11,7 +11,7 @@ import (
 	"github.com/charmbracelet/x/vt"
 
 	"github.com/termgate/termgate/screen"
-	"github.com/termgate/termgate/sessions"
+	"github.com/termgate/termgate/screen/sanitize"
 )
 
 // view is what an independent emulator (charmbracelet/x/vt) shows after a
@@ -32,7 +32,7 @@ func emulate(out []byte, cols, rows int) view {
 	e := vt.NewEmulator(cols, rows)
 	// x/vt blocks on a query until its answer is read (and its Close races
 	// that read): the live output's queries are left out instead.
-	out = sessions.StripQueries(out)
+	out = sanitize.StripQueries(out)
 	var v view
 	e.SetCallbacks(vt.Callbacks{
 		EnableMode: func(m ansi.Mode) {

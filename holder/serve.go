@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/termgate/termgate/sessions"
+	"github.com/termgate/termgate/internal/ring"
 )
 
 // ServeConfig configures a holder daemon.
@@ -67,7 +67,7 @@ type holder struct {
 
 	mu      sync.Mutex
 	shell   *shell
-	ring    *sessions.Ring
+	ring    *ring.Buffer
 	session string
 	cols    int
 	rows    int
@@ -86,7 +86,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.BufferSize < sessions.MinBufferSize {
+	if cfg.BufferSize < ring.MinSize {
 		cfg.BufferSize = 64 << 10
 	}
 	if cfg.IdleTimeout <= 0 {
@@ -112,7 +112,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	_ = os.Chmod(cfg.Socket, 0o600)
 	h := &holder{
-		cfg: cfg, log: cfg.Logger, ln: ln, ring: sessions.NewRing(cfg.BufferSize),
+		cfg: cfg, log: cfg.Logger, ln: ln, ring: ring.New(cfg.BufferSize),
 		session: cfg.Session, cols: cfg.Cols, rows: cfg.Rows,
 		conns: map[*conn]struct{}{}, done: make(chan struct{}),
 	}
@@ -305,7 +305,7 @@ func (h *holder) reset(msg ResetMsg) error {
 	old := h.shell
 	msg.OldSession = h.session
 	h.session = msg.NewSession
-	h.ring = sessions.NewRing(h.cfg.BufferSize)
+	h.ring = ring.New(h.cfg.BufferSize)
 	h.shell = nil
 	h.mu.Unlock()
 	if old != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termgate/termgate/internal/ring"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -91,7 +92,7 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 			runtime.ReadMemStats(&before)
 			keep := make([]sessions.Replayer, n)
 			for i := range keep {
-				ring := sessions.NewRing(64 << 10)
+				ring := ring.New(64 << 10)
 				var r sessions.Replayer
 				if mode == "raw" {
 					r = sessions.NewRawReplayer(ring)

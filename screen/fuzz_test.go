@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/termgate/termgate/sessions"
+	"github.com/termgate/termgate/screen/sanitize"
 )
 
 // FuzzTerminal feeds arbitrary output (the shell's, so untrusted) in two
@@ -44,7 +44,7 @@ func FuzzTerminal(f *testing.F) {
 		}
 		// The snapshot asks the client's terminal nothing: the replay
 		// sanitizer finds no query in it.
-		if snap := a.Snapshot(); !bytes.Equal(sessions.StripQueries(snap), snap) {
+		if snap := a.Snapshot(); !bytes.Equal(sanitize.StripQueries(snap), snap) {
 			t.Fatalf("the snapshot holds something the sanitizer removes: %q", snap)
 		}
 	})

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termgate/termgate/internal/ring"
+	"github.com/termgate/termgate/screen/sanitize"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -40,7 +42,7 @@ func NewReplayerFunc(o Options) sessions.NewReplayerFunc {
 	if o.Batch <= 0 {
 		o.Batch = 64 << 10
 	}
-	return func(ring *sessions.Ring, answer func([]byte)) sessions.Replayer {
+	return func(ring *ring.Buffer, answer func([]byte)) sessions.Replayer {
 		return newReplayer(ring, answer, o)
 	}
 }
@@ -67,7 +69,7 @@ type item struct {
 // Write, Resize, Attached and Replay with its lock held; the worker holds
 // emuMu while feeding and never takes the session's lock.
 type Replayer struct {
-	ring   *sessions.Ring // read only by Replay (session lock)
+	ring   *ring.Buffer // read only by Replay (session lock)
 	answer func([]byte)
 	opts   Options
 
@@ -94,7 +96,7 @@ type Replayer struct {
 	once  sync.Once
 }
 
-func newReplayer(ring *sessions.Ring, answer func([]byte), o Options) *Replayer {
+func newReplayer(ring *ring.Buffer, answer func([]byte), o Options) *Replayer {
 	r := &Replayer{
 		ring: ring, answer: answer, opts: o,
 		size:  sessions.Size{Cols: 80, Rows: 24},
@@ -237,7 +239,7 @@ func (r *Replayer) recoverLocked() {
 func (r *Replayer) Replay() []byte {
 	r.emuMu.Lock()
 	defer r.emuMu.Unlock()
-	raw := func() []byte { return sessions.SanitizeReplay(r.ring.Bytes(), r.ring.Start() > 0) }
+	raw := func() []byte { return sanitize.Replay(r.ring.Bytes(), r.ring.Start() > 0) }
 	if r.broken {
 		return raw()
 	}

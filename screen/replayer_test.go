@@ -7,6 +7,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/termgate/termgate/internal/ring"
+	"github.com/termgate/termgate/screen/sanitize"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -15,13 +17,13 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // session stands in for sessions.Session: it writes to the ring and the
 // replayer in order, as the session does under its lock.
 type session struct {
-	ring    *sessions.Ring
+	ring    *ring.Buffer
 	r       *Replayer
 	answers chan []byte
 }
 
 func newSession(t *testing.T, o Options) *session {
-	s := &session{ring: sessions.NewRing(16 << 10), answers: make(chan []byte, 16)}
+	s := &session{ring: ring.New(16 << 10), answers: make(chan []byte, 16)}
 	s.r = NewReplayerFunc(o)(s.ring, func(p []byte) { s.answers <- p }).(*Replayer)
 	s.r.Resize(sessions.Size{Cols: 40, Rows: 10})
 	t.Cleanup(s.r.Close)
@@ -76,7 +78,7 @@ func TestReplayerRebuildsFromRingAfterOverflow(t *testing.T) {
 		t.Fatal("4 KiB of output behind a 1 KiB queue did not overflow")
 	}
 	want := New(40, 10, 128<<10)
-	want.Write(sessions.SanitizeReplay(s.ring.Bytes(), s.ring.Start() > 0))
+	want.Write(sanitize.Replay(s.ring.Bytes(), s.ring.Start() > 0))
 	if got := s.r.Replay(); !bytes.Equal(got, want.Snapshot()) {
 		t.Fatalf("snapshot after overflow\n%q\nwant the ring's\n%q", got, want.Snapshot())
 	}
@@ -121,7 +123,7 @@ func TestReplayerFallsBackToRawOnPanic(t *testing.T) {
 	s.r.term.Reply = func([]byte) { panic("emulator bug") }
 	s.r.emuMu.Unlock()
 	s.out("\x1b[6nafter\r\n")
-	if got, want := s.r.Replay(), sessions.SanitizeReplay(s.ring.Bytes(), false); !bytes.Equal(got, want) {
+	if got, want := s.r.Replay(), sanitize.Replay(s.ring.Bytes(), false); !bytes.Equal(got, want) {
 		t.Fatalf("replay after a panic %q, want the raw replay %q", got, want)
 	}
 }

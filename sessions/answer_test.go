@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"sync"
 	"testing"
+
+	"github.com/termgate/termgate/internal/ring"
 )
 
 // echoReplayer answers every "?" in the output with "!" while no client is
@@ -19,7 +21,7 @@ type echoReplayer struct {
 	done     chan struct{}
 }
 
-func newEchoReplayer(_ *Ring, answer func([]byte)) *echoReplayer {
+func newEchoReplayer(_ *ring.Buffer, answer func([]byte)) *echoReplayer {
 	r := &echoReplayer{answer: answer, pending: make(chan []byte, 16), done: make(chan struct{})}
 	go func() { // answers off the session's lock, as Replayer asks
 		defer close(r.done)
@@ -55,7 +57,7 @@ func (r *echoReplayer) Close() {
 // its Replay is what a fresh attach gets, and it is closed with the session.
 func TestReplayerAttachedAnswerClose(t *testing.T) {
 	var rep *echoReplayer
-	r, fb := newTestRegistry(t, Config{NewReplayer: func(ring *Ring, answer func([]byte)) Replayer {
+	r, fb := newTestRegistry(t, Config{NewReplayer: func(ring *ring.Buffer, answer func([]byte)) Replayer {
 		rep = newEchoReplayer(ring, answer)
 		return rep
 	}})

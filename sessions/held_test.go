@@ -12,25 +12,6 @@ import (
 	"github.com/jonboulle/clockwork"
 )
 
-func TestRingNumbersFromItsBase(t *testing.T) {
-	r := NewRing(16)
-	r.setBase(1000)
-	if r.Start() != 1000 || r.End() != 1000 {
-		t.Fatalf("empty ring at base 1000: Start %d End %d", r.Start(), r.End())
-	}
-	r.Write([]byte("0123456789"))
-	if b, ok := r.Since(1004); !ok || string(b) != "456789" {
-		t.Fatalf("Since(1004) = %q, %v", b, ok)
-	}
-	if _, ok := r.Since(999); ok {
-		t.Fatal("Since(999): before the base is not held")
-	}
-	r.Write([]byte("abcdefghij"))
-	if r.Start() != 1004 || string(r.Bytes()) != "456789abcdefghij" {
-		t.Fatalf("full ring: Start %d Bytes %q", r.Start(), r.Bytes())
-	}
-}
-
 // An attach adopts the holder's session: its ID, numbering, replay, size
 // and creation time are the holder's, the attach is not "new", and no
 // shell is started.

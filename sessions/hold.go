@@ -32,7 +32,7 @@ func (s *Session) hold(hp HeldProcess) {
 		s.size = st.Size
 		s.replay.Resize(st.Size)
 	}
-	s.ring.setBase(st.Offset)
+	s.ring.SetBase(st.Offset)
 	if len(st.Replay) > 0 {
 		// This output was live before: its terminal queries were answered
 		// then, so the replayer must not answer them again into the shell

@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/termgate/termgate/internal/ring"
 )
 
 // MinBufferSize is the smallest replay buffer the contract allows.
-const MinBufferSize = 10 << 10
+const MinBufferSize = ring.MinSize
 
 // Config configures a Registry; New fills in the defaults.
 type Config struct {

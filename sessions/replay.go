@@ -1,5 +1,10 @@
 package sessions
 
+import (
+	"github.com/termgate/termgate/internal/ring"
+	"github.com/termgate/termgate/screen/sanitize"
+)
+
 // Replayer decides what a client that cannot resume from an offset is sent
 // when it attaches. The raw strategy below replays the ring; a terminal-state
 // snapshot (a headless emulator, package screen) is swapped in through
@@ -27,14 +32,14 @@ type Replayer interface {
 // output (read it only in Replay, under the session's lock) and answer
 // sends a reply to a terminal query to the shell's input, in line with the
 // clients' input (call it without holding a lock the session may wait for).
-type NewReplayerFunc func(ring *Ring, answer func([]byte)) Replayer
+type NewReplayerFunc func(ring *ring.Buffer, answer func([]byte)) Replayer
 
-// NewRawReplayer replays the ring's content, cleaned by SanitizeReplay.
-func NewRawReplayer(ring *Ring) Replayer { return rawReplayer{ring} }
+// NewRawReplayer replays the ring's content, cleaned by sanitize.Replay.
+func NewRawReplayer(ring *ring.Buffer) Replayer { return rawReplayer{ring} }
 
-func rawReplayerFunc(ring *Ring, _ func([]byte)) Replayer { return NewRawReplayer(ring) }
+func rawReplayerFunc(ring *ring.Buffer, _ func([]byte)) Replayer { return NewRawReplayer(ring) }
 
-type rawReplayer struct{ ring *Ring }
+type rawReplayer struct{ ring *ring.Buffer }
 
 func (rawReplayer) Write([]byte) {}
 func (rawReplayer) Resize(Size)  {}
@@ -42,5 +47,5 @@ func (rawReplayer) Attached(int) {}
 func (rawReplayer) Close()       {}
 
 func (r rawReplayer) Replay() []byte {
-	return SanitizeReplay(r.ring.Bytes(), r.ring.Start() > 0)
+	return sanitize.Replay(r.ring.Bytes(), r.ring.Start() > 0)
 }

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/jonboulle/clockwork"
+
+	"github.com/termgate/termgate/internal/ring"
+	"github.com/termgate/termgate/screen/sanitize"
 )
 
 // state only moves forward: running → closing → closed.
@@ -51,7 +54,7 @@ type Session struct {
 	mu        sync.Mutex // guards the fields below
 	state     state
 	cause     error
-	ring      *Ring
+	ring      *ring.Buffer
 	replay    Replayer
 	clients   map[*Client]struct{}
 	changed   chan struct{} // closed when clients changes (see attachedwatch.go); nil: nobody waits
@@ -98,7 +101,7 @@ type Info struct {
 }
 
 func newSession(id string, inst Instance, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
-	ring := NewRing(cfg.BufferSize)
+	ring := ring.New(cfg.BufferSize)
 	s := &Session{
 		id: id, inst: inst, proc: proc, cfg: cfg, onEnd: onEnd, term: term,
 		clock:    cfg.Clock,
@@ -226,11 +229,11 @@ func (s *Session) run() {
 // blocks on a client: a client whose queue is full is dropped.
 func (s *Session) pump() {
 	defer close(s.pumpGone)
-	var sl slab // see slab.go: no allocation per chunk, large reads when busy
+	var sl ring.Slab // see internal/ring: no allocation per chunk, large reads when busy
 	for {
-		n, err := s.proc.Read(sl.buf())
+		n, err := s.proc.Read(sl.Buf())
 		if n > 0 {
-			chunk := sl.chunk(n)
+			chunk := sl.Chunk(n)
 			// The observer first (it never blocks): a recording then
 			// holds output before any resize a client makes after
 			// reading it.
@@ -394,7 +397,7 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 			// What the client already holds tells the sanitizer what
 			// state its terminal is in at Since.
 			b := s.ring.Bytes()
-			replay = StripQueriesFrom(b, int(opts.Since-s.ring.Start()))
+			replay = sanitize.StripQueriesFrom(b, int(opts.Since-s.ring.Start()))
 		}
 		info.Gap = !ok
 	}

@@ -147,38 +147,6 @@ func TestAfterCloseRunsWhenTheClientIsCut(t *testing.T) {
 	}
 }
 
-func TestSlabChunksAreSeparateAndFollowTheStream(t *testing.T) {
-	var s slab
-	// Quiet: small reads are copied out of the small buffer.
-	b := s.buf()
-	if len(b) != smallRead {
-		t.Fatalf("first read buffer %d bytes, want the small one (%d)", len(b), smallRead)
-	}
-	copy(b, "abc")
-	c1 := s.chunk(3)
-	copy(s.buf(), "def")
-	c2 := s.chunk(3)
-	c1 = append(c1, 'Z') // a holder appending must not reach the next chunk
-	if string(c2) != "def" || string(c1[:3]) != "abc" {
-		t.Fatalf("chunks %q %q", c1, c2)
-	}
-	// A read that fills the small buffer switches to large reads.
-	copy(s.buf(), bytes.Repeat([]byte("x"), smallRead))
-	s.chunk(smallRead)
-	if b := s.buf(); len(b) < bulkMinRead {
-		t.Fatalf("read buffer after a full read: %d bytes, want at least %d", len(b), bulkMinRead)
-	}
-	c3 := s.chunk(40 << 10)
-	if len(c3) != 40<<10 || cap(c3) != 40<<10 {
-		t.Fatalf("bulk chunk len %d cap %d", len(c3), cap(c3))
-	}
-	// A short read: quiet again, and the large block is let go.
-	s.chunk(10)
-	if len(s.buf()) != smallRead || cap(s.free) > smallBlock {
-		t.Fatalf("after a short read: read buffer %d, block %d, want the small ones", len(s.buf()), cap(s.free))
-	}
-}
-
 // BenchmarkRelay is the session side of the relay: the pump reads a chunk
 // from the shell, delivers it to one client, and the client takes it. In
 // steady state it allocates nothing per chunk (the slab's blocks amortize

@@ -11,7 +11,7 @@ import (
 	"github.com/charmbracelet/x/vt"
 	"go.uber.org/goleak"
 
-	"github.com/termgate/termgate/sessions"
+	"github.com/termgate/termgate/screen/sanitize"
 )
 
 func TestMain(m *testing.M) {
@@ -147,7 +147,7 @@ func TestOracleAnswersQueriesNotReplays(t *testing.T) {
 		if len(answers(t, raw)) == 0 && len(answers(t, xtermView(raw))) == 0 {
 			t.Errorf("the emulator does not answer %q: the oracle cannot see this form", f)
 		}
-		replay := sessions.SanitizeReplay(raw, false)
+		replay := sanitize.Replay(raw, false)
 		if a := answers(t, replay); len(a) > 0 {
 			t.Errorf("replay of %q made the emulator answer %q", f, a)
 		}
@@ -171,7 +171,7 @@ func FuzzReplayOracle(f *testing.F) {
 		if cut < 0 || cut > len(data) {
 			cut = 0
 		}
-		replay := sessions.SanitizeReplay(data[cut:], cut > 0)
+		replay := sanitize.Replay(data[cut:], cut > 0)
 		if a := answers(t, replay); len(a) > 0 {
 			t.Fatalf("replay %q made the emulator answer %q", replay, a)
 		}
@@ -195,7 +195,7 @@ func FuzzResumeOracle(f *testing.F) {
 			return
 		}
 		held := data[:from]
-		out := sessions.StripQueriesFrom(data, from)
+		out := sanitize.StripQueriesFrom(data, from)
 		if a := answersAfter(t, held, out); len(a) > 0 {
 			t.Fatalf("after %q, %q made the emulator answer %q", held, out, a)
 		}

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/termgate/termgate/sessions"
+	"github.com/termgate/termgate/screen/sanitize"
 )
 
 // xtermOracle is the page's own terminal, xterm.js (its headless build, the
@@ -101,7 +101,7 @@ func TestXtermAnswersNoReplay(t *testing.T) {
 		if a := x.answers(t, nil, raw); len(a) == 0 && contains(answered, f) {
 			t.Errorf("xterm.js does not answer %q: the oracle cannot see this form", f)
 		}
-		if a := x.answers(t, nil, sessions.SanitizeReplay(raw, false)); len(a) > 0 {
+		if a := x.answers(t, nil, sanitize.Replay(raw, false)); len(a) > 0 {
 			t.Errorf("replay of %q made xterm.js answer %q", f, a)
 		}
 	}
@@ -137,11 +137,11 @@ func TestXtermAnswersNoReplay(t *testing.T) {
 		if len(x.answers(t, nil, b)) > 0 {
 			queries++
 		}
-		if out := sessions.SanitizeReplay(b, false); len(x.answers(t, nil, out)) > 0 {
+		if out := sanitize.Replay(b, false); len(x.answers(t, nil, out)) > 0 {
 			t.Fatalf("replay %q of %q made xterm.js answer %q", out, b, x.answers(t, nil, out))
 		}
 		from := rng.IntN(len(b) + 1)
-		out := sessions.StripQueriesFrom(b, from)
+		out := sanitize.StripQueriesFrom(b, from)
 		if a := x.answers(t, b[:from], out); len(a) > 0 {
 			t.Fatalf("after %q, the resume %q made xterm.js answer %q", b[:from], out, a)
 		}

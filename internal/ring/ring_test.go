@@ -1,4 +1,4 @@
-package sessions
+package ring
 
 import (
 	"bytes"
@@ -7,7 +7,7 @@ import (
 )
 
 func TestRingKeepsTailAndNumbersBytes(t *testing.T) {
-	r := NewRing(16)
+	r := New(16)
 	var all []byte
 	for i := range 50 {
 		p := []byte(fmt.Sprintf("<%d>", i))
@@ -36,7 +36,7 @@ func TestRingKeepsTailAndNumbersBytes(t *testing.T) {
 }
 
 func TestRingWriteLargerThanBuffer(t *testing.T) {
-	r := NewRing(8)
+	r := New(8)
 	r.Write([]byte("abc"))
 	r.Write([]byte("0123456789ABCDEF"))
 	if got := string(r.Bytes()); got != "89ABCDEF" {
@@ -44,5 +44,24 @@ func TestRingWriteLargerThanBuffer(t *testing.T) {
 	}
 	if r.End() != 19 || r.Start() != 11 {
 		t.Fatalf("Start, End = %d, %d; want 11, 19", r.Start(), r.End())
+	}
+}
+
+func TestRingNumbersFromItsBase(t *testing.T) {
+	r := New(16)
+	r.SetBase(1000)
+	if r.Start() != 1000 || r.End() != 1000 {
+		t.Fatalf("empty ring at base 1000: Start %d End %d", r.Start(), r.End())
+	}
+	r.Write([]byte("0123456789"))
+	if b, ok := r.Since(1004); !ok || string(b) != "456789" {
+		t.Fatalf("Since(1004) = %q, %v", b, ok)
+	}
+	if _, ok := r.Since(999); ok {
+		t.Fatal("Since(999): before the base is not held")
+	}
+	r.Write([]byte("abcdefghij"))
+	if r.Start() != 1004 || string(r.Bytes()) != "456789abcdefghij" {
+		t.Fatalf("full ring: Start %d Bytes %q", r.Start(), r.Bytes())
 	}
 }

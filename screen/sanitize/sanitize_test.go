@@ -1,4 +1,4 @@
-package sessions
+package sanitize
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/termgate/termgate/internal/ring"
 )
 
 func TestStripQueries(t *testing.T) {
@@ -53,7 +55,7 @@ func TestSanitizeReplayStartsOnCleanBoundary(t *testing.T) {
 	line := "\x1b[32m✓ 世界\x1b[0m ok\r\n"
 	full := []byte(strings.Repeat(line, 20))
 	for cut := range len(line) * 2 {
-		got := SanitizeReplay(full[cut:], cut > 0)
+		got := Replay(full[cut:], cut > 0)
 		if cut == 0 {
 			if !bytes.Equal(got, full) {
 				t.Fatal("an untruncated buffer must be replayed whole")
@@ -71,11 +73,11 @@ func TestSanitizeReplayStartsOnCleanBoundary(t *testing.T) {
 
 func TestSanitizeReplayWithoutNewlines(t *testing.T) {
 	// A progress bar redrawn with \r only: start at the next escape.
-	got := SanitizeReplay([]byte("\xa8\x9c50%\r\x1b[K 60%\r"), true)
+	got := Replay([]byte("\xa8\x9c50%\r\x1b[K 60%\r"), true)
 	if string(got) != "\x1b[K 60%\r" {
 		t.Fatalf("got %q", got)
 	}
-	got = SanitizeReplay([]byte("\x96\x8cabc"), true)
+	got = Replay([]byte("\x96\x8cabc"), true)
 	if string(got) != "abc" {
 		t.Fatalf("got %q, want leading continuation bytes dropped", got)
 	}
@@ -84,11 +86,11 @@ func TestSanitizeReplayWithoutNewlines(t *testing.T) {
 // TestReplayGolden pins the byte-exact replay of a wrapped ring holding a
 // shell session with prompts that query the cursor position.
 func TestReplayGolden(t *testing.T) {
-	ring := NewRing(256)
+	r := ring.New(256)
 	for i := range 12 {
-		ring.Write([]byte("\x1b[1;34m~\x1b[0m $ \x1b[6necho ünïcode " + strings.Repeat("=", i) + "\r\nünïcode\r\n"))
+		r.Write([]byte("\x1b[1;34m~\x1b[0m $ \x1b[6necho ünïcode " + strings.Repeat("=", i) + "\r\nünïcode\r\n"))
 	}
-	got := NewRawReplayer(ring).Replay()
+	got := Replay(r.Bytes(), r.Start() > 0) // what sessions' raw replayer sends
 	golden := filepath.Join("testdata", "replay.golden")
 	if os.Getenv("UPDATE_GOLDEN") == "1" {
 		if err := os.WriteFile(golden, got, 0o644); err != nil {
@@ -124,7 +126,7 @@ func FuzzSanitizeReplay(f *testing.F) {
 		if cut < 0 || cut > len(data) {
 			cut = 0
 		}
-		got := SanitizeReplay(data[cut:], cut > 0)
+		got := Replay(data[cut:], cut > 0)
 		if len(got) > len(data)-cut {
 			t.Fatalf("replay grew: %d > %d", len(got), len(data)-cut)
 		}
@@ -147,6 +149,6 @@ func BenchmarkSanitizeReplay(b *testing.B) {
 	buf := bytes.Repeat([]byte(line), 64<<10/len(line)+1)[:64<<10]
 	b.SetBytes(int64(len(buf)))
 	for b.Loop() {
-		SanitizeReplay(buf, true)
+		Replay(buf, true)
 	}
 }

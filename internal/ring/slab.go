@@ -1,4 +1,4 @@
-package sessions
+package ring
 
 // The pump's output chunks are carved from shared blocks instead of being
 // allocated one by one: the chunks of a busy stream cost one allocation per
@@ -19,19 +19,19 @@ const (
 	bulkMinRead = 32 << 10
 )
 
-// slab hands out the pump's read buffers and chunks. Its mode follows the
+// Slab hands out the pump's read buffers and chunks. Its mode follows the
 // stream: a read that fills the small buffer means more is waiting, so the
 // next reads go straight into a large block (no copy, large reads); a
 // short read goes back to the small buffer, so an idle session does not pin
 // a large block.
-type slab struct {
+type Slab struct {
 	small [smallRead]byte
 	free  []byte // the unused rest of the current block
 	bulk  bool
 }
 
-// buf returns where the next read goes.
-func (s *slab) buf() []byte {
+// Buf returns where the next read goes.
+func (s *Slab) Buf() []byte {
 	if !s.bulk {
 		return s.small[:]
 	}
@@ -41,10 +41,10 @@ func (s *slab) buf() []byte {
 	return s.free
 }
 
-// chunk turns the n bytes just read into buf() into a chunk of their own
+// Chunk turns the n bytes just read into Buf() into a chunk of their own
 // (its capacity ends with it, so an append by a holder can never reach the
 // next chunk) and picks the mode of the next read.
-func (s *slab) chunk(n int) []byte {
+func (s *Slab) Chunk(n int) []byte {
 	var c []byte
 	if s.bulk {
 		c = s.free[:n:n]

@@ -1,14 +1,23 @@
-package sessions
+// Package sanitize makes a terminal's buffered output safe to replay to a
+// terminal that did not see it live: it removes every sequence a terminal
+// would answer (the answer would arrive in the shell as typed input) and
+// starts a cut buffer on a clean boundary. The sessions' raw replay and
+// resume use it, and package screen falls back to it. It parses output as
+// terminals do (a VT500 state machine over UTF-8, parser.go; what counts as
+// a query is query.go), beside package screen's emulator, and imports only
+// the standard library. It runs no goroutines and holds no state between
+// calls.
+package sanitize
 
 import "bytes"
 
-// SanitizeReplay makes buffered output safe to send to a terminal that did
+// Replay makes buffered output safe to send to a terminal that did
 // not see it live. When truncated (the ring has wrapped) it drops the partial
 // line at the start, so the replay never begins inside a UTF-8 or escape
 // sequence; it always removes terminal queries (device status, device
 // attributes, mode, colour and capability reports, …), whose answers would
 // otherwise arrive in the shell as typed input. See StripQueries.
-func SanitizeReplay(b []byte, truncated bool) []byte {
+func Replay(b []byte, truncated bool) []byte {
 	if truncated {
 		// Cut first, then strip: the client's terminal parses the replay from
 		// its first byte in the ground state, and so must the stripper.
@@ -49,7 +58,7 @@ func skipContinuation(b []byte, i int) int {
 // escape sequences, C1 controls encoded in UTF-8 (U+0080–U+009F, which
 // xterm.js acts on), C0 controls executed inside CSI and escape sequences,
 // strings (OSC, DCS, SOS, PM, APC) ended by ST, BEL (OSC), a lone ESC, C1 ST,
-// CAN or SUB. What it removes is listed in sanitize_query.go.
+// CAN or SUB. What it removes is listed in query.go.
 //
 // Where terminals disagree on a byte, the byte is removed so that every
 // terminal reads the rest the same way: ENQ (asks for the answerback

@@ -1,4 +1,4 @@
-package sessions
+package sanitize
 
 import "unicode/utf8"
 
