@@ -3,14 +3,11 @@ package keys
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"strings"
 	"unicode"
-)
 
-// instanceName is the contract's instance name syntax (the same as
-// sessions.NamePattern; keys does not depend on sessions).
-var instanceName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
+	"github.com/termgate/termgate/internal/names"
+)
 
 // Identity is who a credential belongs to and what it may do.
 type Identity struct {
@@ -39,7 +36,7 @@ type Identity struct {
 // May reports whether the identity may use the instance. Names outside the
 // contract's syntax are always refused; a malformed pattern matches nothing.
 func (id Identity) May(instance string) bool {
-	if !instanceName.MatchString(instance) {
+	if !names.Valid(instance) {
 		return false
 	}
 	if len(id.Instances) == 0 {

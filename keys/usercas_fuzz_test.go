@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/internal/names"
 )
 
 // FuzzParseUserCAs parses arbitrary trusted user CA files. Whatever comes
@@ -120,7 +122,7 @@ func FuzzAuthorizeCert(f *testing.F) {
 		// A principal that is an instance name grants that instance; a name
 		// outside the contract is never granted.
 		for _, p := range c.ValidPrincipals {
-			if instanceName.MatchString(p) && !id.May(p) {
+			if names.Valid(p) && !id.May(p) {
 				t.Fatalf("principal %q does not grant itself (instances %q)", p, id.Instances)
 			}
 		}

@@ -3,7 +3,8 @@ package sessions
 import (
 	"errors"
 	"fmt"
-	"regexp"
+
+	"github.com/termgate/termgate/internal/names"
 )
 
 // Sentinels that the listeners translate into the contract's messages.
@@ -11,7 +12,7 @@ var (
 	// ErrNotFound: the instance does not exist, is not running or may not be
 	// used. Backends wrap it.
 	ErrNotFound = errors.New("not found or not running")
-	// ErrBadName: the instance name does not match NamePattern.
+	// ErrBadName: the instance name is outside the contract's syntax.
 	ErrBadName = errors.New("invalid instance name")
 	// ErrBadSize: a window size outside 1..MaxDim.
 	ErrBadSize = errors.New("window size out of range")
@@ -39,12 +40,10 @@ var (
 	ErrPreviousShellAlive = errors.New("the previous shell's processes are still being ended (the instance's engine does not answer); try again shortly")
 )
 
-// NamePattern is the contract's instance name syntax.
-var NamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
-
-// CheckName refuses names outside NamePattern before any backend call.
+// CheckName refuses names outside the contract's syntax (internal/names)
+// before any backend call.
 func CheckName(name string) error {
-	if !NamePattern.MatchString(name) {
+	if !names.Valid(name) {
 		return fmt.Errorf("%w %q: use letters, digits, '.', '_' and '-' (at most 128, starting with a letter or digit)", ErrBadName, truncate(name, 64))
 	}
 	return nil

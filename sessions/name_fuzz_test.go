@@ -10,7 +10,7 @@ import (
 )
 
 // contractName is the instance name syntax as CONTRACT.md writes it, kept
-// apart from NamePattern so that a change to either is caught here.
+// apart from internal/names so that a change to either is caught here.
 var contractName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 func FuzzCheckName(f *testing.F) {
@@ -28,8 +28,8 @@ func FuzzCheckName(f *testing.F) {
 		if ok != contractName.MatchString(name) {
 			t.Fatalf("CheckName(%q) = %v, contract regexp says %v", name, err, contractName.MatchString(name))
 		}
-		// keys keeps its own copy of the syntax (it does not import
-		// sessions); the two must agree.
+		// keys checks names on its own (it does not import sessions);
+		// the two must agree.
 		if may := (keys.Identity{}).May(name); may != ok {
 			t.Fatalf("keys.Identity.May(%q) = %v, CheckName %v", name, may, err)
 		}

@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"regexp"
 	"time"
+
+	"github.com/termgate/termgate/internal/names"
 )
 
 //go:embed src/index.html
@@ -57,7 +59,7 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inl
 	"connect-src 'self'; img-src 'self' data:; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
 // pagePath matches the page's addresses: / and /t/NAME.
-var pagePath = regexp.MustCompile(`^/(t/[A-Za-z0-9][A-Za-z0-9_.-]{0,127})?$`)
+var pagePath = regexp.MustCompile(`^/(t/` + names.Expr + `)?$`)
 
 // Handler serves the page at / and /t/NAME, and the assets at /assets/.
 // It needs no authentication: the page holds no data and signs in through
