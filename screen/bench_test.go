@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/termgate/termgate/internal/ring"
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -148,12 +149,7 @@ func relayOnce(b *testing.B, mode string, chunk []byte, total int) {
 		b.Fatal(err)
 	}
 	close(fb.go_)
-	buf := make([]byte, 64<<10)
-	for {
-		if _, err := c.Read(buf); err != nil {
-			break
-		}
-	}
+	_, _ = io.Copy(io.Discard, termtest.NewClientReader(c)) // until the shell's end
 	_ = reg.Shutdown(context.Background())
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -55,17 +56,12 @@ func TestAttachWithAnotherSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readReplay(t, first) // a fresh session's: an empty screen
+	fr := termtest.NewClientReader(first)
+	readReplay(t, first, fr) // a fresh session's: an empty screen
 	const out = "\x1b[?1049h\x1b[5;5Hvi-like screen"
 	go b.outW.Write([]byte(out))
-	got := make([]byte, 0, len(out))
-	buf := make([]byte, 4096)
-	for len(got) < len(out) {
-		n, err := first.Read(buf)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, buf[:n]...)
+	if _, err := io.ReadFull(fr, make([]byte, len(out))); err != nil {
+		t.Fatal(err)
 	}
 
 	big := sessions.Size{Cols: 100, Rows: 30}
@@ -73,7 +69,7 @@ func TestAttachWithAnotherSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := readReplay(t, second)
+	replay := readReplay(t, second, termtest.NewClientReader(second))
 	want := New(40, 10, 64<<10)
 	want.Write([]byte(out))
 	if !bytes.Equal(replay, want.Snapshot()) {
@@ -97,7 +93,7 @@ func TestAttachWithAnotherSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Resize(100, 30)
-	if replay := readReplay(t, third); !bytes.Equal(replay, want.Snapshot()) {
+	if replay := readReplay(t, third, termtest.NewClientReader(third)); !bytes.Equal(replay, want.Snapshot()) {
 		t.Fatalf("the next snapshot\n%q\nwant it at 100x30\n%q", replay, want.Snapshot())
 	}
 	first.Detach()
@@ -105,17 +101,12 @@ func TestAttachWithAnotherSize(t *testing.T) {
 	third.Detach()
 }
 
-func readReplay(t *testing.T, c *sessions.Client) []byte {
+// readReplay reads exactly c's replay from r, c's reader.
+func readReplay(t *testing.T, c *sessions.Client, r io.Reader) []byte {
 	t.Helper()
-	n := c.Info().Replay
-	out := make([]byte, 0, n)
-	buf := make([]byte, 64<<10)
-	for len(out) < n {
-		k, err := c.Read(buf[:min(len(buf), n-len(out))])
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, buf[:k]...)
+	out := make([]byte, c.Info().Replay)
+	if _, err := io.ReadFull(r, out); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

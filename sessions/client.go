@@ -15,7 +15,7 @@ type AttachInfo struct {
 	New bool
 	// Offset is the number of the first output byte after the replay.
 	Offset int64
-	// Replay is how many bytes of replay Read returns before live output, so
+	// Replay is how many bytes of replay Take returns before live output, so
 	// a client can resume from Offset + (bytes received - Replay).
 	Replay int
 	// Gap reports that a resume was asked for but its offset is no longer
@@ -23,17 +23,18 @@ type AttachInfo struct {
 	Gap bool
 }
 
-// Client is one attached terminal. Read returns the replay, then live
-// output; once the session is gone under it, Read drains what was queued and
-// then returns the cause (*ExitError, *RevokedError, ErrIdle,
-// ErrInstanceGone, ErrSlowClient, ErrShutdown, ErrBackendLost). Done is
-// closed at the same moment, so a listener can select on it.
+// Client is one attached terminal. Take returns the replay, then live
+// output (Ready says when there is some); once the session is gone under
+// it, Take drains what was queued and then returns the cause (*ExitError,
+// *RevokedError, ErrIdle, ErrInstanceGone, ErrSlowClient, ErrShutdown,
+// ErrBackendLost). Done is closed at the same moment, so a listener can
+// select on it.
 //
 // A reset does not close the client: the registry moves it to the fresh
-// session (see move.go), and Read or Take return a *ResetError once, in
-// band, between the old session's last output and the new session's
-// replay; the client goes on after it. Input written meanwhile waits for
-// the move and goes to the new shell.
+// session (see move.go), and Take returns a *ResetError once, in band,
+// between the old session's last output and the new session's replay; the
+// client goes on after it. Input written meanwhile waits for the move and
+// goes to the new shell.
 type Client struct {
 	label   string
 	since   time.Time
@@ -46,8 +47,7 @@ type Client struct {
 	info   AttachInfo // where the client landed (last: after the last reset)
 	moved  chan struct{}
 	resets []*ResetError // the in-band events, one per empty chunk in queue
-	queue  [][]byte      // chunks not yet read; shared, never modified; an empty one marks a reset
-	head   int           // bytes of queue[0] already read
+	queue  [][]byte      // chunks not yet taken; shared, never modified; an empty one marks a reset
 	queued int           // bytes waiting in queue
 	limit  int           // queued bytes allowed before the client is dropped
 	cause  error         // set once: why the client is closed
@@ -64,7 +64,7 @@ func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Clie
 }
 
 // Done is closed once the client is closed, for whatever cause; queued
-// output may still be waiting for Read.
+// output may still be waiting for Take.
 func (c *Client) Done() <-chan struct{} { return c.done }
 
 // Cause returns why the client was closed, or nil while it is attached.
@@ -105,10 +105,10 @@ func (c *Client) session() (*Session, <-chan struct{}) {
 }
 
 // Ready receives a value when output was queued or the client was closed
-// since the last Read or Take, so a writer can select on it beside its own
+// since the last Take, so a writer can select on it beside its own
 // channels and then Take. A value may be stale (Take then returns nothing):
-// Ready never loses a wake-up, it may report one twice. Use either Read or
-// Ready and Take, from one goroutine.
+// Ready never loses a wake-up, it may report one twice. One goroutine
+// takes a client's output.
 func (c *Client) Ready() <-chan struct{} { return c.wake }
 
 // TakeMax bounds what one Take returns (unless a single chunk is larger):
@@ -121,20 +121,17 @@ const TakeMax = 256 << 10
 // with other clients and must not be modified; they stay valid after the
 // next Take. When it leaves chunks queued, Ready fires again. Once the
 // client is closed and its queue is drained, Take returns the cause (with
-// the last chunks, if any), like Read. Nothing queued and not closed: bufs
-// and nil.
+// the last chunks, if any), and again on every later call. Nothing queued
+// and not closed: bufs and nil.
 //
 // A reset is returned in band, as a *ResetError with the chunks before it;
-// the next Take returns the fresh session's replay and output.
+// it is not final: the client stays attached and the next Take returns the
+// fresh session's replay and output.
 func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.queue) == 0 {
 		return bufs, c.cause
-	}
-	if c.head > 0 {
-		c.queue[0] = c.queue[0][c.head:]
-		c.head = 0
 	}
 	n, taken := 0, 0
 	for n < len(c.queue) && len(c.queue[n]) > 0 && (n == 0 || taken+len(c.queue[n]) <= TakeMax) {
@@ -174,47 +171,6 @@ func (c *Client) popReset() error {
 	c.resets[0] = nil
 	c.resets = c.resets[1:]
 	return ev
-}
-
-// Read copies queued output into p, blocking until there is some or the
-// client is closed.
-func (c *Client) Read(p []byte) (int, error) {
-	for {
-		c.mu.Lock()
-		if len(c.queue) > 0 && len(c.queue[0]) == 0 { // a reset, in band
-			c.queue[0] = nil
-			c.queue = c.queue[1:]
-			err := c.popReset()
-			c.mu.Unlock()
-			return 0, err
-		}
-		if c.queued > 0 {
-			n := 0
-			for n < len(p) && len(c.queue) > 0 && len(c.queue[0]) > 0 {
-				k := copy(p[n:], c.queue[0][c.head:])
-				n += k
-				c.head += k
-				if c.head == len(c.queue[0]) {
-					c.queue[0] = nil
-					c.queue = c.queue[1:]
-					c.head = 0
-				}
-			}
-			if len(c.queue) == 0 {
-				c.queue = c.queue[:0:0] // let append start afresh at the front
-			}
-			c.queued -= n
-			c.mu.Unlock()
-			return n, nil
-		}
-		if c.cause != nil {
-			err := c.cause
-			c.mu.Unlock()
-			return 0, err
-		}
-		c.mu.Unlock()
-		<-c.wake
-	}
 }
 
 // Write sends input to the shell. It blocks while the shell takes the
@@ -276,7 +232,7 @@ func (c *Client) Resize(size Size) error {
 	return s.resize(size)
 }
 
-// Detach leaves the session; the shell keeps running. A blocked Read returns
+// Detach leaves the session; the shell keeps running. Take then returns
 // ErrDetached.
 func (c *Client) Detach() {
 	if c.close(ErrDetached, true) {
@@ -329,7 +285,7 @@ func (c *Client) close(cause error, discard bool) bool {
 	}
 	c.cause = cause
 	if discard {
-		c.queue, c.head, c.queued, c.resets = nil, 0, 0, nil
+		c.queue, c.queued, c.resets = nil, 0, nil
 	}
 	close(c.done)
 	after := c.after

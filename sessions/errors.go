@@ -19,7 +19,7 @@ var (
 	// ErrClosed: the registry is shutting down.
 	ErrClosed = errors.New("gateway is shutting down")
 
-	// Causes a client's Read returns when its session ends under it.
+	// Causes a client's Take returns when its session ends under it.
 	ErrIdle         = errors.New("session ended after its idle timeout")
 	ErrSlowClient   = errors.New("client fell too far behind the output and was disconnected; reattach to get the replay")
 	ErrInstanceGone = errors.New("instance stopped; session ended")
@@ -55,7 +55,7 @@ func NotFoundMessage(name string) string {
 }
 
 // ResetError says a session was reset. An attached client gets it once,
-// in band, from Read or Take, when the registry has moved it to session
+// in band, from Take, when the registry has moved it to session
 // NewSession (Attach says where it landed); it stays attached. A session
 // that ended by a reset has it as its cause (Config.OnEnd).
 type ResetError struct {

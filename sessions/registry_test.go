@@ -44,7 +44,9 @@ func attach(t *testing.T, r *Registry, name string, opts AttachOptions) *Client 
 	return c
 }
 
-// readAtLeast reads from c until it has want's length or the client ends.
+// readAtLeast takes from c, as a listener does (Ready, Take), until it has
+// n bytes, an in-band event (a reset) or the client's cause. It takes whole
+// chunks, so nothing is left behind half read for the next call.
 func readAtLeast(t *testing.T, c *Client, n int) ([]byte, error) {
 	t.Helper()
 	type res struct {
@@ -54,13 +56,19 @@ func readAtLeast(t *testing.T, c *Client, n int) ([]byte, error) {
 	ch := make(chan res, 1)
 	go func() {
 		var out []byte
-		buf := make([]byte, 4096)
+		var bufs [][]byte
 		for len(out) < n {
-			k, err := c.Read(buf)
-			out = append(out, buf[:k]...)
+			var err error
+			bufs, err = c.Take(bufs[:0])
+			for _, b := range bufs {
+				out = append(out, b...)
+			}
 			if err != nil {
 				ch <- res{out, err}
 				return
+			}
+			if len(bufs) == 0 {
+				<-c.Ready()
 			}
 		}
 		ch <- res{out, nil}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -78,7 +79,7 @@ func TestRenameFollowedBySession(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Attach(%s): %v", name, err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, limited) }()
+	go func() { _, _ = io.Copy(io.Discard, termtest.NewClientReader(limited)) }()
 	if got := reg.Sessions(); len(got) != 1 || got[0].Instance != name {
 		t.Fatalf("sessions before the rename: %+v", got)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -78,8 +79,9 @@ func openSession(reg *sessions.Registry, name, cmd string) (int, error) {
 	}
 	var out bytes.Buffer
 	buf := make([]byte, 4096)
+	cr := termtest.NewClientReader(c)
 	for ctx.Err() == nil {
-		n, err := c.Read(buf)
+		n, err := cr.Read(buf)
 		out.Write(buf[:n])
 		if m := shellPIDRe.FindSubmatch(out.Bytes()); m != nil {
 			return strconv.Atoi(string(m[1]))

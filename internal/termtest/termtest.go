@@ -1,7 +1,8 @@
 // Package termtest holds helpers shared by the tests that drive terminals
 // (the SSH listener's and the end-to-end tests): an output sink a test can
-// wait on for a pattern, a concurrency-safe buffer, SSH exit statuses, and
-// playing a recording with asciinema (asciinema.go).
+// wait on for a pattern, a concurrency-safe buffer, SSH exit statuses,
+// playing a recording with asciinema (asciinema.go), and reading a
+// sessions.Client as a blocking io.Reader (client.go).
 package termtest
 
 import (
