@@ -149,7 +149,7 @@ func (s *Session) start() {
 }
 
 // Close asks the session to end with cause; it does not wait (see Wait).
-// Attached clients get cause from Read once their queue is drained.
+// Attached clients get cause from Take once their queue is drained.
 func (s *Session) Close(cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
