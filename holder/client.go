@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 )
@@ -23,10 +24,13 @@ type Client struct {
 	wmu sync.Mutex // serializes frames on rw
 
 	pending     []byte // output of the current frame not yet returned by Read
-	next        int64  // offset of the next output byte Read returns; -1 until known
+	next        int64  // offset of the next output byte the holder sends
 	exit        chan ExitMsg
-	replayStart int64 // offset of the replay's first byte
-	replayEnd   int64 // offset after the replay
+	ended       error  // Read's final error once the stream ended (exit, reset, protocol error)
+	session     string // the session this connection holds (the replay's)
+	replayStart int64  // offset of the replay's first byte the holder sends
+	keepFrom    int64  // offset of the replay's first byte ReadReplay keeps (see replayLimit)
+	replayEnd   int64  // offset after the replay
 	lastErr     atomic.Pointer[ErrorMsg]
 	once        sync.Once
 }
@@ -50,7 +54,7 @@ func Dial(rw io.ReadWriteCloser, gateway, session string, since int64) (*Client,
 // DialClients is Dial for a gateway that already has clients on the
 // session (see HelloMsg.Clients).
 func DialClients(rw io.ReadWriteCloser, gateway, session string, since int64, clients int) (*Client, ReplayMsg, error) {
-	c := &Client{rw: rw, r: NewReader(bufio.NewReaderSize(rw, 64<<10)), exit: make(chan ExitMsg, 1), next: -1}
+	c := &Client{rw: rw, r: NewReader(bufio.NewReaderSize(rw, 64<<10)), exit: make(chan ExitMsg, 1)}
 	fail := func(err error) (*Client, ReplayMsg, error) {
 		rw.Close()
 		return nil, ReplayMsg{}, err
@@ -68,9 +72,12 @@ func DialClients(rw io.ReadWriteCloser, gateway, session string, since int64, cl
 		if m.Proto != 0 && m.Proto != Version {
 			return fail(&VersionError{Theirs: m.Proto, Ours: Version})
 		}
-		return fail(fmt.Errorf("holder refused: %s", m.Message))
+		return fail(fmt.Errorf("holder refused: %s", clip(m.Message)))
 	}
 	if c.Hello, err = CheckHello(f); err != nil {
+		return fail(err)
+	}
+	if err := checkHelloFields(c.Hello); err != nil {
 		return fail(err)
 	}
 	if err := c.send(mustFrame(TypeAttach, AttachMsg{Session: session, Since: since})); err != nil {
@@ -88,10 +95,16 @@ func DialClients(rw io.ReadWriteCloser, gateway, session string, since int64, cl
 		if err := DecodeControl(f, &rep); err != nil {
 			return fail(err)
 		}
-		if rep.Start < 0 || rep.Start > rep.Offset {
-			return fail(fmt.Errorf("holder replay from %d to %d", rep.Start, rep.Offset))
+		if err := checkReplay(rep); err != nil {
+			return fail(err)
 		}
-		c.replayStart, c.replayEnd = rep.Start, rep.Offset
+		c.session = rep.Session
+		c.replayStart, c.replayEnd, c.next = rep.Start, rep.Offset, rep.Start
+		// A replay longer than this gateway keeps (a holder started by a
+		// gateway with a larger --buffer-size) is read, but only its end
+		// is kept: the caller is told it starts there.
+		c.keepFrom = max(rep.Start, rep.Offset-ReplayLimit())
+		rep.Start = c.keepFrom
 		return c, rep, nil
 	}
 }
@@ -113,80 +126,117 @@ func (c *Client) send(frame []byte) error {
 
 // Read returns output (the replay first, then live output). It returns
 // io.EOF once the session ended (Wait then has the exit), and an *ErrReset
-// when the session was reset.
+// when the session was reset; a frame that breaks the protocol ends the
+// stream with an error wrapping ErrProtocol. Once Read returned an error it
+// returns the same one again without reading.
 func (c *Client) Read(p []byte) (int, error) {
-	for len(c.pending) == 0 {
-		f, err := c.r.ReadFrame()
-		if err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) {
-				return 0, fmt.Errorf("holder connection: %w", err)
-			}
-			return 0, err
-		}
-		switch f.Type {
-		case TypeOutput:
-			off, data, err := DecodeOutput(f)
-			if err != nil {
-				return 0, err
-			}
-			if c.next >= 0 && off != c.next {
-				return 0, fmt.Errorf("holder output at offset %d, want %d", off, c.next)
-			}
-			c.next = off + int64(len(data))
-			// No copy: the frame's buffer is reused only by the next
-			// ReadFrame, which comes once pending is empty.
-			c.pending = data
-		case TypeExit:
-			var m ExitMsg
-			if err := DecodeControl(f, &m); err != nil {
-				return 0, err
-			}
-			c.exit <- m
-			return 0, io.EOF
-		case TypeReset:
-			var m ResetMsg
-			if err := DecodeControl(f, &m); err != nil {
-				return 0, err
-			}
-			return 0, &ErrReset{m}
-		case TypeError:
-			// A refused request (a bad size, input the shell did not
-			// take) does not end the stream: the holder says so when the
-			// session ends.
-			var m ErrorMsg
-			_ = DecodeControl(f, &m)
-			c.lastErr.Store(&m)
-		}
+	if err := c.fill(); err != nil {
+		return 0, err
 	}
 	n := copy(p, c.pending)
 	c.pending = c.pending[n:]
 	return n, nil
 }
 
+// fill reads frames until some output is pending, or the stream ends.
+func (c *Client) fill() error {
+	for len(c.pending) == 0 {
+		if c.ended != nil {
+			return c.ended
+		}
+		data, err := c.frame()
+		if err != nil {
+			c.ended = err
+			return err
+		}
+		c.pending = data
+	}
+	return nil
+}
+
+// frame reads one frame and returns its output (nil for a frame that
+// carries none), or why the stream ended.
+func (c *Client) frame() ([]byte, error) {
+	f, err := c.r.ReadFrame()
+	if err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return nil, fmt.Errorf("holder connection: %w", err)
+		}
+		if errors.Is(err, ErrTooLarge) {
+			return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		return nil, err
+	}
+	switch f.Type {
+	case TypeOutput:
+		off, data, err := DecodeOutput(f)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		if off != c.next {
+			return nil, fmt.Errorf("%w: output at offset %d, want %d", ErrProtocol, off, c.next)
+		}
+		if off > math.MaxInt64-int64(len(data)) {
+			return nil, fmt.Errorf("%w: output offset %d overflows", ErrProtocol, off)
+		}
+		c.next = off + int64(len(data))
+		// No copy: the frame's buffer is reused only by the next
+		// ReadFrame, which comes once pending is empty.
+		return data, nil
+	case TypeExit:
+		var m ExitMsg
+		if err := DecodeControl(f, &m); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		m.Cause = clip(m.Cause)
+		c.exit <- m // once: the stream ends here
+		return nil, io.EOF
+	case TypeReset:
+		var m ResetMsg
+		if err := DecodeControl(f, &m); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrProtocol, err)
+		}
+		if err := c.checkReset(m); err != nil {
+			return nil, err
+		}
+		m.By = clip(m.By)
+		return nil, &ErrReset{m}
+	case TypeError:
+		// A refused request (a bad size, input the shell did not
+		// take) does not end the stream: the holder says so when the
+		// session ends.
+		var m ErrorMsg
+		_ = DecodeControl(f, &m)
+		m.Message = clip(m.Message)
+		c.lastErr.Store(&m)
+	}
+	return nil, nil
+}
+
 // ReadReplay returns the replay Dial announced (its ReplayMsg's Offset-Start
 // bytes), after which Read returns live output only. Call it before the
-// first Read, or not at all (Read then returns the replay first).
+// first Read, or not at all (Read then returns the replay first). The
+// replay is read as it arrives, never allocated ahead from what the holder
+// announced, and holds at most ReplayLimit bytes.
 func (c *Client) ReadReplay() ([]byte, error) {
-	want := c.replayEnd - c.replayStart
-	buf := make([]byte, 0, want)
-	for int64(len(buf)) < want {
-		n, err := c.Read(buf[len(buf):want])
-		buf = buf[:len(buf)+n]
-		if err != nil {
+	buf := make([]byte, 0, min(c.replayEnd-c.keepFrom, 64<<10))
+	for off := c.Offset(); off < c.replayEnd; off = c.Offset() {
+		if err := c.fill(); err != nil {
 			return buf, fmt.Errorf("holder replay: %w", err)
 		}
+		data := c.pending[:min(int64(len(c.pending)), c.replayEnd-off)]
+		c.pending = c.pending[len(data):]
+		if skip := c.keepFrom - off; skip > 0 {
+			data = data[min(skip, int64(len(data))):]
+		}
+		buf = append(buf, data...)
 	}
 	return buf, nil
 }
 
 // Offset is the number of the next output byte Read will return: a
 // gateway that reconnects resumes from it.
-func (c *Client) Offset() int64 {
-	if c.next < 0 {
-		return c.replayEnd
-	}
-	return c.next - int64(len(c.pending))
-}
+func (c *Client) Offset() int64 { return c.next - int64(len(c.pending)) }
 
 // Write sends input for the shell.
 func (c *Client) Write(p []byte) (int, error) {

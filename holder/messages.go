@@ -182,7 +182,7 @@ type VersionError struct {
 func (e *VersionError) Error() string {
 	build := ""
 	if e.Build != "" {
-		build = fmt.Sprintf(" (build %q)", e.Build)
+		build = fmt.Sprintf(" (build %q)", clip(e.Build))
 	}
 	return fmt.Sprintf("holder protocol version %d%s is not %d: leaving that session alone; it ends by itself when idle, or restart the gateway version that started it", e.Theirs, build, e.Ours)
 }

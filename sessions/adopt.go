@@ -20,6 +20,10 @@ const (
 	resetHeld
 	// adoptOnly: a starting gateway adopts what is held, starts nothing.
 	adoptOnly
+	// followReset: after a reset its holder announced, adopt the fresh
+	// session only when it is the one announced (the spec's ID), else
+	// refuse; start one when none is held.
+	followReset
 )
 
 // open gets the shell for a new slot: from the instance's holder when the
@@ -32,6 +36,10 @@ func (r *Registry) open(ctx context.Context, inst Instance, spec StartSpec, how 
 		hp, err := a.Adopt(ctx, inst)
 		if err == nil && how == resetHeld && hp.Held().Session != spec.SessionID {
 			hp, err = resetThenAdopt(ctx, a, inst, hp, spec.SessionID)
+		}
+		if err == nil && how == followReset && hp.Held().Session != spec.SessionID {
+			_ = hp.Release() // its shell is left alone, as any we cannot adopt
+			err = fmt.Errorf("the holder announced a reset into session %s but holds %q", spec.SessionID, truncate(hp.Held().Session, 64))
 		}
 		switch {
 		case err == nil:

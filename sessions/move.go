@@ -1,16 +1,28 @@
 package sessions
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
 
-// A reset moves attached clients itself, so that no listener (nor the
-// holder path, where another gateway's reset ends the held stream) has to
-// follow it: the session that ended by the reset hands its clients to the
-// registry (Session.onReset), which waits for the fresh session of the
-// instance, starting or adopting it when no local Reset did, and moves
-// them into it. Each moved client gets the reset once, in band (see
-// Client.Take), then the fresh session's replay and output; its options
-// (read-only, who, via) stay. A client whose credentials no longer allow
-// the instance is not moved: it is closed with a *RevokedError.
+// ErrHolderResets is the cause a held session's clients get when its
+// holder announces resets faster than a client may ask for them
+// (buckets.InstanceResets): the gateway stops following them for a while.
+var ErrHolderResets = errors.New("the session's holder keeps resetting it; reconnect later")
+
+// takeHolderResetLocked limits the resets a holder announces that the
+// registry follows (adopting the fresh session: an exec in the instance)
+// to what a client may ask for (a bucket per instance,
+// buckets.InstanceResets): the instance is untrusted, and its holder may
+// announce them in a loop. Called with r.mu held.
+func (r *Registry) takeHolderResetLocked(inst Instance) error {
+	if retry, ok := r.holderResets.Take(inst.ID, r.cfg.Clock.Now()); !ok {
+		return fmt.Errorf("%w (instance %s, next in %s)", ErrHolderResets, inst.Name, retry.Round(time.Second))
+	}
+	return nil
+}
 
 // follow moves the clients of old, which ended by reset, into the session
 // that replaced it. It runs in old's run goroutine, after its shell ended.
@@ -31,16 +43,31 @@ func (r *Registry) follow(old *Session, oldSl *slot, reset *ResetError, clients 
 		// No local Reset made a slot (the holder reset the session for
 		// another gateway), or it gave up waiting for the kill: this
 		// gateway's fresh session starts (or is adopted) here.
+		if old.held != nil && len(clients) == 0 {
+			// Nobody to move: the next attach adopts what the holder
+			// holds (a holder announcing resets in a loop costs nothing).
+			r.mu.Unlock()
+			r.cfg.Logger.Info("held session reset by its holder; adopted again at the next attach", "instance", inst.Name, "from", reset.OldSession)
+			return
+		}
+		if old.held != nil {
+			if err = r.takeHolderResetLocked(inst); err != nil {
+				break
+			}
+		}
 		next, fill = &slot{ready: make(chan struct{})}, true
 		r.slots[inst.ID] = next
 	}
 	r.mu.Unlock()
+	if errors.Is(err, ErrHolderResets) {
+		r.cfg.Logger.Warn("the holder announces resets faster than clients may ask for them; its clients are disconnected", "instance", inst.Name, "err", err)
+	}
 	if err != nil {
 		closeAll(clients, err)
 		return
 	}
 	if fill {
-		r.fill(context.Background(), next, inst, reset.NewSession, old.currentSize(), old.term, adoptOrStart)
+		r.fill(context.Background(), next, inst, reset.NewSession, old.currentSize(), old.term, followReset)
 	}
 	<-next.ready
 	if next.err != nil {

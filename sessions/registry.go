@@ -15,6 +15,7 @@ import (
 
 	"github.com/jonboulle/clockwork"
 
+	"github.com/termgate/termgate/internal/buckets"
 	"github.com/termgate/termgate/internal/ring"
 )
 
@@ -64,9 +65,12 @@ type Config struct {
 type Registry struct {
 	cfg Config
 
-	mu     sync.Mutex       // guards slots and closed
+	mu     sync.Mutex       // guards slots, closed and holderResets
 	slots  map[string]*slot // by Instance.ID
 	closed bool
+	// holderResets limits the resets announced by holders that the
+	// registry follows, by Instance.ID (see takeHolderResetLocked).
+	holderResets *buckets.Table
 
 	watchCancel context.CancelFunc
 	watchDone   chan struct{}
@@ -138,7 +142,7 @@ func New(cfg Config) (*Registry, error) {
 	}
 	cfg.stop = make(chan struct{})
 	cfg.reachable = &wakeup{}
-	r := &Registry{cfg: cfg, slots: map[string]*slot{}, watchDone: make(chan struct{}), shutDown: make(chan struct{})}
+	r := &Registry{cfg: cfg, slots: map[string]*slot{}, holderResets: buckets.New(buckets.InstanceResets), watchDone: make(chan struct{}), shutDown: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.watchCancel = cancel
 	go func() {
@@ -229,6 +233,7 @@ func (r *Registry) slotFor(inst Instance) (*slot, bool, error) {
 // the attach that happens to start it passes no context of its own.
 func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string, size Size, term string, how openHow) {
 	defer close(sl.ready)
+	defer r.recoverFill(sl, inst)
 	if term == "" {
 		term = "xterm-256color"
 	}

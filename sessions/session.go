@@ -229,6 +229,7 @@ func (s *Session) run() {
 // blocks on a client: a client whose queue is full is dropped.
 func (s *Session) pump() {
 	defer close(s.pumpGone)
+	defer s.recoverPump()
 	var sl ring.Slab // see internal/ring: no allocation per chunk, large reads when busy
 	for {
 		n, err := s.proc.Read(sl.Buf())

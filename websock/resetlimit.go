@@ -6,35 +6,39 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
+	"github.com/termgate/termgate/internal/buckets"
 )
 
 // Reset rate limits (issue 9 item 11a: 28,076 resets sent in 20 s on 8
 // sockets, two execs each). A reset by POST or by control message takes one
 // token from its instance's bucket and one from its identity's (the token
-// behind the credential), or is refused with how long to wait.
+// behind the credential), or is refused with how long to wait. The
+// instance's rate is the one the registry applies to the resets holders
+// announce (buckets.InstanceResets).
+var (
+	resetInstanceBurst = buckets.InstanceResets.Burst
+	resetInstanceEvery = buckets.InstanceResets.Every
+)
+
 const (
-	// resetsPerInstance: a burst of 5, then one every 2 s.
-	resetInstanceBurst = 5
-	resetInstanceEvery = 2 * time.Second
 	// resetsPerIdentity: a burst of 10, then one a second.
 	resetIdentityBurst = 10
 	resetIdentityEvery = time.Second
-	// maxResetBuckets bounds each table; full buckets are dropped first.
-	maxResetBuckets = 1 << 14
 )
 
 // resetLimiter is a token bucket per instance and per identity.
 type resetLimiter struct {
 	now func() time.Time
 
-	mu         sync.Mutex // guards the maps
-	instances  map[string]*rate.Limiter
-	identities map[string]*rate.Limiter
+	mu         sync.Mutex // guards the tables
+	instances  *buckets.Table
+	identities *buckets.Table
 }
 
 func newResetLimiter(now func() time.Time) *resetLimiter {
-	return &resetLimiter{now: now, instances: map[string]*rate.Limiter{}, identities: map[string]*rate.Limiter{}}
+	return &resetLimiter{now: now,
+		instances:  buckets.New(buckets.InstanceResets),
+		identities: buckets.New(buckets.Rate{Every: resetIdentityEvery, Burst: resetIdentityBurst})}
 }
 
 // errTooManyResets says who is limited and for how long.
@@ -57,8 +61,8 @@ func (l *resetLimiter) allow(instance string, identity []byte) *errTooManyResets
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	in := bucket(l.instances, instance, rate.Every(resetInstanceEvery), resetInstanceBurst, now)
-	id := bucket(l.identities, string(identity), rate.Every(resetIdentityEvery), resetIdentityBurst, now)
+	in := l.instances.Get(instance, now)
+	id := l.identities.Get(string(identity), now)
 	if t := in.TokensAt(now); t < 1 {
 		return &errTooManyResets{what: fmt.Sprintf("of instance %q", instance), retry: wait(1-t, resetInstanceEvery)}
 	}
@@ -72,29 +76,4 @@ func (l *resetLimiter) allow(instance string, identity []byte) *errTooManyResets
 
 func wait(missing float64, every time.Duration) time.Duration {
 	return time.Duration(missing * float64(every))
-}
-
-// bucket returns key's bucket, creating it; when the table is full it first
-// drops the buckets that have refilled (they are as good as new), then
-// arbitrary ones.
-func bucket(m map[string]*rate.Limiter, key string, r rate.Limit, burst int, now time.Time) *rate.Limiter {
-	if b, ok := m[key]; ok {
-		return b
-	}
-	if len(m) >= maxResetBuckets {
-		for k, b := range m {
-			if b.TokensAt(now) >= float64(burst) {
-				delete(m, k)
-			}
-		}
-		for k := range m {
-			if len(m) < maxResetBuckets-maxResetBuckets/8 {
-				break
-			}
-			delete(m, k)
-		}
-	}
-	b := rate.NewLimiter(r, burst)
-	m[key] = b
-	return b
 }
