@@ -86,6 +86,18 @@ func (e *RevokedError) Error() string {
 	return "access revoked: " + e.Reason + "; disconnected"
 }
 
+// ReplayTooLargeError refuses an attach whose replay is larger than a
+// client's queue (Config.ClientQueue): the client would be dropped as too
+// slow at once. The screen replayer bounds its snapshot so that this does
+// not happen; a raw replay is never larger than the buffer.
+type ReplayTooLargeError struct {
+	Replay, Queue int
+}
+
+func (e *ReplayTooLargeError) Error() string {
+	return fmt.Sprintf("the session's replay (%d bytes) is larger than a client may queue (%d bytes); attach with a smaller window, or reset the session", e.Replay, e.Queue)
+}
+
 // ExitError is the cause a client sees when the shell exited by itself.
 type ExitError struct {
 	Code int

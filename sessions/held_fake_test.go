@@ -30,6 +30,9 @@ type heldBackend struct {
 	listed []string
 	// resetErr makes every Reset fail.
 	resetErr error
+	// adoptPanics makes Adopt panic in the instances it names (a holder
+	// whose answer a bug in the protocol code chokes on).
+	adoptPanics map[string]bool
 }
 
 // fakeHolder is what the holder in one instance holds.
@@ -109,6 +112,9 @@ func (b *heldBackend) Adopt(_ context.Context, inst Instance) (HeldProcess, erro
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.adoptPanics[inst.Name] {
+		panic("makeslice: cap out of range")
+	}
 	if b.adoptErr != nil {
 		return nil, b.adoptErr
 	}

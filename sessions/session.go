@@ -406,9 +406,15 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		replay = s.replay.Replay()
 	}
 	info.Replay = len(replay)
+	if len(replay) > s.cfg.ClientQueue {
+		// It would drop the client at once; registered, it would be
+		// counted for ever (red team round 3, M1).
+		s.log.Warn("attach refused: the replay does not fit a client's queue", "client", opts.Label, "replay", len(replay), "queue", s.cfg.ClientQueue)
+		return nil, &ReplayTooLargeError{Replay: len(replay), Queue: s.cfg.ClientQueue}
+	}
 	c := newClient(s, info, opts, s.cfg.ClientQueue)
 	if len(replay) > 0 {
-		c.enqueue(replay)
+		c.enqueue(replay) // fits: the client's queue is empty
 	}
 	s.clients[c] = struct{}{}
 	s.joinedLocked()
