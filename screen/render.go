@@ -71,8 +71,12 @@ func (t *Terminal) renderLine(dst []byte, l *line, from Pen, minEnd int) []byte 
 		}
 	}
 	pen := from
+	plain := t.detail == detailPlain
 	for i := 0; i < end; i++ {
 		c := l.cells[i]
+		if plain {
+			c.Pen = Pen{Attr: c.Attr & (attrWide | attrWideCont)}
+		}
 		if !t.perRune && c.Pen == pen && c.Rune < utf8.RuneSelf {
 			// A run of ASCII cells (or never-written ones) in the pen
 			// already set: one byte each, written in one loop. Every line
@@ -80,7 +84,8 @@ func (t *Terminal) renderLine(dst []byte, l *line, from Pen, minEnd int) []byte 
 			// such runs. (pen never holds attrWide or attrWideCont, so
 			// neither half of a wide character is in the run.)
 			j := i + 1
-			for j < end && l.cells[j].Pen == pen && l.cells[j].Rune < utf8.RuneSelf {
+			for j < end && l.cells[j].Rune < utf8.RuneSelf &&
+				(l.cells[j].Pen == pen || plain && l.cells[j].Attr&(attrWide|attrWideCont) == 0) {
 				j++
 			}
 			n := len(dst)
@@ -108,6 +113,12 @@ func (t *Terminal) renderLine(dst []byte, l *line, from Pen, minEnd int) []byte 
 			// The wide character's right half is cut off (only after a
 			// resize): draw a blank instead.
 			dst = append(dst, ' ')
+			continue
+		}
+		if c.Rune >= clusterBase && t.detail != detailFull {
+			// Its combining marks left out (see appendScreen).
+			r, _ := utf8.DecodeRuneInString(t.clusters[c.Rune-clusterBase])
+			dst = utf8.AppendRune(dst, r)
 			continue
 		}
 		dst = t.appendCell(dst, c.Rune)

@@ -29,7 +29,7 @@ func (t *Terminal) AppendSnapshot(dst []byte) []byte {
 	// the top of the cleared screen: the scrollback lines scroll into the
 	// client's own scrollback and the screen's rows end up in place.
 	dst = append(dst, t.sb.bytes()...)
-	dst = t.appendRows(dst, t.main.lines, t.sbWrapped)
+	dst = t.appendScreen(dst, t.main.lines, t.sbWrapped)
 	if t.altMode != 0 {
 		// The main screen's cursor is saved by ?1049h (and restored when the
 		// program leaves); with 47 and 1047 the cursor is shared.
@@ -40,7 +40,7 @@ func (t *Terminal) AppendSnapshot(dst []byte) []byte {
 			dst = append(dst, on...)
 		}
 		dst = append(dst, "\x1b[m\x1b[H\x1b[2J"...)
-		dst = t.appendRows(dst, t.alt.lines, 0)
+		dst = t.appendScreen(dst, t.alt.lines, 0)
 	}
 	dst = append(dst, "\x1b[m"...)
 	// The current screen's saved cursor (DECSC), then the cursor itself.
@@ -71,11 +71,81 @@ func (t *Terminal) AppendSnapshot(dst []byte) []byte {
 	return dst
 }
 
+// MaxScreenBytes bounds what a snapshot spends on drawing one screen (the
+// main screen, and the alternate one when it is shown), so that a
+// snapshot always fits a client's queue (red team round 3, M1: a 1000×1000
+// window of cells with 15 combining marks each drew 31 MB). A screen that
+// takes more is drawn with less: without combining marks, then without
+// colours and attributes, then with its top rows left blank. A snapshot is
+// then at most SnapshotBound(scrollback) bytes.
+const MaxScreenBytes = 3 << 20
+
+// snapshotOverhead bounds the rest of a snapshot: the reset prefix, the
+// newlines that scroll the client's screen away (one per row, at most
+// 1000), the cursors, modes, scroll region and title (at most maxOSC).
+const snapshotOverhead = 16 << 10
+
+// SnapshotBound is the largest snapshot of a terminal keeping scrollback
+// bytes of scrollback.
+func SnapshotBound(scrollback int) int { return scrollback + 2*MaxScreenBytes + snapshotOverhead }
+
+// detail says what renderLine draws of a cell.
+type detail int
+
+const (
+	detailFull    detail = iota
+	detailNoMarks        // combining marks left out
+	detailPlain          // marks, colours and attributes left out
+)
+
+// appendScreen draws a screen's rows (see appendRows) in at most
+// MaxScreenBytes: with every detail when that fits, else with less (see
+// MaxScreenBytes). A pass gives up as soon as it is over the bound, so
+// what it allocates is bounded too.
+func (t *Terminal) appendScreen(dst []byte, ls []*line, minEnd int) []byte {
+	start := len(dst)
+	defer func() { t.detail = detailFull }()
+	for d := detailFull; d <= detailPlain; d++ {
+		t.detail = d
+		var ok bool
+		if dst, ok = t.appendRows(dst[:start], ls, minEnd, 0, start+MaxScreenBytes); ok {
+			return dst
+		}
+	}
+	// Plain text is still too much (1000×1000 cells of 4-byte
+	// characters): the bottom rows, where the cursor usually is, are
+	// drawn, the ones above them left blank.
+	dst, _ = t.appendRows(dst[:start], ls, minEnd, t.rowsOver(ls, MaxScreenBytes), -1)
+	return dst
+}
+
+// rowsOver returns how many of the top rows must be left blank for the
+// others to fit in budget bytes, drawn plain.
+func (t *Terminal) rowsOver(ls []*line, budget int) int {
+	used := 2 * len(ls) // the line ends
+	for i := len(ls) - 1; i >= 0; i-- {
+		t.sbTmp = t.renderLine(t.sbTmp[:0], ls[i], Pen{}, 1)
+		if used += len(t.sbTmp); used > budget {
+			return i + 1
+		}
+	}
+	return 0
+}
+
 // appendRows draws rows one after the other from the cursor's row (the
 // top): a row that wraps into the next is drawn to its last column so the
-// wrap happens again; the last row never wraps (that would scroll).
-func (t *Terminal) appendRows(dst []byte, ls []*line, minEnd int) []byte {
+// wrap happens again; the last row never wraps (that would scroll). Rows
+// before blank are left empty. With limit >= 0 it gives up (false) once
+// dst is longer than limit.
+func (t *Terminal) appendRows(dst []byte, ls []*line, minEnd, blank, limit int) ([]byte, bool) {
 	for i, l := range ls {
+		if i < blank {
+			if i < len(ls)-1 {
+				dst = append(dst, '\r', '\n')
+			}
+			minEnd = 0
+			continue
+		}
 		if i == len(ls)-1 && l.wrapped {
 			c := *l
 			c.wrapped = false
@@ -88,8 +158,11 @@ func (t *Terminal) appendRows(dst []byte, ls []*line, minEnd int) []byte {
 		} else {
 			minEnd = 1
 		}
+		if limit >= 0 && len(dst) > limit {
+			return dst, false
+		}
 	}
-	return dst
+	return dst, true
 }
 
 // appendCursor moves to c with its pen, origin mode and charsets, then

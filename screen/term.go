@@ -85,6 +85,11 @@ type Terminal struct {
 	// perRune sends every character through print, as before the ASCII
 	// fast path: the differential tests compare the two.
 	perRune bool
+
+	// detail is how much of each cell renderLine draws: always
+	// detailFull, but while a snapshot draws a screen too large for
+	// MaxScreenBytes (see appendScreen).
+	detail detail
 }
 
 // maxClusters bounds the combining-character table; marks beyond it are
