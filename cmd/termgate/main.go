@@ -25,6 +25,7 @@ import (
 
 	"github.com/termgate/termgate/backend/docker"
 	"github.com/termgate/termgate/backend/local"
+	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/metrics"
 	"github.com/termgate/termgate/sessions"
 	"github.com/termgate/termgate/sshd"
@@ -100,6 +101,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	reg, err := sessions.New(sessions.Config{
 		Backend:     backend,
 		BufferSize:  o.bufferSize,
+		ClientQueue: clientQueue(o),
 		IdleTimeout: o.idleTimeout,
 		Shell:       shellArgv(o.shell),
 		OnEnd:       auditSessionEnd(auditLog),
@@ -111,6 +113,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	if o.durable {
+		// A holder's replay is kept up to the ring this gateway gives
+		// the holders it starts (and keeps per session itself).
+		holder.SetReplayLimit(o.bufferSize)
 		adoptHeld(ctx, reg)
 	}
 	// Every reload of keys, tokens or CAs re-checks the attached clients.

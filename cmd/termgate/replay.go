@@ -12,3 +12,15 @@ func newReplayer(o *options) sessions.NewReplayerFunc {
 	}
 	return screen.NewReplayerFunc(screen.Options{Scrollback: o.scrollback})
 }
+
+// clientQueue is sessions.Config.ClientQueue: its default (16 MiB), or
+// more when a replay may be larger (a --buffer-size above it, or a screen
+// snapshot of a large --scrollback: screen.SnapshotBound), so that a
+// replay always fits the queue of the client it is for.
+func clientQueue(o *options) int {
+	q := max(16<<20, o.bufferSize)
+	if o.replay != "raw" {
+		q = max(q, screen.SnapshotBound(o.scrollback))
+	}
+	return q
+}
