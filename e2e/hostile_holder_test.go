@@ -1,0 +1,138 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// A hostile holder in one instance (red team round 3, H3): a program
+// listening at the holder's socket that answers the gateway with a replay
+// of 2^62 bytes. The gateway used to allocate it up front and die, at
+// every start (the adoption of held sessions) and at runtime (the
+// re-adoption after a reset the holder announced), taking every session
+// of every instance with it. Now that holder's answer is a protocol error
+// of its instance only: the durable gateway starts, stays up and serves
+// the other instances.
+
+var (
+	hostileOnce sync.Once
+	hostileBin  string
+	hostileErr  error
+)
+
+// hostileHolder builds testdata/hostileholder, static (it runs in busybox).
+func hostileHolder(t *testing.T) string {
+	t.Helper()
+	hostileOnce.Do(func() {
+		root, err := moduleRoot()
+		if err != nil {
+			hostileErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "tge2e-hostile-")
+		if err != nil {
+			hostileErr = err
+			return
+		}
+		hostileBin = filepath.Join(dir, "hostileholder")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", hostileBin, "./e2e/testdata/hostileholder")
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			hostileErr = fmt.Errorf("go build ./e2e/testdata/hostileholder: %v\n%s", err, out)
+		}
+	})
+	if hostileErr != nil {
+		t.Fatal(hostileErr)
+	}
+	return hostileBin
+}
+
+// plantHostileHolder copies the hostile holder into the container and runs
+// it on the first holder directory's socket (as root, in a 0700 directory
+// of root's: the owner and mode a genuine holder's have), in mode.
+func plantHostileHolder(t *testing.T, container, mode string) {
+	t.Helper()
+	bin := hostileHolder(t)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if _, err := docker(ctx, "cp", bin, container+":/hostileholder"); err != nil {
+		t.Fatal(err)
+	}
+	dockerExec(t, container, "mkdir -p -m 700 /tmp/.termgate")
+	if _, err := docker(ctx, "exec", "-d", container, "sh", "-c",
+		"exec /hostileholder /tmp/.termgate/holder.sock "+mode+" >/tmp/hostile.log 2>&1"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the hostile holder listens in "+container, func() bool {
+		return strings.TrimSpace(dockerExec(t, container, "test -S /tmp/.termgate/holder.sock && echo yes || true")) == "yes"
+	})
+}
+
+// hostileConnections is how many connections the hostile holder in the
+// container has had.
+func hostileConnections(t *testing.T, container string) int {
+	t.Helper()
+	return strings.Count(dockerExec(t, container, "cat /tmp/hostile.log 2>/dev/null || true"), "connection ")
+}
+
+func TestDurableHostileHolderCannotCrashTheGateway(t *testing.T) {
+	t.Parallel()
+	d := durableGateway(t, options{containers: []string{"web-1", "web-2", "web-3"}})
+	atStart, good, atRuntime := d.name("web-1"), d.name("web-2"), d.name("web-3")
+	plantHostileHolder(t, atStart, "huge")
+	plantHostileHolder(t, atRuntime, "reset-then-huge")
+
+	// The start-up adoption meets both: web-1's replay is refused, web-3
+	// is adopted (its first answer is well-formed).
+	d.sigterm(t)
+	d.restart(t) // fails the test if the gateway dies before /healthz answers
+	eventually(t, "the start-up adoption reached the hostile holders", func() bool {
+		return hostileConnections(t, atStart) >= 1 && hostileConnections(t, atRuntime) >= 1
+	})
+
+	// web-3's holder announces a reset a second after it was adopted, and
+	// answers the re-adoption with 2^62: the attached client is told, the
+	// gateway goes on. (Under load the client may attach after the reset:
+	// then its own attach meets the huge replay, which must fail as well.)
+	victim := d.attach(t, keyAdmin, atRuntime, 80, 24)
+	_ = victim.wait()
+	if notice := anyNotice(victim); !strings.Contains(notice, "failed") && !strings.Contains(notice, "holder") {
+		t.Errorf("the client of the hostile instance got %q, want an error", notice)
+	}
+
+	// The attach to web-1 fails: its holder's answer is refused again.
+	s := d.attach(t, keyAdmin, atStart, 80, 24)
+	_ = s.wait()
+	if !strings.Contains(anyNotice(s), "failed") {
+		t.Errorf("attach to the hostile instance: %q, want that it failed", anyNotice(s))
+	}
+
+	// The gateway is up and serves the other instance, durably.
+	select {
+	case <-d.exited:
+		t.Fatalf("the gateway exited: %v\n%s", d.exitErr, d.logs)
+	case <-time.After(time.Second):
+	}
+	g := d.attach(t, keyAdmin, good, 80, 24)
+	g.send("echo ok-$((40+2))")
+	g.expect(`ok-42`)
+	expectDurable(t, d.gateway, good, "", true)
+	logs := d.logs.String()
+	if !strings.Contains(logs, "holder protocol violation") {
+		t.Errorf("the gateway log does not name the protocol violation:\n%s", logs)
+	}
+	if strings.Contains(logs, "panic") {
+		t.Errorf("the gateway log has a panic:\n%s", logs)
+	}
+	g.close()
+}
