@@ -41,19 +41,25 @@ func needHolder(t *testing.T) {
 			holderErr = err
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o",
-			filepath.Join(filepath.Dir(gatewayBin), "termgate-holder"), "./cmd/termgate-holder")
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			holderErr = fmt.Errorf("go build ./cmd/termgate-holder: %v\n%s", err, out)
-		}
+		holderErr = buildStatic(root, filepath.Join(filepath.Dir(gatewayBin), "termgate-holder"), "./cmd/termgate-holder")
 	})
 	if holderErr != nil {
 		t.Fatal(holderErr)
 	}
+}
+
+// buildStatic builds the program pkg of the module at root into out,
+// static (CGO_ENABLED=0): it runs in busybox and distroless images.
+func buildStatic(root, out, pkg string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", pkg, err, msg)
+	}
+	return nil
 }
 
 // durableGateway starts containers and a --durable gateway for them. Durable

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -42,14 +40,7 @@ func hostileHolder(t *testing.T) string {
 			return
 		}
 		hostileBin = filepath.Join(dir, "hostileholder")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", hostileBin, "./e2e/testdata/hostileholder")
-		build.Dir = root
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			hostileErr = fmt.Errorf("go build ./e2e/testdata/hostileholder: %v\n%s", err, out)
-		}
+		hostileErr = buildStatic(root, hostileBin, "./e2e/testdata/hostileholder")
 	})
 	if hostileErr != nil {
 		t.Fatal(hostileErr)
@@ -106,9 +97,11 @@ func TestDurableHostileHolderCannotCrashTheGateway(t *testing.T) {
 	// then its own attach meets the huge replay, which must fail as well.)
 	victim := d.attach(t, keyAdmin, atRuntime, 80, 24)
 	_ = victim.wait()
-	if notice := anyNotice(victim); !strings.Contains(notice, "failed") && !strings.Contains(notice, "holder") {
+	notice := anyNotice(victim)
+	if !strings.Contains(notice, "failed") && !strings.Contains(notice, "holder") {
 		t.Errorf("the client of the hostile instance got %q, want an error", notice)
 	}
+	t.Logf("the client of %s was told %q", atRuntime, strings.TrimSpace(notice))
 
 	// The attach to web-1 fails: its holder's answer is refused again.
 	s := d.attach(t, keyAdmin, atStart, 80, 24)
@@ -135,4 +128,31 @@ func TestDurableHostileHolderCannotCrashTheGateway(t *testing.T) {
 		t.Errorf("the gateway log has a panic:\n%s", logs)
 	}
 	g.close()
+}
+
+// A holder that announces a reset 50 ms into every connection (red team
+// round 3, M3: 10 adopt/exec cycles a second, with or without clients) is
+// followed no faster than a client may reset (5, then one every 2 s): its
+// client is disconnected after 5, and with no client attached nothing
+// connects to it any more.
+func TestDurableHolderResetLoopIsBounded(t *testing.T) {
+	t.Parallel()
+	d := durableGateway(t, options{containers: []string{"web-1"}})
+	name := d.name("web-1")
+	plantHostileHolder(t, name, "reset-loop")
+
+	s := d.attach(t, keyAdmin, name, 80, 24)
+	_ = s.wait()
+	if !strings.Contains(anyNotice(s), "keeps resetting") {
+		t.Errorf("the client of the resetting holder was told %q, want that it keeps resetting", anyNotice(s))
+	}
+	n := hostileConnections(t, name)
+	if n > 1+5 {
+		t.Errorf("%d connections to the resetting holder, want at most 6 (the attach's and 5 followed resets)", n)
+	}
+	time.Sleep(5 * time.Second)
+	if later := hostileConnections(t, name); later != n {
+		t.Errorf("%d more connections to the resetting holder in 5 s with no client attached, want none", later-n)
+	}
+	t.Logf("%d connections to the resetting holder", n)
 }
