@@ -23,16 +23,15 @@ type Client struct {
 
 	wmu sync.Mutex // serializes frames on rw
 
-	pending     []byte // output of the current frame not yet returned by Read
-	next        int64  // offset of the next output byte the holder sends
-	exit        chan ExitMsg
-	ended       error  // Read's final error once the stream ended (exit, reset, protocol error)
-	session     string // the session this connection holds (the replay's)
-	replayStart int64  // offset of the replay's first byte the holder sends
-	keepFrom    int64  // offset of the replay's first byte ReadReplay keeps (see replayLimit)
-	replayEnd   int64  // offset after the replay
-	lastErr     atomic.Pointer[ErrorMsg]
-	once        sync.Once
+	pending   []byte // output of the current frame not yet returned by Read
+	next      int64  // offset of the next output byte the holder sends
+	exit      chan ExitMsg
+	ended     error  // Read's final error once the stream ended (exit, reset, protocol error)
+	session   string // the session this connection holds (the replay's)
+	keepFrom  int64  // offset of the replay's first byte ReadReplay keeps (see ReplayLimit)
+	replayEnd int64  // offset after the replay
+	lastErr   atomic.Pointer[ErrorMsg]
+	once      sync.Once
 }
 
 // ErrReset is returned by Read when the session was reset (by this or
@@ -99,7 +98,7 @@ func DialClients(rw io.ReadWriteCloser, gateway, session string, since int64, cl
 			return fail(err)
 		}
 		c.session = rep.Session
-		c.replayStart, c.replayEnd, c.next = rep.Start, rep.Offset, rep.Start
+		c.replayEnd, c.next = rep.Offset, rep.Start
 		// A replay longer than this gateway keeps (a holder started by a
 		// gateway with a larger --buffer-size) is read, but only its end
 		// is kept: the caller is told it starts there.
