@@ -9,7 +9,11 @@
 //
 // Terminal is the emulator (not safe for concurrent use). A snapshot is
 // written from its cells and state, never copied from the output, so it
-// holds no query and no control the output carried.
+// holds no query and no control the output carried. It is bounded
+// (SnapshotBound: the scrollback plus MaxScreenBytes per screen drawn): a
+// screen too large to draw in full is drawn without combining marks, then
+// without colours, then with its top rows blank, so that a snapshot always
+// fits a client's queue.
 //
 // Replayer wraps a Terminal as a sessions.Replayer. Goroutines: one worker
 // per Replayer (NewReplayerFunc makes them), stopped and waited for by Close, which feeds the

@@ -30,6 +30,13 @@
 //   - a Client's AfterClose callbacks, each in its own goroutine once the
 //     client is closed, waited for by whoever registered them.
 //
+// The instance is untrusted: a panic while starting or adopting its shell
+// or reading its output is recovered as that instance's failure
+// (guard.go), a reset its holder announces is followed only with clients
+// to move, no faster than client resets, and only into the announced
+// session (move.go), and an attach whose replay would overflow the
+// client's queue is refused rather than registered.
+//
 // Replay and subscription happen under Session.mu: nothing is lost or
 // doubled between them. Delivery never writes to the network: a listener
 // takes a client's queued chunks itself (Client.Ready, Take).
