@@ -98,6 +98,7 @@ var fastPathCases = []struct {
 	{"CSI with intermediates", 20, 3, "ab\x1b[2 qcd\x1b[!pef\x1b[>1;2mgh"},
 	{"cancelled sequences", 20, 3, "ab\x1b[12\x18cd\x1b]0;x\x1aef\x1b[1;\x1b[31mgh"},
 	{"DEL and controls in runs", 20, 3, "ab\x7fcd\x00ef\x07gh\x05ij"},
+	{"C1 controls in runs", 20, 3, "ab\u009b31mcd\u009d0;t\u009cef\u0085gh\x9bij\x1b[\u009b1mkl\u0090q\u009cmn"},
 	{"RIS in the middle", 10, 3, "\x1b[31m\x1b(0qq\x1bcabc"},
 	{"DECALN then run", 5, 3, "\x1b#8\x1b[2;2Habcdefg"},
 	{"resize keeps pending", 5, 3, "abcde"},

@@ -16,6 +16,7 @@ func FuzzTerminal(f *testing.F) {
 		r := rand.New(rand.NewPCG(uint64(i), 3))
 		f.Add([]byte(genOutput(r, 40, 20, 6)), uint8(20), uint8(6))
 	}
+	f.Add([]byte("$ \u009b6n\u009d11;?\u009c\u0090$qm\u009c\x9b6n\u0085x\u0084"), uint8(20), uint8(6))
 	f.Add([]byte("\x1b[?1049h\x1b[5;3r\x1b[?6h\x1b[2;2H日本\x1b[L\x1b[3@e\u0301\x1b7\x1b[?1049l"), uint8(7), uint8(5))
 	f.Fuzz(func(t *testing.T, out []byte, w, h uint8) {
 		cols, rows := 1+int(w)%60, 1+int(h)%30
@@ -46,6 +47,11 @@ func FuzzTerminal(f *testing.F) {
 		// sanitizer finds no query in it.
 		if snap := a.Snapshot(); !bytes.Equal(sanitize.StripQueries(snap), snap) {
 			t.Fatalf("the snapshot holds something the sanitizer removes: %q", snap)
+		}
+		// Nor does it hold a C1 control, which the page's terminal would
+		// act on (issue 18 item 8).
+		if r := c1In(t, a.Snapshot()); r >= 0 {
+			t.Fatalf("the snapshot carries U+%04X", r)
 		}
 	})
 }

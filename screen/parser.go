@@ -38,11 +38,14 @@ func (t *Terminal) feed(b []byte) {
 	p := &t.p
 	for i := 0; i < len(b); i++ {
 		c := b[i]
+		if p.utfN > 0 || c >= 0x80 {
+			// In every state, not only the ground one: the page's
+			// terminal (xterm.js) decodes UTF-8 before it parses, so a
+			// C1 control encoded in UTF-8 acts inside a sequence too.
+			i = t.feedUTF8(b, i)
+			continue
+		}
 		if p.state == stGround {
-			if p.utfN > 0 || c >= 0x80 {
-				i = t.feedUTF8(b, i)
-				continue
-			}
 			if c >= 0x20 && c < 0x7f {
 				// Fast path: a run of printable ASCII. In the ground state
 				// with no partial UTF-8 character pending, such a run holds
@@ -66,7 +69,7 @@ func (t *Terminal) feedUTF8(b []byte, i int) int {
 	p := &t.p
 	if p.utfN == 0 {
 		if r, size := utf8.DecodeRune(b[i:]); r != utf8.RuneError || size > 1 {
-			t.print(r)
+			t.char(r)
 			return i + size - 1
 		}
 		// Not a whole valid character here: take it byte by byte, so that
@@ -75,14 +78,14 @@ func (t *Terminal) feedUTF8(b []byte, i int) int {
 			p.utf[0], p.utfN = c, 1
 			return i
 		}
-		t.print(utf8.RuneError)
+		t.invalid()
 		return i
 	}
 	// Continue a partial sequence one byte at a time.
 	c := b[i]
 	if c&0xc0 != 0x80 { // not a continuation: the partial one was invalid
 		p.utfN = 0
-		t.print(utf8.RuneError)
+		t.invalid()
 		return i - 1
 	}
 	p.utf[p.utfN] = c
@@ -90,7 +93,11 @@ func (t *Terminal) feedUTF8(b []byte, i int) int {
 	if utf8.FullRune(p.utf[:p.utfN]) {
 		r, _ := utf8.DecodeRune(p.utf[:p.utfN])
 		p.utfN = 0
-		t.print(r)
+		if r == utf8.RuneError { // an invalid sequence that looked whole
+			t.invalid()
+		} else {
+			t.char(r)
+		}
 	}
 	return i
 }

@@ -1,8 +1,10 @@
 // The xterm.js oracle: the headless build of the xterm.js version the page
 // uses (web/package.json) reads requests from stdin, each two frames (a
 // 4-byte big-endian length, then bytes): what the client already holds and
-// the output to check. A fresh terminal reads both; the answer is a frame
-// holding what the terminal sent back (to the shell) for the second only.
+// the output to check. A fresh terminal reads both; the answer is two
+// frames: what the terminal sent back (to the shell) for the second only,
+// then what it shows: the rows of its viewport, one a line with trailing
+// blanks left out, then the cursor as "cursor X,Y".
 import { createRequire } from 'node:module';
 
 const require = createRequire(process.argv[2]); // web/package.json
@@ -28,8 +30,16 @@ function run(held, data) {
       term.write(data, () => {
         // Let answers queued behind the parse settle.
         setImmediate(() => {
+          const b = term.buffer.active;
+          const rows = [];
+          for (let y = 0; y < term.rows; y++) {
+            const l = b.getLine(b.baseY + y);
+            rows.push(l ? l.translateToString(true) : '');
+          }
+          rows.push(`cursor ${b.cursorX},${b.cursorY}`);
           term.dispose();
           frame(Buffer.concat(answers));
+          frame(Buffer.from(rows.join('\n'), 'utf8'));
           resolve();
         });
       });

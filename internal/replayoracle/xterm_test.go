@@ -67,6 +67,14 @@ func startXterm(t *testing.T) *xtermOracle {
 // answers returns what xterm.js, having read held, answers to out.
 func (x *xtermOracle) answers(t *testing.T, held, out []byte) []byte {
 	t.Helper()
+	a, _ := x.run(t, held, out)
+	return a
+}
+
+// run returns what xterm.js, having read held, answers to out, and what it
+// shows then: its viewport's rows and its cursor.
+func (x *xtermOracle) run(t *testing.T, held, out []byte) (answers []byte, shows string) {
+	t.Helper()
 	var req []byte
 	req = binary.BigEndian.AppendUint32(req, uint32(len(held)))
 	req = append(req, held...)
@@ -75,6 +83,11 @@ func (x *xtermOracle) answers(t *testing.T, held, out []byte) []byte {
 	if _, err := x.in.Write(req); err != nil {
 		t.Fatalf("write to the xterm.js oracle: %v", err)
 	}
+	return x.frame(t), string(x.frame(t))
+}
+
+func (x *xtermOracle) frame(t *testing.T) []byte {
+	t.Helper()
 	var head [4]byte
 	if _, err := io.ReadFull(x.out, head[:]); err != nil {
 		t.Fatalf("read from the xterm.js oracle: %v", err)
