@@ -35,6 +35,10 @@ type Config struct {
 	// create opens a recording's file (default: create under Dir); unit
 	// tests replace it with a slow disk.
 	create func(instance, name string) (file, error)
+	// move moves a recording to another instance's directory when its
+	// instance is renamed (see moveFile); nil with a replaced create: the
+	// file stays.
+	move func(from, to, name string) error
 	// appendTo opens a held session's existing recording to continue it
 	// (see appendTo); nil with a replaced create: always a new file.
 	appendTo func(instance, name string) (file, tail, error)
@@ -55,7 +59,7 @@ type Recorder struct {
 
 	mu     sync.Mutex // guards live, last and closed
 	live   map[*Recording]struct{}
-	last   map[string]*Recording // the latest recording of each INSTANCE/SESSION
+	last   map[string]*Recording // the latest recording of each session, by file name (SESSION.cast: renames keep it)
 	closed bool
 	wg     sync.WaitGroup // one per recording goroutine
 }
@@ -79,6 +83,7 @@ func New(cfg Config) (*Recorder, error) {
 		}
 		r.dirFD = fd
 		r.cfg.create = func(instance, name string) (file, error) { return create(fd, cfg.Dir, instance, name) }
+		r.cfg.move = func(from, to, name string) error { return moveFile(fd, cfg.Dir, from, to, name) }
 		r.cfg.appendTo = func(instance, name string) (file, tail, error) {
 			return appendTo(fd, cfg.Dir, instance, name, r.cfg.Now())
 		}
@@ -119,6 +124,7 @@ func (r *Recorder) Start(s sessions.ObservedSession) *Recording {
 	rec := &Recording{
 		r: r, instance: s.Instance, file: name,
 		name:   filepath.ToSlash(filepath.Join(s.Instance, name)),
+		cur:    filepath.ToSlash(filepath.Join(s.Instance, name)),
 		log:    log.With("recording", filepath.Join(s.Instance, name)),
 		start:  now,
 		header: append(line, '\n'),
@@ -134,10 +140,10 @@ func (r *Recorder) Start(s sessions.ObservedSession) *Recording {
 	// The session's previous recording in this gateway (before the
 	// connection to its holder broke, say) may still be writing: this one
 	// continues its file once it is done.
-	if prev := r.last[rec.name]; prev != nil {
+	if prev := r.last[rec.file]; prev != nil {
 		rec.prev = prev.done
 	}
-	r.last[rec.name] = rec
+	r.last[rec.file] = rec
 	r.live[rec] = struct{}{}
 	r.wg.Add(1)
 	go rec.run()
@@ -147,8 +153,8 @@ func (r *Recorder) Start(s sessions.ObservedSession) *Recording {
 func (r *Recorder) ended(rec *Recording) {
 	r.mu.Lock()
 	delete(r.live, rec)
-	if r.last[rec.name] == rec {
-		delete(r.last, rec.name)
+	if r.last[rec.file] == rec {
+		delete(r.last, rec.file)
 	}
 	r.mu.Unlock()
 	close(rec.done)

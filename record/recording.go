@@ -15,7 +15,8 @@ type Recording struct {
 	r        *Recorder
 	instance string
 	file     string // the file's name in the instance's directory
-	name     string // INSTANCE/SESSION.cast
+	name     string // INSTANCE/SESSION.cast, under the name the session started with
+	renamed  string // the instance's name after its last rename (the run goroutine's; see rename.go)
 	log      *slog.Logger
 	start    time.Time
 	header   []byte
@@ -31,6 +32,7 @@ type Recording struct {
 	size   sessions.Size // the window size at the start
 
 	mu      sync.Mutex // guards the fields below
+	cur     string     // name, or where a rename moves the file (Recording)
 	queue   []event
 	queued  int           // bytes of output in queue
 	last    time.Duration // time of the latest queued event
@@ -43,7 +45,7 @@ type Recording struct {
 
 type event struct {
 	at   time.Duration
-	kind byte // 'o', 'i', 'r' or 'm'
+	kind byte // 'o', 'i', 'r', 'm', or 'n' (the instance was renamed data: rename.go)
 	data []byte
 	size sessions.Size
 	n    int64 // 'm': bytes dropped
@@ -54,8 +56,12 @@ type event struct {
 const eventCost = 64
 
 // Recording names the file relative to the recording directory
-// (sessions.Recorded).
-func (rec *Recording) Recording() string { return rec.name }
+// (sessions.Recorded), under the instance's current name.
+func (rec *Recording) Recording() string {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return rec.cur
+}
 
 // Output queues a chunk of the session's output (kept, never modified).
 // When the queue is full the chunk is dropped and counted.

@@ -21,6 +21,7 @@ import (
 type castFile struct {
 	rec     *Recording
 	f       file
+	file    string // its name in its instance's directory
 	w       *bufio.Writer
 	enc     encoder // output
 	ienc    encoder // input
@@ -67,7 +68,7 @@ func (rec *Recording) begin() *castFile {
 	if o.file != rec.file {
 		rec.log = rec.log.With("recording", filepath.Join(rec.instance, o.file))
 	}
-	cf := &castFile{rec: rec, f: o.f, w: bufio.NewWriterSize(o.f, 64<<10), ienc: encoder{input: true}}
+	cf := &castFile{rec: rec, f: o.f, file: o.file, w: bufio.NewWriterSize(o.f, 64<<10), ienc: encoder{input: true}}
 	if t := o.cont; t != nil {
 		cf.shift = rec.start.Sub(time.Unix(t.header.Timestamp, 0))
 		cf.floor = t.last
@@ -97,6 +98,9 @@ func (cf *castFile) drain() {
 	for {
 		events, closed, dropped := rec.take()
 		for _, ev := range events {
+			if ev.kind == 'n' && !cf.moved(string(ev.data)) {
+				return
+			}
 			at := cf.stamp(ev.at)
 			cf.last = at
 			cf.line = cf.event(cf.line[:0], ev, at)

@@ -34,6 +34,14 @@ type InputObserver interface {
 	Input(p []byte)
 }
 
+// RenameObserver is an optional Observer capability: Rename gets the
+// instance's new name when the instance is renamed and the session follows
+// it (a recording moves to the new name's directory). It is called without
+// a session lock held and must not block.
+type RenameObserver interface {
+	Rename(instance string)
+}
+
 // ObservedSession describes a session to Config.Observe as it starts.
 type ObservedSession struct {
 	Instance, Session string
@@ -93,5 +101,21 @@ func (s *Session) observeResize(size Size) {
 func (s *Session) observeClose() {
 	if s.obs != nil {
 		s.obs.Close()
+	}
+}
+
+// observeRename tells the observer the instance's new name, and takes the
+// recording's name under it.
+func (s *Session) observeRename(name string) {
+	o, ok := s.obs.(RenameObserver)
+	if !ok {
+		return
+	}
+	o.Rename(name)
+	if r, ok := s.obs.(Recorded); ok {
+		rec := r.Recording()
+		s.mu.Lock()
+		s.recording = rec
+		s.mu.Unlock()
 	}
 }

@@ -108,3 +108,43 @@ func TestObserverOfAnAdoptedSessionGetsTheReplay(t *testing.T) {
 	readAtLeast(t, c, c.Info().Replay+4)
 	waitFor(t, func() bool { return o.String() == "o:live" })
 }
+
+// renameObserver is a recording that follows renames.
+type renameObserver struct {
+	fakeObserver
+	name string // guarded by fakeObserver.mu
+}
+
+func (o *renameObserver) Rename(name string) {
+	o.add("n:" + name)
+	o.mu.Lock()
+	o.name = name
+	o.mu.Unlock()
+}
+
+func (o *renameObserver) Recording() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.name + "/" + o.start.Session + ".cast"
+}
+
+// TestObserverFollowsRename: issue 18 M2. A renamed instance's session
+// tells its observer the new name (its recording moves there), and
+// Info.Recording names the recording under the new name.
+func TestObserverFollowsRename(t *testing.T) {
+	var o *renameObserver
+	r, fb := newTestRegistry(t, Config{Observe: func(s ObservedSession) Observer {
+		o = &renameObserver{fakeObserver: fakeObserver{start: s, closed: make(chan struct{})}, name: s.Instance}
+		return o
+	}})
+	attach(t, r, "web2", AttachOptions{})
+	<-fb.watchOn
+	fb.events(InstanceEvent{Instance: Instance{Name: "private", ID: "id-web2"}})
+	waitFor(t, func() bool {
+		got := r.Sessions()
+		return len(got) == 1 && got[0].Instance == "private" && got[0].Recording == "private/"+got[0].Session+".cast"
+	})
+	if got := o.String(); !strings.Contains(got, "n:private") {
+		t.Fatalf("observer saw %q, want the rename", got)
+	}
+}

@@ -354,6 +354,7 @@ func (r *Registry) instanceEvent(ev InstanceEvent) {
 		return
 	}
 	if sl.sess.rename(ev.Instance.Name) {
+		sl.sess.observeRename(ev.Instance.Name)
 		sl.sess.recheck()
 	}
 }

@@ -49,7 +49,7 @@ type Session struct {
 
 	obs       Observer    // set once by observe before the goroutines start; may be nil
 	held      HeldProcess // proc, when a holder holds the shell (see hold.go); set before start
-	recording string      // obs's recording name, if any
+	recording string      // obs's recording name, if any; under mu once started (a rename changes it)
 
 	mu        sync.Mutex // guards the fields below
 	state     state

@@ -442,6 +442,21 @@ func (b *fakeBackend) stop(t *testing.T, name string) {
 	b.mu.Unlock()
 	gone(sessions.InstanceEvent{Instance: sessions.Instance{Name: name, ID: "fake:" + name}, Gone: true})
 }
+
+// rename reports the instance renamed, as the Docker event stream would.
+func (b *fakeBackend) rename(t *testing.T, from, to string) {
+	t.Helper()
+	select {
+	case <-b.watching:
+	case <-time.After(waitFor):
+		t.Fatal("the registry never called Watch")
+	}
+	b.mu.Lock()
+	gone := b.gone
+	b.mu.Unlock()
+	gone(sessions.InstanceEvent{Instance: sessions.Instance{Name: to, ID: "fake:" + from}})
+}
+
 func (b *fakeBackend) Sweep(context.Context) error { return nil }
 func (b *fakeBackend) Ping(context.Context) error  { return nil }
 

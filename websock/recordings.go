@@ -4,9 +4,11 @@ import (
 	"errors"
 	"io/fs"
 	"net/http"
+	"os"
 
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/record"
+	"github.com/termgate/termgate/sessions"
 )
 
 const msgNoRecording = "no such recording (recordings are off, or the session was not recorded)"
@@ -30,7 +32,22 @@ func (s *Server) handleRecording(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, msgNoRecording)
 		return
 	}
-	f, err := record.Open(s.cfg.RecordDir, name, session)
+	// A live session's recording is its instance's under the name it has
+	// now: after a rename, a caller allowed on the old name only must not
+	// read what the renamed instance prints (the recording moves to the
+	// new name's directory; until it has, it is read where it still is).
+	paths := []string{name}
+	if cur, live := s.sessionInstance(session); live && cur != name {
+		if !c.id.May(cur) {
+			s.log.Info("recording refused: its session's instance was renamed out of this credential's reach", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name, "now", cur, "session", session)
+			s.auditFailure(r, c, name, "recording of an instance renamed out of reach")
+			writeError(w, http.StatusNotFound, sessions.NotFoundMessage(name))
+			return
+		}
+		paths = []string{cur, name}
+		name = cur
+	}
+	f, err := openRecording(s.cfg.RecordDir, paths, session)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("open recording", "instance", name, "session", session, "err", err)
@@ -52,4 +69,25 @@ func (s *Server) handleRecording(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+"-"+session+`.cast"`)
 	// Cache-Control no-store comes with every response (harden.go).
 	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
+
+// sessionInstance returns the current instance name of the live session id.
+func (s *Server) sessionInstance(id string) (string, bool) {
+	for _, in := range s.cfg.Registry.Sessions() {
+		if in.Session == id {
+			return in.Instance, true
+		}
+	}
+	return "", false
+}
+
+// openRecording opens the session's recording under the first of the
+// instance names it is found under.
+func openRecording(dir string, names []string, session string) (f *os.File, err error) {
+	for _, n := range names {
+		if f, err = record.Open(dir, n, session); !errors.Is(err, fs.ErrNotExist) {
+			return f, err
+		}
+	}
+	return f, err
 }
