@@ -50,6 +50,14 @@ func (id Identity) May(instance string) bool {
 	return false
 }
 
+// MayWrite reports whether the identity may type into the instance: it
+// may use it and is not an observer (read-only). What was typed (recorded
+// input, say) is for such identities only: an observer never sees input
+// the shell did not echo.
+func (id Identity) MayWrite(instance string) bool {
+	return !id.ReadOnly && id.May(instance)
+}
+
 // parseInstances parses the comma-separated value of instances=. Every
 // pattern must be non-empty, well-formed for path.Match and free of '/'
 // (instance names never contain one). Shell-style class negation "[!...]" is

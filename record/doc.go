@@ -29,6 +29,11 @@
 // held session whose holder connection broke and was made again) waits for
 // the first one's file to be closed, then continues it.
 //
+// Input events reach only credentials that may type into the instance:
+// CopyWithoutInput serves a recording without them to the others
+// (strip.go). A renamed instance's recording moves to the new name's
+// directory and goes on there (rename.go).
+//
 // Locks: Recorder.mu guards the set of live recordings; Recording.mu
 // guards its queue. The session's hooks only append to the queue under
 // Recording.mu; encoding and file I/O happen in the recording's goroutine

@@ -14,7 +14,8 @@ import (
 const msgNoRecording = "no such recording (recordings are off, or the session was not recorded)"
 
 // handleRecording serves GET /api/recordings/{name}/{session}: the
-// session's asciicast file, to callers allowed on the instance. A caller
+// session's asciicast file, to callers allowed on the instance; its input
+// events only to callers that may type into it (keys.Identity.MayWrite). A caller
 // not allowed gets the unknown-instance 404 (instanceFor) before the file
 // is looked at, so a limited token cannot learn that a recording exists.
 func (s *Server) handleRecording(w http.ResponseWriter, r *http.Request) {
@@ -68,6 +69,19 @@ func (s *Server) handleRecording(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-asciicast")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+"-"+session+`.cast"`)
 	// Cache-Control no-store comes with every response (harden.go).
+	if !c.id.MayWrite(name) {
+		// Recorded input (--record-input) is what writers typed, at
+		// prompts that do not echo too: an observer gets the recording
+		// without it, whole (no ranges: the length is not known ahead).
+		w.Header().Set("Last-Modified", fi.ModTime().UTC().Format(http.TimeFormat))
+		if r.Method == http.MethodHead {
+			return
+		}
+		if _, err := record.CopyWithoutInput(w, f); err != nil {
+			s.log.Debug("recording not served whole", "instance", name, "session", session, "err", err)
+		}
+		return
+	}
 	http.ServeContent(w, r, "", fi.ModTime(), f)
 }
 
