@@ -26,6 +26,11 @@ type Config struct {
 	// an "m" event says so and the file is closed; the session goes on
 	// unrecorded. 0: unlimited.
 	MaxBytes int64
+	// MaxTotal bounds what all recordings in Dir hold together
+	// (--record-max-total; see budget.go): a recording that would pass it
+	// is cut like one that reaches MaxBytes, and no new one starts while
+	// the directory is full. 0: unlimited.
+	MaxTotal int64
 	// Input records what clients write to the shell as "i" events
 	// (--record-input). Off by default: input holds passwords.
 	Input bool
@@ -62,6 +67,7 @@ type Recorder struct {
 	last   map[string]*Recording // the latest recording of each session, by file name (SESSION.cast: renames keep it)
 	closed bool
 	wg     sync.WaitGroup // one per recording goroutine
+	budget budget         // the directory's use (MaxTotal)
 }
 
 // New opens (creating it when missing) the recording directory.
@@ -76,6 +82,7 @@ func New(cfg Config) (*Recorder, error) {
 		cfg.Now = time.Now
 	}
 	r := &Recorder{cfg: cfg, dirFD: -1, live: map[*Recording]struct{}{}, last: map[string]*Recording{}}
+	r.measure()
 	if r.cfg.create == nil {
 		fd, err := openDir(cfg.Dir)
 		if err != nil {
@@ -112,6 +119,10 @@ func (r *Recorder) Start(s sessions.ObservedSession) *Recording {
 	}
 	if err := checkName(s.Session); err != nil {
 		log.Error("session not recorded", "err", err)
+		return nil
+	}
+	if r.full() {
+		log.Warn("session not recorded: the recordings have used up --record-max-total; remove old ones", "max_total", r.cfg.MaxTotal)
 		return nil
 	}
 	name := s.Session + ".cast"

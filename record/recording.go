@@ -17,6 +17,7 @@ type Recording struct {
 	file     string // the file's name in the instance's directory
 	name     string // INSTANCE/SESSION.cast, under the name the session started with
 	renamed  string // the instance's name after its last rename (the run goroutine's; see rename.go)
+	cutBy    string // the limit that cut the recording (the run goroutine's; see budget.go)
 	log      *slog.Logger
 	start    time.Time
 	header   []byte

@@ -104,7 +104,7 @@ func (cf *castFile) drain() {
 			at := cf.stamp(ev.at)
 			cf.last = at
 			cf.line = cf.event(cf.line[:0], ev, at)
-			if max := rec.r.cfg.MaxBytes; max > 0 && cf.written+int64(len(cf.line)) > max {
+			if rec.overBudget(cf.written, len(cf.line)) {
 				cf.cut(at)
 				return
 			}
@@ -205,19 +205,19 @@ func (cf *castFile) finish(dropped int64) {
 	rec.log.Info("recording closed", "bytes_written", cf.written+int64(len(line)), "bytes_dropped", cf.lost)
 }
 
-// cut ends a recording that reached Config.MaxBytes with a marker saying
-// so (the one line allowed past the limit).
+// cut ends a recording that reached Config.MaxBytes or Config.MaxTotal
+// (rec.cutBy says which) with a marker saying so (the one line allowed
+// past the limit).
 func (cf *castFile) cut(at time.Duration) {
 	rec := cf.rec
 	rec.stop()
-	max := rec.r.cfg.MaxBytes
 	line := appendEvent(nil, at, 'm', []byte(cutMarker+strconv.FormatInt(cf.written, 10)+
-		" bytes (--record-max-size "+strconv.FormatInt(max, 10)+"); the session went on unrecorded"))
+		" bytes ("+rec.cutBy+"); the session went on unrecorded"))
 	if err := cf.end(line); err != nil {
 		rec.log.Error("recording not completed", "err", fmt.Errorf("finish %s: %w", rec.name, err))
 		return
 	}
-	rec.log.Warn("recording cut: it reached --record-max-size; the session goes on unrecorded", "max_bytes", max, "bytes_written", cf.written+int64(len(line)))
+	rec.log.Warn("recording cut: it reached its limit; the session goes on unrecorded", "limit", rec.cutBy, "bytes_written", cf.written+int64(len(line)))
 }
 
 // end writes the last line, flushes, syncs and closes the file.

@@ -43,6 +43,7 @@ type options struct {
 	recordDir           string
 	recordInput         bool
 	recordMaxSize       int64
+	recordMaxTotal      int64
 	durable             bool
 	kubeconfig          string
 	kubeNamespace       string
@@ -52,7 +53,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("termgate", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	var buffer, origins, locals, scrollback, recordMax string
+	var buffer, origins, locals, scrollback, recordMax, recordTotal string
 	fs.StringVar(&o.sshAddr, "ssh-addr", ":2222", "SSH listener address")
 	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "HTTP + WebSocket listener address")
 	fs.StringVar(&o.stateDir, "state-dir", keys.DefaultStateDir(), "directory for generated state (host key, API token, authorized_keys)")
@@ -79,7 +80,8 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
 	fs.StringVar(&o.recordDir, "record-dir", "", "record every session as an asciicast v2 file DIR/INSTANCE/SESSION.cast (created 0700; files 0600)")
-	fs.StringVar(&recordMax, "record-max-size", "0", "with --record-dir: cut a recording that reaches this size (bytes, or KiB/MiB/GiB; 0: unlimited); the session goes on")
+	fs.StringVar(&recordMax, "record-max-size", defaultRecordMaxSize, "with --record-dir: cut a recording that reaches this size (bytes, or KiB/MiB/GiB; 0: unlimited); the session goes on")
+	fs.StringVar(&recordTotal, "record-max-total", defaultRecordMaxTotal, "with --record-dir: what all recordings in it may hold together (bytes, or KiB/MiB/GiB; 0: unlimited); past it recordings are cut and new sessions not recorded until old recordings are removed")
 	fs.BoolVar(&o.recordInput, "record-input", false, "with --record-dir: also record what clients type (\"i\" events); off by default because input holds passwords")
 	fs.BoolVar(&o.durable, "durable", false, "hold each session inside its instance (a holder program the gateway copies there), so that shells outlive gateway restarts, upgrades and crashes and several gateways can serve them; needs --backend docker or kubernetes")
 	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
@@ -114,6 +116,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.recordMaxSize, err = parseRecordSize(recordMax); err != nil {
 		return nil, fmt.Errorf("--record-max-size: %w", err)
+	}
+	if o.recordMaxTotal, err = parseRecordSize(recordTotal); err != nil {
+		return nil, fmt.Errorf("--record-max-total: %w", err)
 	}
 	if o.bufferSize, err = parseSize(buffer); err != nil {
 		return nil, fmt.Errorf("--buffer-size: %w", err)

@@ -17,12 +17,31 @@ func newRecorder(o *options, log *slog.Logger) (*gatewayRecorder, error) {
 	if o.recordDir == "" {
 		return nil, nil
 	}
-	r, err := record.New(record.Config{Dir: o.recordDir, Logger: log, Input: o.recordInput, MaxBytes: o.recordMaxSize})
+	r, err := record.New(record.Config{Dir: o.recordDir, Logger: log, Input: o.recordInput, MaxBytes: o.recordMaxSize, MaxTotal: o.recordMaxTotal})
 	if err != nil {
 		return nil, err
 	}
-	log.Info("recording every session", "record_dir", o.recordDir, "record_input", o.recordInput, "record_max_size", o.recordMaxSize)
+	log.Info("recording every session", "record_dir", o.recordDir, "record_input", o.recordInput, "record_max_size", o.recordMaxSize, "record_max_total", o.recordMaxTotal)
+	warnUnbounded(o, log)
 	return &gatewayRecorder{r}, nil
+}
+
+// Defaults of the recording limits: a session printing flat out writes
+// tens of MB a second, so unbounded recordings let one instance fill the
+// gateway's disk (issue 18, L3).
+const (
+	defaultRecordMaxSize  = "100MiB"
+	defaultRecordMaxTotal = "10GiB"
+)
+
+// warnUnbounded says at start that a recording limit is off.
+func warnUnbounded(o *options, log *slog.Logger) {
+	if o.recordMaxSize == 0 {
+		log.Warn("recordings are unbounded: --record-max-size 0 lets one session's recording fill the disk of --record-dir", "record_dir", o.recordDir)
+	}
+	if o.recordMaxTotal == 0 {
+		log.Warn("recordings are unbounded: --record-max-total 0 lets the recordings together fill the disk of --record-dir", "record_dir", o.recordDir)
+	}
 }
 
 type gatewayRecorder struct{ *record.Recorder }

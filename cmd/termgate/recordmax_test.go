@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -102,5 +103,40 @@ func TestRunCutsARecordingAtMaxSize(t *testing.T) {
 	}
 	if !strings.Contains(g.logs.String(), "recording cut") {
 		t.Fatal("the cut is not in the log")
+	}
+}
+
+// TestRecordLimitsAreFiniteByDefault: issue 18 L3. Without flags a
+// recording is cut at 100MiB and the directory holds at most 10GiB; 0
+// turns either off, and the start then warns that recordings are
+// unbounded.
+func TestRecordLimitsAreFiniteByDefault(t *testing.T) {
+	o, err := parseFlags(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.recordMaxSize != 100<<20 || o.recordMaxTotal != 10<<30 {
+		t.Fatalf("defaults --record-max-size %d, --record-max-total %d; want 100MiB and 10GiB", o.recordMaxSize, o.recordMaxTotal)
+	}
+	o, err = parseFlags([]string{"--record-max-total", "512MiB"}, env(map[string]string{"TERMGATE_RECORD_MAX_SIZE": "0"}))
+	if err != nil || o.recordMaxSize != 0 || o.recordMaxTotal != 512<<20 {
+		t.Fatalf("%+v, %v", o, err)
+	}
+	if _, err := parseFlags([]string{"--record-max-total", "lots"}, env(nil)); err == nil || !strings.Contains(err.Error(), "--record-max-total") {
+		t.Fatalf("--record-max-total lots: %v, want an error naming the flag", err)
+	}
+	for _, tc := range []struct {
+		size, total int64
+		warn        string
+	}{
+		{100 << 20, 10 << 30, ""},
+		{0, 10 << 30, "--record-max-size 0"},
+		{100 << 20, 0, "--record-max-total 0"},
+	} {
+		var logs strings.Builder
+		warnUnbounded(&options{recordDir: "/rec", recordMaxSize: tc.size, recordMaxTotal: tc.total}, slog.New(slog.NewTextHandler(&logs, nil)))
+		if got := logs.String(); (tc.warn == "") != (got == "") || !strings.Contains(got, tc.warn) || (got != "" && !strings.Contains(got, "level=WARN")) {
+			t.Errorf("size %d total %d: logged %q, want a warning naming %q", tc.size, tc.total, got, tc.warn)
+		}
 	}
 }
