@@ -70,6 +70,12 @@ const (
 // nor spend that address's failure allowance and lock the user out.
 func (s *Server) authed(kind routeKind, h http.HandlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if websocket.IsWebSocketUpgrade(r) {
+			if err := s.hosts.check(r); err != nil {
+				s.refuseHost(w, r, err)
+				return
+			}
+		}
 		if err := s.origins.check(r, false); err != nil {
 			s.refuseOrigin(w, r, caller{}, err)
 			return

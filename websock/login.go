@@ -115,6 +115,10 @@ func (c *cookies) verify(value string) ([]byte, error) {
 // from a foreign Origin before the token is looked at, answered 429 from a
 // locked-out address, and audited.
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	if err := s.hosts.check(r); err != nil {
+		s.refuseHost(w, r, err)
+		return
+	}
 	if err := s.origins.check(r, false); err != nil {
 		s.refuseOrigin(w, r, caller{}, err)
 		return

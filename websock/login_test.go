@@ -91,7 +91,7 @@ func TestLoginCookie(t *testing.T) {
 }
 
 func TestLoginCookieSecureOverTLS(t *testing.T) {
-	e := newEnv(t, newFakeBackend("web1"), nil, nil)
+	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) { c.PublicHosts = []string{"gw.example"} })
 	r := httptest.NewRequest("POST", "https://gw.example/api/login", strings.NewReader("token="+tokAll))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	w := httptest.NewRecorder()

@@ -33,6 +33,11 @@ type Config struct {
 	// AllowedOrigins are browser origins ("https://example.com:8443")
 	// allowed besides the request's own origin.
 	AllowedOrigins []string
+	// PublicHosts are the host names ("ops.example.com", or with a port:
+	// "ops.example.com:8443") browsers reach the gateway by besides
+	// localhost and IP addresses (--public-host): a login or a WebSocket
+	// upgrade for any other Host is refused (hosts.go).
+	PublicHosts []string
 	// Logger receives the server's logs (default: discard).
 	Logger *slog.Logger
 	// Metrics is served at GET /metrics (to authenticated callers); nil
@@ -128,6 +133,7 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	origins  origins
+	hosts    hosts
 	cookies  *cookies
 	upgrader websocket.Upgrader
 	handler  http.Handler
@@ -155,6 +161,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("websock: no token checker")
 	}
 	o, err := newOrigins(cfg.AllowedOrigins)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := newHosts(cfg.PublicHosts)
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +232,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:     cfg,
 		log:     cfg.Logger,
 		origins: o,
+		hosts:   hs,
 		cookies: &cookies{key: cfg.CookieKey, ttl: cfg.LoginTTL, now: time.Now},
 		conns:   map[*conn]struct{}{},
 	}

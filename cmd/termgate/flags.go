@@ -74,7 +74,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 9*time.Second, "how long SIGTERM waits for sessions to end")
 	fs.StringVar(&locals, "local-instances", "", "with --backend local: comma-separated instance names allowed (default: any valid name)")
-	fs.StringVar(&o.publicHost, "public-host", "", "host name printed in the SSH command and browser URL (default: localhost)")
+	fs.StringVar(&o.publicHost, "public-host", "", "host names browsers and ssh reach the gateway by (comma-separated, each NAME or NAME:PORT); the first is printed in the SSH command and browser URL (default: localhost); logins and WebSockets are refused for any Host but these, localhost and IP addresses")
 	fs.StringVar(&o.auditLog, "audit-log", "", "append the audit trail as JSON lines to this file (default: into the main log, marked audit=true)")
 	fs.StringVar(&o.trustedUserCAKeys, "trusted-user-ca-keys", "", "accept OpenSSH user certificates signed by the CA public keys in this file (authorized_keys format; @revoked KEY lines); a certificate's principals are the instance patterns it may use; reloaded on change or SIGHUP")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")

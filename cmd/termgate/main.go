@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -131,6 +132,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		Tokens:         creds.tokens,
 		CookieKey:      creds.cookieKey,
 		AllowedOrigins: o.allowedOrigins,
+		PublicHosts:    splitList(o.publicHost),
 		Logger:         log,
 		Audit:          auditLog,
 		TLS:            creds.tls,
@@ -303,23 +305,27 @@ func shellArgv(s string) []string {
 // page takes it from there, exchanges it for its login cookie and removes it
 // from the address bar.
 func announce(w io.Writer, o *options, log *slog.Logger, sshAddr, httpAddr net.Addr, newToken string, https bool) {
-	host := o.publicHost
-	if host == "" {
-		host = "localhost"
-	}
 	scheme := "http"
 	if https {
 		scheme = "https"
 	}
 	sshPort := sshAddr.(*net.TCPAddr).Port
-	httpPort := httpAddr.(*net.TCPAddr).Port
+	// The first --public-host names the gateway; with a port, that is the
+	// browsers' (a proxy's), not the listener's.
+	host, web := "localhost", "localhost:"+strconv.Itoa(httpAddr.(*net.TCPAddr).Port)
+	if hs := splitList(o.publicHost); len(hs) > 0 {
+		host, web = hs[0], hs[0]+":"+strconv.Itoa(httpAddr.(*net.TCPAddr).Port)
+		if h, _, err := net.SplitHostPort(hs[0]); err == nil {
+			host, web = h, hs[0]
+		}
+	}
 	log.Info("termgate is listening", "ssh", sshAddr.String(), scheme, httpAddr.String(), "backend", o.backend)
 	fmt.Fprintf(w, "\n  SSH:      ssh -t -p %d INSTANCE@%s\n", sshPort, host)
 	if newToken != "" {
-		fmt.Fprintf(w, "  Browser:  %s://%s:%d/#token=%s\n", scheme, host, httpPort, newToken)
+		fmt.Fprintf(w, "  Browser:  %s://%s/#token=%s\n", scheme, web, newToken)
 		fmt.Fprintf(w, "            (token generated in %s; it is shown only once)\n\n", o.tokenFile)
 	} else {
-		fmt.Fprintf(w, "  Browser:  %s://%s:%d/  (sign in with a token from %s)\n\n", scheme, host, httpPort, o.tokenFile)
+		fmt.Fprintf(w, "  Browser:  %s://%s/  (sign in with a token from %s)\n\n", scheme, web, o.tokenFile)
 	}
 }
 
