@@ -64,6 +64,13 @@ func TestRunRefusesUnsafeStateAndFiles(t *testing.T) {
 			t.Error("a host key was written into the refused directory")
 		}
 	})
+	t.Run("a system directory as the state directory", func(t *testing.T) {
+		// Issue 18 item 11: the advice is never to change /tmp's mode.
+		_, err := start("/tmp")
+		if !errors.Is(err, fileperm.ErrInsecure) || strings.Contains(err.Error(), "chmod") || !strings.Contains(err.Error(), "pick a private directory instead") {
+			t.Fatalf("run with --state-dir /tmp: %v, want a refusal that says to pick a private directory, not to chmod /tmp", err)
+		}
+	})
 	t.Run("state directory behind a symlink into a directory others may write", func(t *testing.T) {
 		dir := t.TempDir()
 		open := mkdir(filepath.Join(dir, "open"), 0o777)

@@ -59,9 +59,35 @@ func (c Checker) Dir(path string) (warnings []string, err error) {
 		return warnings, err
 	}
 	if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-		return warnings, fmt.Errorf("state directory %s%s is writable by group or others (mode %04o): %w: whoever can write it can replace the host key, authorized_keys and tokens; run: chmod go-w %s", path, via(path, resolved), perm, ErrInsecure, resolved)
+		fix := "run: chmod go-w " + resolved
+		if c.system(resolved, fi) {
+			fix = pickPrivate
+		}
+		return warnings, fmt.Errorf("state directory %s%s is writable by group or others (mode %04o): %w: whoever can write it can replace the host key, authorized_keys and tokens; %s", path, via(path, resolved), perm, ErrInsecure, fix)
 	}
 	return warnings, nil
+}
+
+// pickPrivate is the advice for a shared or system directory: its mode is
+// not the user's to change (making /tmp unwritable breaks the system).
+const pickPrivate = "it is a shared or system directory: do not change its permissions, pick a private directory instead (a new one only you can write, e.g. made with mkdir -m 700, or leave --state-dir out for the default)"
+
+// systemDirs are directories of the system's own layout.
+var systemDirs = map[string]bool{
+	"/": true, "/tmp": true, "/var": true, "/var/tmp": true, "/var/lib": true, "/run": true, "/dev": true,
+	"/dev/shm": true, "/usr": true, "/etc": true, "/home": true, "/opt": true, "/srv": true, "/mnt": true,
+	"/media": true, "/root": true,
+}
+
+// system reports whether dir is shared or the system's: part of the
+// system's layout (/tmp, where others keep their files, among them), or
+// root's while the gateway is not root (not the user's to change).
+func (c Checker) system(dir string, fi fs.FileInfo) bool {
+	if systemDirs[filepath.Clean(dir)] {
+		return true
+	}
+	uid, ok := owner(fi)
+	return ok && uid == 0 && c.UID != 0
 }
 
 // File checks a file that grants access: every directory and symbolic link
@@ -200,7 +226,11 @@ func (c Checker) parent(dir string, fi fs.FileInfo, path string) (warning string
 		return "", nil
 	}
 	if perm&0o002 != 0 {
-		return "", fmt.Errorf("%s is on the path to %s and writable by others (mode %04o): %w: anyone can replace what it holds; run: chmod o-w %s (or chmod +t %s), or keep the file elsewhere", dir, path, perm, ErrInsecure, dir, dir)
+		fix := fmt.Sprintf("run: chmod o-w %s (or chmod +t %s), or keep the file elsewhere", dir, dir)
+		if c.system(dir, fi) {
+			fix = "it is a system directory: do not change its permissions, keep the file elsewhere"
+		}
+		return "", fmt.Errorf("%s is on the path to %s and writable by others (mode %04o): %w: anyone can replace what it holds; %s", dir, path, perm, ErrInsecure, fix)
 	}
 	if perm&0o020 != 0 {
 		gid, _ := group(fi)
