@@ -432,19 +432,17 @@ func (b *fakeBackend) Watch(ctx context.Context, gone func(sessions.InstanceEven
 // stop reports the instance stopped, as the Docker event stream would.
 func (b *fakeBackend) stop(t *testing.T, name string) {
 	t.Helper()
-	select {
-	case <-b.watching:
-	case <-time.After(waitFor):
-		t.Fatal("the registry never called Watch")
-	}
-	b.mu.Lock()
-	gone := b.gone
-	b.mu.Unlock()
-	gone(sessions.InstanceEvent{Instance: sessions.Instance{Name: name, ID: "fake:" + name}, Gone: true})
+	b.event(t, sessions.InstanceEvent{Instance: sessions.Instance{Name: name, ID: "fake:" + name}, Gone: true})
 }
 
 // rename reports the instance renamed, as the Docker event stream would.
 func (b *fakeBackend) rename(t *testing.T, from, to string) {
+	t.Helper()
+	b.event(t, sessions.InstanceEvent{Instance: sessions.Instance{Name: to, ID: "fake:" + from}})
+}
+
+// event reports ev once the registry watches.
+func (b *fakeBackend) event(t *testing.T, ev sessions.InstanceEvent) {
 	t.Helper()
 	select {
 	case <-b.watching:
@@ -454,7 +452,7 @@ func (b *fakeBackend) rename(t *testing.T, from, to string) {
 	b.mu.Lock()
 	gone := b.gone
 	b.mu.Unlock()
-	gone(sessions.InstanceEvent{Instance: sessions.Instance{Name: to, ID: "fake:" + from}})
+	gone(ev)
 }
 
 func (b *fakeBackend) Sweep(context.Context) error { return nil }
