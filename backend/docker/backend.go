@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/client"
 
-	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/backend/exechost"
 	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
@@ -63,62 +62,48 @@ type Config struct {
 	// StopGrace is how long a shell killed by a signal (or a holder whose
 	// connection ended) waits for its container to be reported stopped
 	// before the signal is taken for the shell's own exit status (the
-	// connection for merely lost); zero means 2 s. See endcause.go.
+	// connection for merely lost); zero means 2 s.
 	StopGrace time.Duration
 }
 
-// Backend implements sessions.Backend over the Docker Engine API.
+// Backend implements sessions.Backend over the Docker Engine API. Its
+// shells, kills and holders are the exec host's (exechost), over the
+// engine's execs (exec.go) and archive uploads (upload.go).
 type Backend struct {
+	*exechost.Host
 	cli       client.APIClient
 	ownClient bool
 	labelKey  string
 	labelVal  string
 	hasValue  bool
 	label     string
-	shell     []string
 	log       *slog.Logger
 	selfIDs   []string // lower-case IDs or ID prefixes of the gateway's own containers
-	gatewayID string
-	held      *heldConfig // nil unless Config.Durable
-	stopGrace time.Duration
-
-	kills procmark.Grouper // one kill exec at a time per container
 
 	running running // the instances known to run, while Watch runs (running.go)
 }
 
-var _ sessions.Backend = (*Backend)(nil)
-
-var gatewayIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var (
+	_ sessions.Backend = (*Backend)(nil)
+	_ sessions.Adopter = (*Backend)(nil)
+)
 
 // New returns a Backend for cfg. It does not contact the engine; call Ping
 // for that.
 func New(cfg Config) (*Backend, error) {
-	b := &Backend{
-		cli:       cfg.Client,
-		shell:     append([]string(nil), cfg.Shell...),
-		log:       cfg.Logger,
-		label:     cfg.Label,
-		gatewayID: cfg.GatewayID,
-		stopGrace: cfg.StopGrace,
-	}
-	if b.stopGrace <= 0 {
-		b.stopGrace = defaultStopGrace
-	}
-	b.kills.Run = b.runKill
-	if b.gatewayID != "" && !gatewayIDPattern.MatchString(b.gatewayID) {
-		return nil, fmt.Errorf("gateway id %q: use 1 to 64 letters, digits, '_' or '-'", cfg.GatewayID)
-	}
+	b := &Backend{cli: cfg.Client, log: cfg.Logger, label: cfg.Label}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
-	if cfg.Durable {
-		h, err := newHeldConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		b.held = h
+	host, err := exechost.New(engine{b}, exechost.Config{
+		Name: "docker", GatewayID: cfg.GatewayID, Shell: cfg.Shell, Logger: b.log,
+		Durable: cfg.Durable, Holder: cfg.Holder, IdleTimeout: cfg.IdleTimeout, BufferSize: cfg.BufferSize,
+		StopGrace: cfg.StopGrace,
+	})
+	if err != nil {
+		return nil, err
 	}
+	b.Host = host
 	if cfg.Label != "" {
 		key, val, hasValue := strings.Cut(cfg.Label, "=")
 		if key == "" {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termgate/termgate/backend/exechost"
 	"github.com/termgate/termgate/internal/holderbin"
 )
 
@@ -35,7 +36,7 @@ func TestHeldStreamPassingMeetsOlderBuilds(t *testing.T) {
 	older, _ := durableBackend(t, Config{Holder: holderbin.New(data, "fdpass=off")})
 	inst := lookup(t, newer, name)
 	holderLog := func() []string {
-		out := dockerCLI(t, "exec", name, "cat", socketIn(holderDirs[0])+".log")
+		out := dockerCLI(t, "exec", name, "cat", exechost.SocketIn(exechost.HolderDirs[0])+".log")
 		var streams []string
 		for _, line := range strings.Split(out, "\n") {
 			if strings.Contains(line, `"gateway attached"`) {

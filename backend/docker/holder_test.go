@@ -364,7 +364,7 @@ func TestHeldFallsBackWhereTheHolderCannotRun(t *testing.T) {
 			switch {
 			case tc.held == "" && (held || warned != 1 || !strings.Contains(logs.String(), "cannot hold a durable session")):
 				t.Fatalf("got %T, log:\n%s\nwant an ordinary session and one warning", p, logs)
-			case tc.held != "" && (!held || h.dir != tc.held || warned != 0):
+			case tc.held != "" && (!held || h.Dir() != tc.held || warned != 0):
 				t.Fatalf("got %T in %v, log:\n%s\nwant a held session in %s", p, h, logs, tc.held)
 			}
 			if tc.name == "noexec-volume" {

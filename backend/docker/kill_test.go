@@ -121,7 +121,7 @@ func TestSweepEndsOrphans(t *testing.T) {
 		tm, _, _ := startShell(t, old, name, sessions.DefaultSize)
 		tm.write(t, "sleep 1003 & setsid sleep 1004 &\n")
 		pid := shellPID(t, tm)
-		tm.p.(*process).close()
+		tm.p.(*process).Abandon()
 		<-tm.done
 		return pid
 	}

@@ -101,7 +101,7 @@ func TestKillsInOneContainerShareExecs(t *testing.T) {
 		killAll(t, tms[1:])
 	}()
 	waitFor(t, "the other Kill calls to join one batch", func() bool {
-		waiting, _ := b.kills.Waiting(id)
+		waiting, _ := b.KillsWaiting(sessions.Instance{Name: name, ID: id})
 		return waiting == n-1
 	})
 	close(gate)
@@ -117,7 +117,7 @@ func TestKillsInOneContainerShareExecs(t *testing.T) {
 	if left := live(t, name, func(p proc) bool { return strings.Contains(p.Args, "sleep 20") || strings.HasPrefix(p.Args, "sh -l") }); len(left) != 0 {
 		t.Errorf("left after the Kill calls: %+v", left)
 	}
-	if b.kills.Busy() {
+	if b.KillsBusy() {
 		t.Errorf("kill lanes left after every Kill returned")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"strings"
 	"time"
 
@@ -17,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/backend/exechost"
 	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
@@ -66,29 +65,28 @@ type Config struct {
 	BufferSize  int
 }
 
-// Backend implements sessions.Backend over the Kubernetes API.
+// Backend implements sessions.Backend over the Kubernetes API. Its
+// shells, kills and holders are the exec host's (exechost), over the API's
+// execs (stream.go) and an upload script (upload.go).
 type Backend struct {
-	rest      *rest.Config
-	cs        kubernetes.Interface
-	ns        string
-	selector  labels.Selector
-	labelKey  string
-	labelVal  string
-	hasValue  bool
-	shell     []string
-	log       *slog.Logger
-	selfPod   string
-	gatewayID string
-	held      *heldConfig // nil unless Config.Durable
-
-	kills procmark.Grouper // one kill exec at a time per pod and container
+	*exechost.Host
+	rest     *rest.Config
+	cs       kubernetes.Interface
+	ns       string
+	selector labels.Selector
+	labelKey string
+	labelVal string
+	hasValue bool
+	log      *slog.Logger
+	selfPod  string
 
 	watchSynced func() // tests: called once Watch's informer has listed
 }
 
-var _ sessions.Backend = (*Backend)(nil)
-
-var gatewayIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var (
+	_ sessions.Backend = (*Backend)(nil)
+	_ sessions.Adopter = (*Backend)(nil)
+)
 
 // New returns a Backend for cfg. It does not contact the API server; call
 // Ping for that.
@@ -100,29 +98,25 @@ func New(cfg Config) (*Backend, error) {
 		return nil, errors.New("kubernetes backend: no API server configuration")
 	}
 	b := &Backend{
-		rest:      cfg.REST,
-		cs:        cfg.Client,
-		ns:        cfg.Namespace,
-		selector:  labels.Everything(),
-		shell:     append([]string(nil), cfg.Shell...),
-		log:       cfg.Logger,
-		selfPod:   cfg.SelfPod,
-		gatewayID: cfg.GatewayID,
-	}
-	b.kills.Run = b.runKill
-	if b.gatewayID != "" && !gatewayIDPattern.MatchString(b.gatewayID) {
-		return nil, fmt.Errorf("gateway id %q: use 1 to 64 letters, digits, '_' or '-'", cfg.GatewayID)
+		rest:     cfg.REST,
+		cs:       cfg.Client,
+		ns:       cfg.Namespace,
+		selector: labels.Everything(),
+		log:      cfg.Logger,
+		selfPod:  cfg.SelfPod,
 	}
 	if b.log == nil {
 		b.log = slog.Default()
 	}
-	if cfg.Durable {
-		h, err := newHeldConfig(cfg)
-		if err != nil {
-			return nil, err
-		}
-		b.held = h
+	host, err := exechost.New(pods{b}, exechost.Config{
+		Name: "kubernetes", GatewayID: cfg.GatewayID, Shell: cfg.Shell, Logger: b.log,
+		Durable: cfg.Durable, Holder: cfg.Holder, IdleTimeout: cfg.IdleTimeout, BufferSize: cfg.BufferSize,
+		SweepWorkers: 4,
+	})
+	if err != nil {
+		return nil, err
 	}
+	b.Host = host
 	if cfg.Label != "" {
 		key, val, hasValue := strings.Cut(cfg.Label, "=")
 		op, vals := selection.Exists, []string(nil)

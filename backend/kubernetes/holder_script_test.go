@@ -1,19 +1,25 @@
 package kubernetes
 
 import (
+	"bufio"
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/termgate/termgate/backend/exechost"
 )
 
 // The holder's scripts, run by this machine's shells (sh, and busybox's
 // when present: the test cluster's pods run busybox) on real directories:
-// the upload over tar and over cat, its refusal where the binary cannot run
-// (a noexec mount) or be written (a read-only directory), and the listing.
+// the upload over tar and over cat, its refusal where the binary cannot be
+// written (a read-only directory), and the look-up. (Where the binary
+// cannot run, a noexec mount, the start exec fails with 126: exechost's
+// parseServe.)
 
 func shells(t *testing.T) map[string][]string {
 	out := map[string][]string{"sh": {"/bin/sh"}}
@@ -44,40 +50,79 @@ func fakeHolder(t *testing.T) []byte {
 	return []byte("#!/bin/sh\necho \"ran $*\"\n")
 }
 
+// onlyCat is a PATH without tar (the shell's tools, linked in), so that
+// uploadScript takes the file over cat.
+func onlyCat(t *testing.T) string {
+	dir := t.TempDir()
+	for _, tool := range []string{"mkdir", "cat", "chmod", "rm"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Skipf("no %s: %v", tool, err)
+		}
+		if err := os.Symlink(p, filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// runUpload runs uploadScript for dir/.termgate/name as the gateway does:
+// it reads the "ready MODE" line, then sends the file in that form.
+func runUpload(t *testing.T, sh []string, path, dir, name string, bin []byte) (string, int) {
+	t.Helper()
+	cmd := exec.Command(sh[0], append(sh[1:], "-c", uploadScript, "test", filepath.Join(dir, ".termgate"), name)...)
+	cmd.Env = append(os.Environ(), "PATH="+path)
+	in, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	first, _ := r.ReadString('\n')
+	switch {
+	case strings.HasPrefix(first, "ready tar"):
+		_, _ = in.Write(exechost.HolderTar(bin, name, 0, 0))
+	case strings.HasPrefix(first, "ready cat"):
+		_, _ = in.Write(bin)
+	}
+	in.Close()
+	rest, _ := io.ReadAll(r)
+	out := first + string(rest)
+	err := cmd.Wait()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out, code
+}
+
 func TestHolderUploadScript(t *testing.T) {
 	bin := fakeHolder(t)
-	const hash = "0123456789abcdef"
-	for name, sh := range shells(t) {
-		for _, mode := range []string{"tar", "cat"} {
-			t.Run(name+"/"+mode, func(t *testing.T) {
+	const name = ".holder-0123456789abcdef.x1"
+	for shName, sh := range shells(t) {
+		for mode, path := range map[string]string{"tar": os.Getenv("PATH"), "cat": onlyCat(t)} {
+			t.Run(shName+"/"+mode, func(t *testing.T) {
 				dir := t.TempDir()
-				in := bin
-				if mode == "tar" {
-					in = holderTar(bin, ".holder-"+hash+".x1")
-				}
-				out, code := runScript(t, sh, uploadScript, in, dir, hash, ".holder-"+hash+".x1", mode)
-				if code != 0 {
+				out, code := runUpload(t, sh, path, dir, name, bin)
+				if code != 0 || !strings.HasPrefix(out, "ready "+mode) {
 					t.Fatalf("upload: status %d: %s", code, out)
 				}
 				home := filepath.Join(dir, ".termgate")
-				fi, err := os.Stat(filepath.Join(home, "holder-"+hash))
+				fi, err := os.Stat(filepath.Join(home, name))
 				if err != nil || fi.Mode().Perm() != 0o700 {
-					t.Fatalf("installed holder: %v %v", fi, err)
+					t.Fatalf("uploaded holder: %v %v", fi, err)
+				}
+				if got, _ := os.ReadFile(filepath.Join(home, name)); !bytes.Equal(got, bin) {
+					t.Errorf("uploaded %q, want %q", got, bin)
 				}
 				if di, _ := os.Stat(home); di.Mode().Perm() != 0o700 {
 					t.Errorf(".termgate has mode %v, want 0700", di.Mode().Perm())
 				}
 				if ents, _ := os.ReadDir(home); len(ents) != 1 {
-					t.Errorf(".termgate holds %v, want only the installed holder", ents)
-				}
-				// serveScript finds it and runs it with the socket there.
-				out, code = runScript(t, sh, serveScript, nil, hash, "/nonexistent "+dir, "--session", "s1")
-				if want := "ran serve --socket " + filepath.Join(home, "holder.sock") + " --session s1\n"; code != 0 || out != want {
-					t.Errorf("serve script with the holder in place: status %d: %q", code, out)
-				}
-				out, code = runScript(t, sh, serveScript, nil, "fedcba9876543210", dir)
-				if code != noHolder || !strings.HasPrefix(out, "termgate: no holder; ") {
-					t.Errorf("serve script without this build's holder: status %d: %q", code, out)
+					t.Errorf(".termgate holds %v, want only the upload", ents)
 				}
 			})
 		}
@@ -86,37 +131,18 @@ func TestHolderUploadScript(t *testing.T) {
 
 func TestHolderUploadScriptRefusals(t *testing.T) {
 	if os.Getuid() != 0 {
-		t.Skip("needs root to mount a noexec tmpfs")
+		t.Skip("needs root to mount a read-only tmpfs")
 	}
 	bin := fakeHolder(t)
-	const hash = "0123456789abcdef"
-	for name, sh := range shells(t) {
-		t.Run(name+"/noexec", func(t *testing.T) {
-			dir := t.TempDir()
-			if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOEXEC, "size=4m"); err != nil {
-				t.Skipf("mount a noexec tmpfs: %v", err)
-			}
-			t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-			out, code := runScript(t, sh, uploadScript, holderTar(bin, ".holder-x"), dir, hash, ".holder-x", "tar")
-			if code != 4 || !strings.Contains(out, "noexec") {
-				t.Errorf("upload into a noexec mount: status %d: %q", code, out)
-			}
-			if ents, _ := os.ReadDir(filepath.Join(dir, ".termgate")); len(ents) != 0 {
-				t.Errorf("the refused upload left %v", ents)
-			}
-		})
-		t.Run(name+"/read-only", func(t *testing.T) {
+	for shName, sh := range shells(t) {
+		t.Run(shName+"/read-only", func(t *testing.T) {
 			dir := t.TempDir()
 			if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_RDONLY, "size=4m"); err != nil {
 				t.Skipf("mount a read-only tmpfs: %v", err)
 			}
 			t.Cleanup(func() { _ = syscall.Unmount(dir, syscall.MNT_DETACH) })
-			for _, mode := range []string{"tar", "cat"} {
-				in := bin
-				if mode == "tar" {
-					in = holderTar(bin, ".holder-x")
-				}
-				if out, code := runScript(t, sh, uploadScript, in, dir, hash, ".holder-x", mode); code != 3 {
+			for mode, path := range map[string]string{"tar": os.Getenv("PATH"), "cat": onlyCat(t)} {
+				if out, code := runUpload(t, sh, path, dir, ".holder-x", bin); code != 3 {
 					t.Errorf("%s upload into a read-only mount: status %d: %q", mode, code, out)
 				}
 			}
@@ -124,7 +150,7 @@ func TestHolderUploadScriptRefusals(t *testing.T) {
 	}
 }
 
-func TestHolderListScript(t *testing.T) {
+func TestHolderExistsScript(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	if err := os.MkdirAll(filepath.Join(b, ".termgate"), 0o700); err != nil {
 		t.Fatal(err)
@@ -140,9 +166,9 @@ func TestHolderListScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, sh := range shells(t) {
-		out, code := runScript(t, sh, listScript, nil, a+" "+b+" /nonexistent")
-		if code != 0 || strings.TrimSpace(out) != b {
-			t.Errorf("%s: list: status %d: %q, want %s", name, code, out, b)
+		out, code := runScript(t, sh, existsScript, nil, filepath.Join(a, ".termgate", "holder.sock"), sock, "/nonexistent")
+		if got := strings.Fields(out); code != 0 || strings.Join(got, " ") != "0 1 0" {
+			t.Errorf("%s: exists: status %d: %q, want 0 1 0", name, code, out)
 		}
 	}
 }

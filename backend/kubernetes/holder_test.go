@@ -136,8 +136,8 @@ func TestHeldSessionOutlivesItsGatewayInAPod(t *testing.T) {
 	if !ok {
 		t.Fatalf("Start returned an ordinary %T, want a held session; log:\n%s", s1.p, logs)
 	}
-	if h1.dir != "/tmp" {
-		t.Errorf("the holder runs from %s, want /tmp", h1.dir)
+	if h1.Dir() != "/tmp" {
+		t.Errorf("the holder runs from %s, want /tmp", h1.Dir())
 	}
 	pid := heldPID(t, s1)
 	s1.send("sleep 4321 & echo before-$((40+2))")
@@ -214,7 +214,7 @@ func TestHeldUploadPathsAndFallback(t *testing.T) {
 			switch {
 			case tc.dir == "" && (held || newWarnings != 1 || !strings.Contains(logs.String(), "cannot hold a durable session")):
 				t.Fatalf("got %T, log:\n%s\nwant an ordinary session and one warning", s.p, logs)
-			case tc.dir != "" && (!held || h.dir != tc.dir || newWarnings != 0):
+			case tc.dir != "" && (!held || h.Dir() != tc.dir || newWarnings != 0):
 				t.Fatalf("got %T (%+v), log:\n%s\nwant a held session in %s", s.p, h, logs, tc.dir)
 			}
 			if tc.dir != "" {

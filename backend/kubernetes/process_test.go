@@ -165,7 +165,7 @@ func TestSweepEndsOrphansOfThisGateway(t *testing.T) {
 	if m, _ := out.WaitFor(regexp.MustCompile("orphaned-2"), 0, 20*time.Second); m == nil {
 		t.Fatalf("the orphan's shell never ran the job: %q", out.String())
 	}
-	p.(*process).close()
+	p.(*process).Abandon()
 	copied.Wait()
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(strings.Join(markedProcesses(t, pod), "\n"), "sleep 8765") {

@@ -1,9 +1,4 @@
-// Package heldconn is the part of a durable session's process that is the
-// same on every backend: a gateway's connection to the holder (the holder
-// protocol of package holder over one stream), as a sessions.HeldProcess
-// minus Kill, which each backend does its own way. The backends embed a
-// *Conn and say how a connection that ended is classified (Hooks).
-package heldconn
+package exechost
 
 import (
 	"context"
@@ -19,8 +14,8 @@ import (
 	"github.com/termgate/termgate/sessions"
 )
 
-// Hooks classify the end of a connection where the backends differ.
-type Hooks struct {
+// connHooks classify the end of a connection (see HeldShell).
+type connHooks struct {
 	// Lost is Read's error when the connection ended without the holder
 	// saying why (the instance stopped, or only the connection broke).
 	Lost func() error
@@ -29,13 +24,15 @@ type Hooks struct {
 	Exited func(code int) error
 }
 
-// Conn is a connection to the holder of one instance's session.
-type Conn struct {
+// conn is a gateway's connection to the holder of one instance's session
+// (the holder protocol of package holder over one exec stream): a
+// sessions.HeldProcess but for Kill, which HeldShell adds.
+type conn struct {
 	name      string // the instance, for errors
 	gatewayID string
 	c         *holder.Client
 	state     sessions.HeldState
-	hooks     Hooks
+	hooks     connHooks
 
 	clients  atomic.Int64
 	wake     chan struct{} // the clients writer has a new count to send
@@ -45,12 +42,12 @@ type Conn struct {
 	once     sync.Once
 }
 
-// New takes over c, a connection whose hello was answered with rep and
+// newConn takes over c, a connection whose hello was answered with rep and
 // replay, and starts the goroutine that sends the client count (clients
 // to begin with); Release stops it.
-func New(name, gatewayID string, c *holder.Client, rep holder.ReplayMsg, replay []byte, clients int, hooks Hooks) *Conn {
+func newConn(name, gatewayID string, c *holder.Client, rep holder.ReplayMsg, replay []byte, clients int, hooks connHooks) *conn {
 	h := c.Hello
-	cn := &Conn{
+	cn := &conn{
 		name: name, gatewayID: gatewayID, c: c, hooks: hooks,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}),
 		state: sessions.HeldState{
@@ -67,11 +64,11 @@ func New(name, gatewayID string, c *holder.Client, rep holder.ReplayMsg, replay 
 }
 
 // Client is the holder connection itself (for End).
-func (cn *Conn) Client() *holder.Client { return cn.c }
+func (cn *conn) Client() *holder.Client { return cn.c }
 
 // sendClients sends the latest client count whenever it changes, so that
 // Clients never blocks on the connection.
-func (cn *Conn) sendClients() {
+func (cn *conn) sendClients() {
 	for {
 		select {
 		case <-cn.stop:
@@ -82,9 +79,9 @@ func (cn *Conn) sendClients() {
 	}
 }
 
-func (cn *Conn) Held() sessions.HeldState { return cn.state }
+func (cn *conn) Held() sessions.HeldState { return cn.state }
 
-func (cn *Conn) Clients(n int) {
+func (cn *conn) Clients(n int) {
 	cn.clients.Store(int64(n))
 	select {
 	case cn.wake <- struct{}{}:
@@ -94,9 +91,9 @@ func (cn *Conn) Clients(n int) {
 
 // Read returns the shell's output, and the holder's endings as the
 // registry's causes: a reset by another gateway, an idle reap, the shell's
-// exit (Hooks.Exited), a connection lost (Hooks.Lost), io.EOF once
+// exit (connHooks.Exited), a connection lost (connHooks.Lost), io.EOF once
 // released.
-func (cn *Conn) Read(b []byte) (int, error) {
+func (cn *conn) Read(b []byte) (int, error) {
 	n, err := cn.c.Read(b)
 	if err == nil {
 		return n, nil
@@ -122,7 +119,7 @@ func (cn *Conn) Read(b []byte) (int, error) {
 	return n, fmt.Errorf("holder connection in %q: %w", cn.name, err)
 }
 
-func (cn *Conn) Write(b []byte) (int, error) {
+func (cn *conn) Write(b []byte) (int, error) {
 	n, err := cn.c.Write(b)
 	if err != nil {
 		return n, fmt.Errorf("write to the holder in %q: %w", cn.name, err)
@@ -130,7 +127,7 @@ func (cn *Conn) Write(b []byte) (int, error) {
 	return n, nil
 }
 
-func (cn *Conn) Resize(_ context.Context, size sessions.Size) error {
+func (cn *conn) Resize(_ context.Context, size sessions.Size) error {
 	if !size.Valid() {
 		return fmt.Errorf("resize shell in %q to %dx%d: %w", cn.name, size.Cols, size.Rows, sessions.ErrBadSize)
 	}
@@ -141,7 +138,7 @@ func (cn *Conn) Resize(_ context.Context, size sessions.Size) error {
 }
 
 // Wait returns the held shell's exit status once Read ended with it.
-func (cn *Conn) Wait(context.Context) (int, error) {
+func (cn *conn) Wait(context.Context) (int, error) {
 	if m, ok := cn.c.Exit(); ok {
 		return m.Code, nil
 	}
@@ -150,7 +147,7 @@ func (cn *Conn) Wait(context.Context) (int, error) {
 
 // Reset has the holder kill the session and start a fresh shell as id;
 // every gateway's Read then ends with a *sessions.ResetError.
-func (cn *Conn) Reset(_ context.Context, id string) error {
+func (cn *conn) Reset(_ context.Context, id string) error {
 	if !procmark.ValidSessionID(id) {
 		return fmt.Errorf("reset the held session in %q: invalid session id %q", cn.name, id)
 	}
@@ -161,7 +158,7 @@ func (cn *Conn) Reset(_ context.Context, id string) error {
 }
 
 // Release drops the connection and leaves the shell to its holder.
-func (cn *Conn) Release() error {
+func (cn *conn) Release() error {
 	cn.once.Do(func() {
 		cn.released.Store(true)
 		close(cn.stop)

@@ -1,0 +1,95 @@
+package exechost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// Adopt connects to the session the instance's holder holds. Without a
+// live holder the error wraps sessions.ErrNotHeld; a holder of another
+// protocol version gives a *holder.VersionError and is left alone. A Host
+// that is not durable holds nothing.
+func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.HeldProcess, error) {
+	if h.held == nil {
+		return nil, fmt.Errorf("instance %q: durable sessions are off: %w", inst.Name, sessions.ErrNotHeld)
+	}
+	if inst.ID == "" {
+		return nil, fmt.Errorf("adopt in %q: empty instance id: %w", inst.Name, sessions.ErrNotFound)
+	}
+	dirs, err := h.holderSockets(ctx, inst)
+	if err != nil {
+		if h.gone(context.WithoutCancel(ctx), inst) {
+			return nil, fmt.Errorf("adopt in %q: %w: %w", inst.Name, sessions.ErrNotFound, err)
+		}
+		return nil, fmt.Errorf("adopt in %q: %w", inst.Name, err)
+	}
+	var stale error
+	for _, dir := range dirs {
+		p, err := h.connect(ctx, inst, dir)
+		if errors.Is(err, sessions.ErrNotHeld) {
+			stale = err
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	if stale != nil {
+		return nil, stale
+	}
+	return nil, fmt.Errorf("instance %q: %w", inst.Name, sessions.ErrNotHeld)
+}
+
+// holderSockets returns the HolderDirs whose socket exists, in order.
+func (h *Host) holderSockets(ctx context.Context, inst sessions.Instance) ([]string, error) {
+	paths := make([]string, len(HolderDirs))
+	for i, dir := range HolderDirs {
+		paths[i] = SocketIn(dir)
+	}
+	have, err := h.x.Exists(ctx, inst, paths)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for i, dir := range HolderDirs {
+		if have[i] {
+			dirs = append(dirs, dir)
+		}
+	}
+	return dirs, nil
+}
+
+// HeldInstances lists the running instances with a holder's socket (a
+// holder that died by SIGKILL leaves one behind: Adopt then says
+// ErrNotHeld).
+func (h *Host) HeldInstances(ctx context.Context) ([]sessions.Instance, error) {
+	if h.held == nil {
+		return nil, nil
+	}
+	list, err := h.x.Instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		mu  sync.Mutex
+		out []sessions.Instance
+	)
+	err = h.each(list, func(inst sessions.Instance) error {
+		dirs, err := h.holderSockets(ctx, inst)
+		if err != nil {
+			return fmt.Errorf("instance %q: %w", inst.Name, err)
+		}
+		if len(dirs) > 0 {
+			mu.Lock()
+			out = append(out, inst)
+			mu.Unlock()
+		}
+		return nil
+	})
+	return out, err
+}

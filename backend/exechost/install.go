@@ -1,0 +1,308 @@
+package exechost
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/internal/holderbin"
+	"github.com/termgate/termgate/sessions"
+)
+
+// Durable sessions: the holder (cmd/termgate-holder) is uploaded into the
+// instance and runs there as a daemon, one per instance, at a socket in
+// the first of the backend's HolderDirs where the upload lands and the
+// binary runs. A directory that refuses the upload, or where the binary
+// does not run (noexec), is skipped for the next.
+
+// heldConfig is what a durable Host holds sessions with.
+type heldConfig struct {
+	bin    *holderbin.Binary
+	idle   time.Duration
+	buffer int
+
+	// cannot remembers why an instance cannot host the holder (a
+	// read-only root filesystem and noexec mounts are fixed for its
+	// life): its later sessions skip the futile uploads. worked remembers
+	// the directory the holder ran from, tried first next time: a
+	// directory that fails keeps its upload (not every backend can remove
+	// a file), so it is tried once per instance, not per session. Both are
+	// keyed by instance ID (a restarted container is a new instance).
+	mu     sync.Mutex
+	cannot map[string]string
+	worked map[string]string
+}
+
+// maxRemembered bounds heldConfig's caches (cleared when full).
+const maxRemembered = 4096
+
+func newHeldConfig(cfg Config) (*heldConfig, error) {
+	bin := cfg.Holder
+	if bin == nil {
+		var err error
+		if bin, err = holderbin.Load(); err != nil {
+			return nil, err
+		}
+	}
+	h := &heldConfig{bin: bin, idle: cfg.IdleTimeout, buffer: cfg.BufferSize}
+	if h.idle <= 0 {
+		h.idle = 30 * time.Minute
+	}
+	if h.buffer < sessions.MinBufferSize {
+		h.buffer = 64 << 10
+	}
+	return h, nil
+}
+
+func (c *heldConfig) get(m *map[string]string, k string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return (*m)[k]
+}
+
+func (c *heldConfig) set(m *map[string]string, k, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *m == nil || len(*m) >= maxRemembered {
+		*m = map[string]string{} // only a cache
+	}
+	(*m)[k] = v
+}
+
+// HolderTar is an upload as a tar stream, for backends that take one: the
+// .termgate directory and the file name in it, owned by uid:gid.
+func HolderTar(data []byte, name string, uid, gid int) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(data) + 4096)
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: holderHome + "/", Mode: 0o700, ModTime: now, Uid: uid, Gid: gid})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: holderHome + "/" + name, Mode: 0o700, Size: int64(len(data)), ModTime: now, Uid: uid, Gid: gid})
+	_, _ = tw.Write(data)
+	_ = tw.Close()
+	return buf.Bytes()
+}
+
+// holderBinary returns the path of this build's holder in dir, uploading
+// it first under a temporary name when it is not there yet (install is
+// then where the holder renames it to: --install-as, so a gateway racing
+// this one never runs a half-written file).
+func (h *Host) holderBinary(ctx context.Context, inst sessions.Instance, dir string) (run, install string, err error) {
+	bin := binaryIn(dir, h.held.bin.Hash)
+	have, err := h.x.Exists(ctx, inst, []string{bin})
+	if err != nil || have[0] {
+		return bin, "", err
+	}
+	staged := ".holder-" + h.held.bin.Hash + "." + randomSuffix()
+	if err := h.x.Upload(ctx, inst, HomeIn(dir), staged, h.held.bin.Data); err != nil {
+		return "", "", err
+	}
+	return HomeIn(dir) + "/" + staged, bin, nil
+}
+
+// startHeld installs the holder where it runs, starts it for a new session
+// and connects to it, all with one exec ("serve --attach": the status
+// line, then the protocol), or connects to the holder a racing gateway just
+// started. The session it holds may be the racer's (Held().Session says
+// which). A *CannotHold means: use an ordinary session.
+func (h *Host) startHeld(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, sh procmark.Shell) (sessions.Process, error) {
+	if why := h.held.get(&h.held.cannot, inst.ID); why != "" {
+		return nil, &CannotHold{Why: why}
+	}
+	p, err := h.startHeldIn(ctx, inst, spec, sh)
+	if cannot := (*CannotHold)(nil); errors.As(err, &cannot) {
+		h.held.set(&h.held.cannot, inst.ID, cannot.Why)
+	}
+	return p, err
+}
+
+func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, sh procmark.Shell) (sessions.Process, error) {
+	dirs, err := h.x.HolderDirs(ctx, inst)
+	if err != nil {
+		return nil, err
+	}
+	if d := h.held.get(&h.held.worked, inst.ID); d != "" {
+		if i := slices.Index(dirs, d); i > 0 {
+			dirs = append([]string{d}, slices.Delete(slices.Clone(dirs), i, i+1)...)
+		}
+	}
+	var why []string
+	for _, dir := range dirs {
+		run, install, err := h.holderBinary(ctx, inst, dir)
+		var cannot *CannotHold
+		switch {
+		case errors.As(err, &cannot) || err != nil && (ctx.Err() != nil || !errors.Is(err, ErrRefused)):
+			return nil, err
+		case err != nil:
+			why = append(why, err.Error())
+			continue
+		}
+		cmd := []string{run, "serve", "--socket", SocketIn(dir), "--session", spec.SessionID, "--attach",
+			"--idle", h.held.idle.String(), "--buffer", strconv.Itoa(h.held.buffer),
+			"--cols", strconv.Itoa(sh.Size.Cols), "--rows", strconv.Itoa(sh.Size.Rows), "--env", "TERM=" + sh.Term}
+		if install != "" {
+			cmd = append(cmd, "--install-as", install)
+		}
+		cmd = append(append(cmd, "--"), h.command(spec.Shell)...)
+		x, err := h.openExec(ctx, inst, cmd)
+		if err != nil {
+			return nil, fmt.Errorf("start the holder: %w", err)
+		}
+		stop := x.deadline(ctx)
+		line, lerr := x.r.ReadString('\n')
+		stop()
+		res := execResult{Stdout: line}
+		if lerr != nil || !strings.HasPrefix(line, "holder ") && !strings.HasPrefix(line, "already held ") {
+			// The exec failed (or hangs): how?
+			if ctx.Err() != nil {
+				x.shutdown()
+				return nil, fmt.Errorf("start the holder in %q: %w", inst.Name, ctx.Err())
+			}
+			res.Code = x.exit()
+			res.Stderr = x.s.Stderr()
+			x.shutdown()
+		}
+		outcome, err := parseServe(res, SocketIn(dir))
+		if err != nil {
+			x.shutdown()
+			return nil, fmt.Errorf("in %q: %w", inst.Name, err)
+		}
+		if outcome == serveCannot {
+			why = append(why, fmt.Sprintf("%s: %s", dir, strings.TrimSpace(res.Stdout+" "+res.Stderr)))
+			continue
+		}
+		h.held.set(&h.held.worked, inst.ID, dir)
+		// A Start is for an attaching client: counted from the hello on,
+		// so a short idle timeout cannot reap the session before the
+		// registry says so.
+		p, err := h.handshake(ctx, inst, dir, x, 1)
+		if err != nil {
+			return nil, fmt.Errorf("start a held session in %q: %w", inst.Name, err)
+		}
+		return p, nil
+	}
+	return nil, &CannotHold{Why: "no writable directory lets it run: " + strings.Join(why, "; ")}
+}
+
+// execResult is what a start exec printed, and its status when it ended.
+type execResult struct {
+	Stdout, Stderr string
+	Code           int
+}
+
+// serveOutcome is what a start exec did.
+type serveOutcome int
+
+const (
+	serveStarted serveOutcome = iota // a new holder holds the session
+	serveHeld                        // a live holder was already there
+	serveCannot                      // the binary could not run there
+)
+
+// parseServe reads the start exec's result: "holder PID SOCKET" or
+// "already held SOCKET" on its first line; a runtime refusal to run the
+// file (status 126/127, "exec failed") means the directory does not work.
+func parseServe(r execResult, sock string) (serveOutcome, error) {
+	line, _, _ := strings.Cut(r.Stdout, "\n")
+	f := strings.Fields(line)
+	switch {
+	case len(f) == 3 && f[0] == "holder" && f[2] == sock:
+		if _, err := strconv.Atoi(f[1]); err == nil {
+			return serveStarted, nil
+		}
+	case len(f) == 3 && f[0] == "already" && f[1] == "held" && f[2] == sock:
+		return serveHeld, nil
+	case r.Code == 126 || r.Code == 127:
+		// The runtime could not run the file (runc says "exec failed:
+		// ... permission denied" or "no such file", a shell says so with
+		// these statuses); the holder itself never exits so.
+		return serveCannot, nil
+	}
+	msg := strings.TrimSpace(r.Stderr + " " + r.Stdout)
+	if len(msg) > 512 {
+		msg = msg[:512] + "..."
+	}
+	return serveCannot, fmt.Errorf("the holder did not start (status %d): %s", r.Code, msg)
+}
+
+// dialTimeout bounds the status line, the hello and the replay of a
+// connection, so a holder that does not answer cannot hang a Start or an
+// Adopt.
+const dialTimeout = 15 * time.Second
+
+// execConn is a non-TTY exec carrying a byte stream (a status line, then
+// the holder protocol), as holder.Dial sees it.
+type execConn struct {
+	s Stream
+	r *bufio.Reader // over s, so a status line can be read off the front
+	// keepOpen makes Close a no-op during a handshake, whose failure
+	// must first read why from the ended exec's stderr.
+	keepOpen atomic.Bool
+	once     sync.Once
+}
+
+func (h *Host) openExec(ctx context.Context, inst sessions.Instance, argv []string) (*execConn, error) {
+	s, err := h.x.Exec(ctx, inst, argv, ExecOptions{Stdin: true})
+	if err != nil {
+		return nil, err
+	}
+	return &execConn{s: s, r: bufio.NewReaderSize(s, 64<<10)}, nil
+}
+
+func (x *execConn) Read(p []byte) (int, error)  { return x.r.Read(p) }
+func (x *execConn) Write(p []byte) (int, error) { return x.s.Write(p) }
+
+// Close drops the stream (the program in the instance sees its stdin end).
+func (x *execConn) Close() error {
+	if !x.keepOpen.Load() {
+		x.shutdown()
+	}
+	return nil
+}
+
+func (x *execConn) shutdown() { x.once.Do(func() { _ = x.s.Close() }) }
+
+// exit waits (at most a second) for the exec to end and returns its exit
+// status, or -1.
+func (x *execConn) exit() int {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	code, err := x.s.Wait(ctx)
+	if err != nil {
+		return -1
+	}
+	return code
+}
+
+// deadline bounds a handshake on x: dialTimeout, or ctx's deadline when
+// sooner, and ctx's cancellation drop x. The returned stop lifts both.
+func (x *execConn) deadline(ctx context.Context) (stop func()) {
+	d := dialTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		d = min(d, time.Until(dl))
+	}
+	t := time.AfterFunc(d, x.shutdown)
+	stopCtx := context.AfterFunc(ctx, x.shutdown)
+	return func() {
+		t.Stop()
+		stopCtx()
+	}
+}
+
+func randomSuffix() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,166 @@
+package exechost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/sessions"
+)
+
+// killKey names a kill lane (procmark.Grouper): one kill exec at a time per
+// instance, and what runKill needs to reach it.
+func killKey(inst sessions.Instance) string { return inst.Name + "\n" + inst.ID }
+
+// KillsWaiting says how many markers wait for a kill exec in inst, and
+// whether a kill runs there (tests).
+func (h *Host) KillsWaiting(inst sessions.Instance) (markers int, busy bool) {
+	return h.kills.Waiting(killKey(inst))
+}
+
+// KillsBusy reports whether any kill runs (tests).
+func (h *Host) KillsBusy() bool { return h.kills.Busy() }
+
+// waitEnded checks that the exec ends after the kill, for at most two
+// seconds. An instance deleted meanwhile may leave its stream open but
+// silent (kubernetes/kubernetes#129144): that is no failure.
+func (p *Shell) waitEnded(ctx context.Context) error {
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_, err := p.s.Wait(wctx)
+	switch {
+	case err == nil || errors.Is(err, ErrNoStatus):
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case p.h.gone(ctx, p.inst):
+		return nil
+	case wctx.Err() != nil:
+		return errors.New("the shell still runs after SIGKILL (did it change user?)")
+	}
+	return err
+}
+
+// runKill is the Grouper's RunFunc: procmark.KillScript in the instance
+// for modes (markers, or one --prefix= or --all). An instance that is gone
+// has nothing left to kill: that is not an error. A backend that cannot be
+// reached is: the processes may well live on.
+func (h *Host) runKill(ctx context.Context, key string, modes []string) ([]procmark.Ended, error) {
+	name, id, _ := strings.Cut(key, "\n")
+	inst := sessions.Instance{Name: name, ID: id}
+	argv := append([]string{"/bin/sh", "-c", procmark.KillScript, "termgate-kill"}, modes...)
+	s, err := h.x.Exec(ctx, inst, argv, ExecOptions{})
+	if err != nil {
+		return nil, h.killFailed(ctx, inst, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = s.Close() })
+	var stdout bytes.Buffer
+	_, rerr := io.Copy(&limitWriter{w: &stdout, n: 1 << 20}, s)
+	stop()
+	if ctx.Err() != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("kill exec: %w", ctx.Err())
+	}
+	procs := procmark.ParseEnded(stdout.String())
+	code, err := s.Wait(ctx)
+	_ = s.Close()
+	switch {
+	case err == nil && rerr != nil:
+		err = fmt.Errorf("read kill exec output: %w", rerr)
+	case err == nil && code != 0:
+		err = fmt.Errorf("kill script exited with status %d: %s", code, strings.TrimSpace(s.Stderr()))
+	}
+	if err != nil {
+		return procs, h.killFailed(ctx, inst, err)
+	}
+	return procs, nil
+}
+
+// killFailed is nil when the instance is gone (nothing left to kill),
+// else err, or why the kill cannot run.
+func (h *Host) killFailed(ctx context.Context, inst sessions.Instance, err error) error {
+	st, serr := h.x.State(ctx, inst)
+	switch {
+	case serr != nil:
+		return serr
+	case st == Gone:
+		return nil
+	case st == Paused:
+		return errors.New("the instance is paused; its shells could not be killed")
+	}
+	return err
+}
+
+// sweepMode is what Sweep ends: this gateway's shells when it has an id.
+func (h *Host) sweepMode() string {
+	if h.gatewayID == "" {
+		return procmark.AllSessions
+	}
+	return procmark.PrefixMode(h.gatewayID + ".")
+}
+
+// Sweep ends the marked shells (and their sessions' processes) in every
+// running instance: with the exec streams of an earlier gateway run gone,
+// nothing else would ever end them.
+func (h *Host) Sweep(ctx context.Context) error {
+	list, err := h.x.Instances(ctx)
+	if err != nil {
+		return err
+	}
+	return h.each(list, func(inst sessions.Instance) error {
+		procs, err := h.runKill(ctx, killKey(inst), []string{h.sweepMode()})
+		if err != nil {
+			return fmt.Errorf("sweep %q: %w", inst.Name, err)
+		}
+		if len(procs) > 0 {
+			sessionIDs, pids := procmark.Summary(procs)
+			h.log.Info(h.name+": sweep ended shells left by an earlier run",
+				"instance", inst.Name, "sessions", sessionIDs, "processes", pids)
+		}
+		return nil
+	})
+}
+
+// each runs f for every instance, SweepWorkers at a time, and joins the
+// errors.
+func (h *Host) each(list []sessions.Instance, f func(sessions.Instance) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, h.workers)
+	)
+	for _, inst := range list {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := f(inst); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// limitWriter keeps the first n bytes and discards the rest.
+type limitWriter struct {
+	w *bytes.Buffer
+	n int
+}
+
+func (l *limitWriter) Write(p []byte) (int, error) {
+	if k := min(len(p), l.n); k > 0 {
+		l.n -= k
+		l.w.Write(p[:k])
+	}
+	return len(p), nil
+}
