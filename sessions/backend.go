@@ -47,13 +47,11 @@ type StartSpec struct {
 // called concurrently with each other and with Resize; Write may be called
 // from several goroutines.
 type Process interface {
-	// Read returns terminal output. When the shell has ended, Read says
-	// how, if the backend can tell: an *ExitError (the shell exited by
-	// itself) or ErrInstanceGone (it ended because its instance stopped);
-	// the registry takes such a cause as final. io.EOF means the backend
-	// cannot tell: the registry then classifies the end itself (see
-	// Session.endCause), which for a shell killed by a signal means
-	// watching the instance for a while.
+	// Read returns terminal output, and ends with the cause: an
+	// *ExitError (the shell exited by itself), ErrInstanceGone (it ended
+	// because its instance stopped), or another of the registry's causes;
+	// a bare io.EOF (after Kill, or when the backend cannot tell) is
+	// ErrBackendLost.
 	io.Reader
 	// Write sends input to the shell's terminal.
 	io.Writer

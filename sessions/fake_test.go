@@ -93,12 +93,13 @@ type fakeProc struct {
 
 func (p *fakeProc) emit(s string) { _, _ = p.outW.Write([]byte(s)) }
 
-// exit ends the output as a shell exiting with code does.
+// exit ends the output as a shell exiting with code does: Read ends with
+// the cause (the Process contract).
 func (p *fakeProc) exit(code int) {
 	p.mu.Lock()
 	p.exitCode = code
 	p.mu.Unlock()
-	_ = p.outW.Close()
+	_ = p.outW.CloseWithError(&ExitError{Code: code})
 }
 
 func (p *fakeProc) Read(b []byte) (int, error) { return p.outR.Read(b) }

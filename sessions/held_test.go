@@ -173,10 +173,10 @@ func TestShutdownReleasesHeldSessionsAndKillsOthers(t *testing.T) {
 // TestHeldResetByAnotherGatewayMovesClients), its clients get its cause and
 // the registry releases the connection, never kills the shell: the holder
 // reaped it; a lost connection leaves the shell running. A shell that
-// exits is cleaned up with Kill. A stream that ends without a cause while
-// the instance stops ends the session with ErrInstanceGone; a cause the
-// backend gives is final (even a signal exit while the instance stops: the
-// backend tells those apart).
+// exits is cleaned up with Kill. A stream that ends without a cause is
+// ErrBackendLost (the shell is left to its holder), even while the instance
+// stops; a cause the backend gives is final (even a signal exit while the
+// instance stops: the backend tells those apart).
 func TestHolderEndedStream(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -186,12 +186,12 @@ func TestHolderEndedStream(t *testing.T) {
 		gone  bool // the instance stops
 	}{
 		{"reaped", ErrIdle, func(err error) bool { return errors.Is(err, ErrIdle) }, false, false},
-		{"connection lost", io.EOF, func(err error) bool { return errors.Is(err, ErrHolderLost) }, false, false},
+		{"bare end", io.EOF, func(err error) bool { return errors.Is(err, ErrBackendLost) }, false, false},
 		{"shell exited", &ExitError{Code: 3}, func(err error) bool {
 			var e *ExitError
 			return errors.As(err, &e) && e.Code == 3
 		}, true, false},
-		{"instance stopped", io.EOF, func(err error) bool { return errors.Is(err, ErrInstanceGone) }, true, true},
+		{"bare end while the instance stops", io.EOF, func(err error) bool { return errors.Is(err, ErrBackendLost) }, false, true},
 		{"holder says the instance stopped", ErrInstanceGone, func(err error) bool { return errors.Is(err, ErrInstanceGone) }, true, false},
 		// The backend's account is final: telling a shell killed as its
 		// instance stopped from one killed inside it is the backend's job
@@ -205,7 +205,7 @@ func TestHolderEndedStream(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			hb := newHeldBackend()
 			hb.hold("web1", "4e1d", 0, "")
-			r := newHeldRegistry(t, Config{stopGrace: 100 * time.Millisecond}, hb)
+			r := newHeldRegistry(t, Config{}, hb)
 			c := attach(t, r, "web1", AttachOptions{})
 			conn := hb.lastConn()
 			if tc.gone {

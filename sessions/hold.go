@@ -46,9 +46,8 @@ func (s *Session) hold(hp HeldProcess) {
 	hp.Clients(0)
 }
 
-// endedBy returns the registry cause a backend's Read ended with, when it
-// says how the shell ended (a holder does; so does the Docker backend's
-// ordinary exec, and any backend that can tell), or nil.
+// endedBy returns the registry cause a backend's Read ended with (see
+// Process), or nil.
 func endedBy(readErr error) error {
 	var reset *ResetError
 	var exit *ExitError
@@ -63,20 +62,10 @@ func endedBy(readErr error) error {
 		return ErrInstanceGone
 	case errors.Is(readErr, ErrHolderLost):
 		return ErrHolderLost
+	case errors.Is(readErr, ErrBackendLost):
+		return ErrBackendLost
 	}
 	return nil
-}
-
-// holderLost is the cause for a holder's stream that ended without saying
-// why (a holder says when the shell ended): the connection to the holder
-// broke, not the shell, unless the instance is stopping (the holder went
-// with it).
-func (s *Session) holderLost(ctx context.Context, readErr error) error {
-	if s.stoppingInstance(ctx) {
-		return ErrInstanceGone
-	}
-	s.log.Warn("connection to the holder broke; the shell keeps running", "err", readErr)
-	return ErrHolderLost
 }
 
 // finish ends the shell's side of a session that ended with cause

@@ -55,7 +55,7 @@ func TestKillRetryGivesUpWhenInstanceGone(t *testing.T) {
 	fb.mu.Lock()
 	fb.missing["web1"] = true
 	fb.mu.Unlock()
-	p.exit(0)
+	_ = p.outW.CloseWithError(ErrInstanceGone) // the backend says so
 	if _, err := readErr(t, c); !errors.Is(err, ErrInstanceGone) {
 		t.Fatalf("cause %v, want ErrInstanceGone", err)
 	}

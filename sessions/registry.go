@@ -50,9 +50,6 @@ type Config struct {
 	Clock  clockwork.Clock
 	Logger *slog.Logger
 
-	// stopGrace is fallbackStopGrace; unit tests shorten it.
-	stopGrace time.Duration
-
 	// Observe, when set, is asked once for every session that starts for
 	// an Observer of its output and sizes (nil: none); see Observer.
 	Observe func(ObservedSession) Observer
@@ -124,9 +121,6 @@ func New(cfg Config) (*Registry, error) {
 	}
 	if cfg.KillTimeout <= 0 {
 		cfg.KillTimeout = 10 * time.Second
-	}
-	if cfg.stopGrace <= 0 {
-		cfg.stopGrace = fallbackStopGrace
 	}
 	if cfg.InputTimeout <= 0 {
 		cfg.InputTimeout = 5 * time.Second

@@ -453,23 +453,23 @@ func waitBytes(t *testing.T, r *Registry, n int64) {
 	})
 }
 
-func TestSignalExitDuringInstanceStopIsInstanceGone(t *testing.T) {
-	r, fb := newTestRegistry(t, Config{stopGrace: 300 * time.Millisecond})
+// A backend says how its shell ended; a stream that ends without saying
+// (a bare io.EOF) ends the session with ErrBackendLost, even while the
+// instance stops: the registry no longer guesses (the backends tell a
+// signal exit from an instance's stop).
+func TestBareEndIsBackendLost(t *testing.T) {
+	r, fb := newTestRegistry(t, Config{})
 	c := attach(t, r, "web1", AttachOptions{})
-	p := fb.last()
-	p.exit(137)
-	go func() { // the engine reports the container stopped a little later
-		time.Sleep(50 * time.Millisecond)
-		fb.mu.Lock()
-		fb.missing["web1"] = true
-		fb.mu.Unlock()
-	}()
-	if _, err := readErr(t, c); !errors.Is(err, ErrInstanceGone) {
-		t.Fatalf("cause %v, want ErrInstanceGone", err)
+	fb.mu.Lock()
+	fb.missing["web1"] = true
+	fb.mu.Unlock()
+	_ = fb.last().outW.Close()
+	if _, err := readErr(t, c); !errors.Is(err, ErrBackendLost) {
+		t.Fatalf("cause %v, want ErrBackendLost", err)
 	}
 
 	c = attach(t, r, "web2", AttachOptions{})
-	fb.last().exit(137) // kill -9 $$ inside a running instance
+	fb.last().exit(137) // kill -9 $$ inside a running instance, as told
 	var ee *ExitError
 	if _, err := readErr(t, c); !errors.As(err, &ee) || ee.Code != 137 {
 		t.Fatalf("cause %v, want exit status 137", err)

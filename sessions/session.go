@@ -248,12 +248,9 @@ func (s *Session) pump() {
 	}
 }
 
-// endCause turns the end of the output stream into what clients are told.
-// A backend that says how the shell ended (its Read ended with a registry
-// cause: see endedBy) is taken at its word: it knows its instances (the
-// Docker backend asks the engine whether the container stopped). The
-// classification below is only the fallback for a backend whose Read ends
-// with io.EOF, or whose stream broke.
+// endCause turns the end of the output stream into what clients are told:
+// the cause the backend's Read ended with (the Process contract), or
+// ErrBackendLost for a bare end (io.EOF) or a broken stream.
 func (s *Session) endCause(readErr error) error {
 	if s.closing() {
 		return nil // the Close cause stands
@@ -261,27 +258,10 @@ func (s *Session) endCause(readErr error) error {
 	if cause := endedBy(readErr); cause != nil {
 		return cause
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
-	defer cancel()
-	if s.instanceGone(ctx) {
-		return ErrInstanceGone
-	}
-	if s.held != nil {
-		return s.holderLost(ctx, readErr)
-	}
 	if !errors.Is(readErr, io.EOF) {
 		s.log.Warn("terminal stream broke", "err", readErr)
-		return ErrBackendLost
 	}
-	code, err := s.proc.Wait(ctx)
-	if err != nil {
-		s.log.Warn("shell exit status unknown", "err", err)
-		return ErrBackendLost
-	}
-	if code >= 128 && s.stoppingInstance(ctx) {
-		return ErrInstanceGone
-	}
-	return &ExitError{Code: code}
+	return ErrBackendLost
 }
 
 func (s *Session) closing() bool {
@@ -299,34 +279,6 @@ func (s *Session) instanceGone(ctx context.Context) bool {
 		return true
 	}
 	return err == nil && got.ID != inst.ID
-}
-
-// fallbackStopGrace is how long the fallback classification watches the
-// instance of a shell killed by a signal before it takes the signal for the
-// shell's own exit status.
-const fallbackStopGrace = 2 * time.Second
-
-// stoppingInstance tells a shell killed by a signal because its instance is
-// stopping (a backend may kill the shell before it reports the instance as
-// stopped) from one killed inside the instance: it watches the instance for
-// up to fallbackStopGrace. The backend's stop event may also end the
-// session meanwhile, which makes the wait moot. Only the fallback for a
-// backend that cannot tell uses it.
-func (s *Session) stoppingInstance(ctx context.Context) bool {
-	deadline := s.clock.Now().Add(s.cfg.stopGrace)
-	for {
-		if s.closing() || s.instanceGone(ctx) {
-			return true
-		}
-		if !s.clock.Now().Before(deadline) {
-			return false
-		}
-		select {
-		case <-s.clock.After(50 * time.Millisecond):
-		case <-ctx.Done():
-			return false
-		}
-	}
 }
 
 // deliver records a chunk and queues it for every client.

@@ -479,7 +479,7 @@ func (p *fakeProc) Read(b []byte) (int, error) {
 		case <-p.gone:
 			return 0, io.EOF
 		case <-p.exited:
-			return 0, io.EOF
+			return 0, &sessions.ExitError{Code: p.code} // Read ends with the cause
 		}
 	}
 	n := copy(b, p.pending)

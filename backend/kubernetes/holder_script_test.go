@@ -107,6 +107,9 @@ func TestHolderUploadScript(t *testing.T) {
 			t.Run(shName+"/"+mode, func(t *testing.T) {
 				dir := t.TempDir()
 				out, code := runUpload(t, sh, path, dir, name, bin)
+				if mode == "cat" && shName == "busybox" && strings.HasPrefix(out, "ready tar") {
+					t.Skip("this busybox finds its tar applet without PATH")
+				}
 				if code != 0 || !strings.HasPrefix(out, "ready "+mode) {
 					t.Fatalf("upload: status %d: %s", code, out)
 				}

@@ -71,23 +71,44 @@ func TestKillEndsBackgroundJobs(t *testing.T) {
 	}
 }
 
-func TestExitCodeAndEOF(t *testing.T) {
-	p := start(t)
-	io.WriteString(p, "stty size; exit 3\n")
-	readUntil(t, p, regexp.MustCompile(`30 100`))
-	buf := make([]byte, 1024)
-	for {
-		_, err := p.Read(buf)
-		if errors.Is(err, io.EOF) {
-			break
+// Read ends with how the shell ended, known once it is reaped: its exit
+// status, or 128+signal when a signal killed it (Wait says the same).
+func TestReadEndsWithTheExitStatus(t *testing.T) {
+	for script, want := range map[string]int{"stty size; exit 3\n": 3, "stty size; kill -9 $$\n": 137} {
+		p := start(t)
+		io.WriteString(p, script)
+		readUntil(t, p, regexp.MustCompile(`30 100`))
+		buf := make([]byte, 1024)
+		var err error
+		for err == nil {
+			_, err = p.Read(buf)
 		}
-		if err != nil {
-			t.Fatal(err)
+		var ee *sessions.ExitError
+		if !errors.As(err, &ee) || ee.Code != want {
+			t.Fatalf("%q: Read ended with %v, want exit status %d", script, err, want)
+		}
+		code, err := p.Wait(context.Background())
+		if err != nil || code != want {
+			t.Fatalf("%q: Wait = %d, %v; want %d", script, code, err, want)
 		}
 	}
-	code, err := p.Wait(context.Background())
-	if err != nil || code != 3 {
-		t.Fatalf("Wait = %d, %v; want 3", code, err)
+}
+
+// After Kill, Read ends with io.EOF: the end is the kill's.
+func TestReadAfterKillIsEOF(t *testing.T) {
+	p := start(t)
+	io.WriteString(p, "echo up\n")
+	readUntil(t, p, regexp.MustCompile(`up`))
+	if err := p.Kill(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 1024)
+	var err error
+	for err == nil {
+		_, err = p.Read(buf)
+	}
+	if !errors.Is(err, io.EOF) {
+		t.Fatalf("Read after Kill ended with %v, want io.EOF", err)
 	}
 }
 

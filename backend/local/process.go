@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -29,7 +30,12 @@ type process struct {
 	kill   sync.Once
 	// killErr is set within kill and read after it.
 	killErr error
+	killing atomic.Bool // Kill started: the end of the terminal is its
 }
+
+// reapWait bounds how long Read waits, once the terminal ended, for the
+// shell to be reaped (the end of the terminal comes first by a moment).
+const reapWait = 5 * time.Second
 
 func startProcess(cmd *exec.Cmd, size sessions.Size, k *killer) (*process, error) {
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(size.Cols), Rows: uint16(size.Rows)})
@@ -54,12 +60,25 @@ func startProcess(cmd *exec.Cmd, size sessions.Size, k *killer) (*process, error
 	return p, nil
 }
 
+// Read returns the terminal's output; once the shell exited, it ends with
+// its exit status (a *sessions.ExitError; killed by a signal: 128+signal),
+// or io.EOF after Kill.
 func (p *process) Read(b []byte) (int, error) {
 	n, err := p.ptmx.Read(b)
-	if err != nil && (errors.Is(err, syscall.EIO) || errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, os.ErrClosed)) {
-		err = io.EOF
+	if err == nil || !errors.Is(err, syscall.EIO) && !errors.Is(err, os.ErrDeadlineExceeded) && !errors.Is(err, os.ErrClosed) {
+		return n, err
 	}
-	return n, err
+	if p.killing.Load() {
+		return n, io.EOF
+	}
+	t := time.NewTimer(reapWait)
+	defer t.Stop()
+	select {
+	case <-p.exited:
+		return n, &sessions.ExitError{Code: p.code}
+	case <-t.C:
+		return n, io.EOF
+	}
 }
 
 func (p *process) Write(b []byte) (int, error) { return p.ptmx.Write(b) }
@@ -83,6 +102,7 @@ func (p *process) Wait(ctx context.Context) (int, error) {
 // killed at once, and returns only when none of this session's processes
 // is left running.
 func (p *process) Kill(ctx context.Context) error {
+	p.killing.Store(true)
 	p.kill.Do(func() {
 		if err := p.killer.kill(ctx, p.cmd.Process.Pid); err != nil {
 			p.killErr = fmt.Errorf("processes of shell %d still running: %w", p.cmd.Process.Pid, err)
