@@ -83,8 +83,9 @@ func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir string
 	x.keepOpen.Store(false)
 	stop()
 	if err != nil {
+		var werr error
 		if ctx.Err() == nil {
-			_ = x.exit() // let the attach say on stderr why it ended
+			_, werr = x.exit() // let the attach say on stderr why it ended
 		}
 		x.shutdown()
 		stderr := strings.TrimSpace(x.s.Stderr())
@@ -96,6 +97,8 @@ func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir string
 			return nil, fmt.Errorf("instance %q: %w (stale socket %s)", inst.Name, sessions.ErrNotHeld, SocketIn(dir))
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("connect to the holder in %q: %w", inst.Name, ctx.Err())
+		case errors.Is(werr, ErrNoStatus): // the exec itself failed
+			return nil, fmt.Errorf("connect to the holder in %q: %w", inst.Name, werr)
 		}
 		return nil, fmt.Errorf("connect to the holder in %q: %w %s", inst.Name, err, stderr)
 	}

@@ -170,9 +170,15 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 				x.shutdown()
 				return nil, fmt.Errorf("start the holder in %q: %w", inst.Name, ctx.Err())
 			}
-			res.Code = x.exit()
-			res.Stderr = x.s.Stderr()
+			code, werr := x.exit()
+			res.Code, res.Stderr = code, x.s.Stderr()
 			x.shutdown()
+			if errors.Is(werr, ErrNoStatus) { // the exec itself failed
+				if h.gone(context.WithoutCancel(ctx), inst) {
+					return nil, fmt.Errorf("start the holder in %q: %w: %w", inst.Name, sessions.ErrNotFound, werr)
+				}
+				return nil, fmt.Errorf("start the holder in %q: %w", inst.Name, werr)
+			}
 		}
 		outcome, err := parseServe(res, SocketIn(dir))
 		if err != nil {
@@ -275,15 +281,11 @@ func (x *execConn) Close() error {
 func (x *execConn) shutdown() { x.once.Do(func() { _ = x.s.Close() }) }
 
 // exit waits (at most a second) for the exec to end and returns its exit
-// status, or -1.
-func (x *execConn) exit() int {
+// status, or -1 and why not.
+func (x *execConn) exit() (int, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	code, err := x.s.Wait(ctx)
-	if err != nil {
-		return -1
-	}
-	return code
+	return x.s.Wait(ctx)
 }
 
 // deadline bounds a handshake on x: dialTimeout, or ctx's deadline when

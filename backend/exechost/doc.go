@@ -1,0 +1,33 @@
+// Package exechost is the backend-neutral half of the container backends:
+// everything termgate does inside an instance through nothing but execs
+// and file uploads. A backend (backend/docker, backend/kubernetes) gives
+// an Executor, shaped like client-go's remotecommand: Exec(argv, TTY,
+// stdin, environment) returning a Stream (Read, Write, CloseWrite, Resize,
+// Wait, Stderr, Close), Upload, Exists, State (is the instance running,
+// stopping, paused or gone: how an exec in it ended), HolderDirs and
+// Instances. A Host built on it owns, once for every backend:
+//
+//   - the shell: a TTY exec marked TERMGATE_SESSION (procmark), whose Read
+//     ends with the cause (*sessions.ExitError, or ErrInstanceGone when
+//     the instance stopped under it: a signal exit waits Config.StopGrace
+//     for the instance to be seen stopping);
+//   - Kill and Sweep: neither API can kill an exec, so a second exec runs
+//     procmark.KillScript, one at a time per instance (procmark.Grouper);
+//   - durable sessions: the holder's upload (under a temporary name, which
+//     the holder renames into place with --install-as) into the first of
+//     HolderDirs where it lands and runs, the caches of instances that
+//     cannot host it and of the directory that worked, the start ("serve
+//     --attach"), Adopt, HeldInstances, and the connection (conn.go: the
+//     holder protocol, its hello and replay, and how it ended).
+//
+// Goroutines: a HeldShell's connection owns one, which sends the client
+// count whenever it changes (Release stops and waits for it). Sweep and
+// HeldInstances run Config.SweepWorkers calls at a time and wait for all.
+// A Stream's own goroutines, if any, are the backend's. Nothing else runs
+// on its own: every other call runs on its caller's goroutine.
+//
+// Locks: Shell.kmu and HeldShell.kmu serialize Kill (which does I/O under
+// them: a second Kill waits for the first rather than racing it);
+// Shell.wmu serializes writes to the stream; heldConfig.mu guards the two
+// caches only. No lock is held while another is taken.
+package exechost
