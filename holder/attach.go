@@ -36,10 +36,20 @@ import (
 // descriptor passing did; tests use it to play such an attach process).
 // It returns when the connection is over.
 func Attach(sock string, in, out *os.File, pass bool) error {
+	// The gateway's stream goes only to a listener of this user's, in a
+	// directory of this user's (see trust.go): checked before it is
+	// connected, and the listener once it is.
 	dial := func() (*net.UnixConn, error) {
+		if err := checkSocket(sock); err != nil {
+			return nil, err
+		}
 		c, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: sock, Net: "unix"})
 		if err != nil {
 			return nil, fmt.Errorf("no holder answers on %s: %w", sock, err)
+		}
+		if err := checkPeer(c, sock); err != nil {
+			c.Close()
+			return nil, err
 		}
 		return c, nil
 	}

@@ -12,7 +12,7 @@ import (
 // lock when its holder dies, however it dies, so a stale lock never blocks
 // the next holder.
 func lockSocket(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("holder: open the lock %s: %w", path, err)
 	}

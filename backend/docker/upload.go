@@ -78,8 +78,9 @@ func (e engine) Exists(ctx context.Context, inst sessions.Instance, paths []stri
 	return have, nil
 }
 
-// Upload copies data into dir (a .termgate directory) as name, owned by
-// the container's user, who runs the holder. A read-only root filesystem
+// Upload copies data into dir (a fresh directory of the upload's own,
+// whose random name nobody could create first) as name, owned by the
+// container's user, who runs the holder. A read-only root filesystem
 // is a *exechost.CannotHold; a missing or refusing directory wraps
 // exechost.ErrRefused.
 func (e engine) Upload(ctx context.Context, inst sessions.Instance, dir, name string, data []byte) error {
@@ -94,7 +95,7 @@ func (e engine) Upload(ctx context.Context, inst sessions.Instance, dir, name st
 	uid, gid, numeric := numericUser(user)
 	// The engine applies a tar's owners unless CopyUIDGID asks it to look
 	// the container's user up by name.
-	err = e.cli.CopyToContainer(ctx, inst.ID, path.Dir(dir), bytes.NewReader(exechost.HolderTar(data, name, uid, gid)),
+	err = e.cli.CopyToContainer(ctx, inst.ID, path.Dir(dir), bytes.NewReader(exechost.HolderTar(data, path.Base(dir), name, uid, gid)),
 		container.CopyToContainerOptions{CopyUIDGID: !numeric})
 	switch {
 	case err == nil:

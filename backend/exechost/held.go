@@ -54,13 +54,13 @@ func (p *HeldShell) Dir() string { return p.dir }
 // there; a *holder.VersionError, a holder of another protocol version
 // (left alone).
 func (h *Host) connect(ctx context.Context, inst sessions.Instance, dir string) (*HeldShell, error) {
-	run, install, err := h.holderBinary(ctx, inst, dir)
+	run, install, err := h.holderCommand(ctx, inst, dir)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the holder in %q: %w", inst.Name, err)
 	}
-	cmd := []string{run, "attach", SocketIn(dir)}
+	cmd := append(run, "attach", SocketIn(dir))
 	if install != "" { // a holder another build started: bring ours for the attach
-		cmd = []string{run, "attach", "--install-as", install, SocketIn(dir)}
+		cmd = append(run, "attach", "--install-as", install, SocketIn(dir))
 	}
 	x, err := h.openExec(ctx, inst, cmd)
 	if err != nil {
@@ -68,6 +68,10 @@ func (h *Host) connect(ctx context.Context, inst sessions.Instance, dir string) 
 	}
 	return h.handshake(ctx, inst, dir, x, 0)
 }
+
+// errUntrusted marks a holder directory, socket or listener that the
+// holder's attach refused: not the exec user's alone.
+var errUntrusted = errors.New("refused: not the exec user's alone")
 
 // handshake says hello to the holder over x and reads the replay. clients
 // is the count the holder starts with for this gateway (see
@@ -93,6 +97,12 @@ func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir string
 		switch {
 		case errors.As(err, &verr):
 			return nil, fmt.Errorf("instance %q: %w", inst.Name, err)
+		case strings.Contains(stderr, "cannot hold here"):
+			// Another user's directory, socket or listener (the attach
+			// process refused it: holder.CheckHome, SO_PEERCRED): never
+			// adopted; the session starts elsewhere.
+			h.log.Warn(h.name+": refused to connect to a holder that is not the exec user's", "instance", inst.Name, "dir", dir, "why", stderr)
+			return nil, fmt.Errorf("instance %q: %w: %w (%s: %s)", inst.Name, sessions.ErrNotHeld, errUntrusted, SocketIn(dir), stderr)
 		case strings.Contains(stderr, "no holder answers"):
 			return nil, fmt.Errorf("instance %q: %w (stale socket %s)", inst.Name, sessions.ErrNotHeld, SocketIn(dir))
 		case ctx.Err() != nil:

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
@@ -82,34 +84,75 @@ func (c *heldConfig) set(m *map[string]string, k, v string) {
 }
 
 // HolderTar is an upload as a tar stream, for backends that take one: the
-// .termgate directory and the file name in it, owned by uid:gid.
-func HolderTar(data []byte, name string, uid, gid int) []byte {
+// directory dir (a base name, created 0700) and the file name in it,
+// owned by uid:gid.
+func HolderTar(data []byte, dir, name string, uid, gid int) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(data) + 4096)
 	tw := tar.NewWriter(&buf)
 	now := time.Now()
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: holderHome + "/", Mode: 0o700, ModTime: now, Uid: uid, Gid: gid})
-	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: holderHome + "/" + name, Mode: 0o700, Size: int64(len(data)), ModTime: now, Uid: uid, Gid: gid})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: dir + "/", Mode: 0o700, ModTime: now, Uid: uid, Gid: gid})
+	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: dir + "/" + name, Mode: 0o700, Size: int64(len(data)), ModTime: now, Uid: uid, Gid: gid})
 	_, _ = tw.Write(data)
 	_ = tw.Close()
 	return buf.Bytes()
 }
 
-// holderBinary returns the path of this build's holder in dir, uploading
-// it first under a temporary name when it is not there yet (install is
-// then where the holder renames it to: --install-as, so a gateway racing
-// this one never runs a half-written file).
-func (h *Host) holderBinary(ctx context.Context, inst sessions.Instance, dir string) (run, install string, err error) {
+// The instance is untrusted, its unprivileged users included, and the
+// holder's directories are ones they can write (/tmp): a .termgate
+// directory, a holder-HASH binary or a socket they planted must never be
+// run or connected to (the hash is no secret: any holder's command line
+// shows it). So the binary is never run by its path alone: launchScript
+// runs it only once the directory it is in, entered so that it cannot be
+// swapped (cd, then pwd -P), and the file itself are the exec user's and
+// no links, refusing (status 3, "cannot hold here") otherwise; the holder
+// then checks what a shell cannot portably (modes, every entry of its
+// directory, the parent's sticky bit, the socket listener's uid:
+// holder.CheckHome). An upload goes into a fresh directory of its own
+// (uploadPrefix, never an existing one: an upload into a planted
+// .termgate would make it the exec user's, the planted entries and all),
+// from which the holder installs itself into .termgate (--install-as),
+// creating it or checking it. Only test, cd, pwd and exec are used:
+// builtins of dash and busybox sh alike.
+//
+// $1 is the candidate directory, $2 the binary's path under it
+// (.termgate/holder-HASH, or UPLOAD/holder); the rest is the holder's
+// command line.
+const launchScript = `d=$1 b=$2
+shift 2
+refuse() { echo "termgate-holder: cannot hold here: $*" >&2; exit 3; }
+cd -P -- "$d" 2>/dev/null || refuse "no directory $d"
+p=$(pwd -P)
+h=${b%/*} f=${b##*/}
+[ -d "$h" ] && [ ! -L "$h" ] || refuse "$d/$h is not a directory"
+cd -- "$h" 2>/dev/null && [ "$(pwd -P)" = "${p%/}/$h" ] || refuse "$d/$h is a link or moved"
+[ -O . ] || refuse "$d/$h is not this user's"
+[ -f "$f" ] && [ ! -L "$f" ] && [ -O "$f" ] || refuse "$d/$b is not a file of this user's"
+exec "./$f" "$@"`
+
+// uploadPrefix starts the name of an upload's fresh directory.
+const uploadPrefix = ".termgate-upload-"
+
+// holderCommand returns the command that runs this build's holder in dir
+// (through launchScript), uploading it first into a fresh directory when
+// it is not there yet (install is then where the holder installs itself:
+// --install-as, a rename, so a gateway racing this one never runs a
+// half-written file).
+func (h *Host) holderCommand(ctx context.Context, inst sessions.Instance, dir string) (cmd []string, install string, err error) {
 	bin := binaryIn(dir, h.held.bin.Hash)
 	have, err := h.x.Exists(ctx, inst, []string{bin})
-	if err != nil || have[0] {
-		return bin, "", err
+	if err != nil {
+		return nil, "", err
 	}
-	staged := ".holder-" + h.held.bin.Hash + "." + randomSuffix()
-	if err := h.x.Upload(ctx, inst, HomeIn(dir), staged, h.held.bin.Data); err != nil {
-		return "", "", err
+	rel := holderHome + "/holder-" + h.held.bin.Hash
+	if !have[0] {
+		up := uploadPrefix + randomSuffix()
+		if err := h.x.Upload(ctx, inst, path.Join(dir, up), "holder", h.held.bin.Data); err != nil {
+			return nil, "", err
+		}
+		rel, install = up+"/holder", bin
 	}
-	return HomeIn(dir) + "/" + staged, bin, nil
+	return []string{"/bin/sh", "-c", launchScript, "termgate-holder", dir, rel}, install, nil
 }
 
 // startHeld installs the holder where it runs, starts it for a new session
@@ -140,7 +183,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 	}
 	var why []string
 	for _, dir := range dirs {
-		run, install, err := h.holderBinary(ctx, inst, dir)
+		run, install, err := h.holderCommand(ctx, inst, dir)
 		var cannot *CannotHold
 		switch {
 		case errors.As(err, &cannot) || err != nil && (ctx.Err() != nil || !errors.Is(err, ErrRefused)):
@@ -149,9 +192,9 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 			why = append(why, err.Error())
 			continue
 		}
-		cmd := []string{run, "serve", "--socket", SocketIn(dir), "--session", spec.SessionID, "--attach",
+		cmd := append(run, "serve", "--socket", SocketIn(dir), "--session", spec.SessionID, "--attach",
 			"--idle", h.held.idle.String(), "--buffer", strconv.Itoa(h.held.buffer),
-			"--cols", strconv.Itoa(sh.Size.Cols), "--rows", strconv.Itoa(sh.Size.Rows), "--env", "TERM=" + sh.Term}
+			"--cols", strconv.Itoa(sh.Size.Cols), "--rows", strconv.Itoa(sh.Size.Rows), "--env", "TERM="+sh.Term)
 		if install != "" {
 			cmd = append(cmd, "--install-as", install)
 		}
@@ -186,7 +229,12 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 			return nil, fmt.Errorf("in %q: %w", inst.Name, err)
 		}
 		if outcome == serveCannot {
-			why = append(why, fmt.Sprintf("%s: %s", dir, strings.TrimSpace(res.Stdout+" "+res.Stderr)))
+			msg := strings.TrimSpace(res.Stdout + " " + res.Stderr)
+			if res.Code == holder.ExitUntrusted {
+				h.log.Warn(h.name+": refused a holder directory that is not the exec user's alone; trying the next",
+					"instance", inst.Name, "dir", dir, "why", msg)
+			}
+			why = append(why, fmt.Sprintf("%s: %s", dir, msg))
 			continue
 		}
 		h.held.set(&h.held.worked, inst.ID, dir)
@@ -194,6 +242,10 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		// so a short idle timeout cannot reap the session before the
 		// registry says so.
 		p, err := h.handshake(ctx, inst, dir, x, 1)
+		if errors.Is(err, errUntrusted) {
+			why = append(why, fmt.Sprintf("%s: %v", dir, err))
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("start a held session in %q: %w", inst.Name, err)
 		}
@@ -230,6 +282,10 @@ func parseServe(r execResult, sock string) (serveOutcome, error) {
 		}
 	case len(f) == 3 && f[0] == "already" && f[1] == "held" && f[2] == sock:
 		return serveHeld, nil
+	case r.Code == holder.ExitUntrusted && strings.Contains(r.Stderr, "cannot hold here"):
+		// launchScript or the holder refused the directory: another
+		// user's (see launchScript).
+		return serveCannot, nil
 	case r.Code == 126 || r.Code == 127:
 		// The runtime could not run the file (runc says "exec failed:
 		// ... permission denied" or "no such file", a shell says so with

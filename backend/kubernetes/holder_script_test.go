@@ -66,11 +66,14 @@ func onlyCat(t *testing.T) string {
 	return dir
 }
 
-// runUpload runs uploadScript for dir/.termgate/name as the gateway does:
+// upDir is the upload's fresh directory in the tests.
+const upDir = ".termgate-upload-0123456789ab"
+
+// runUpload runs uploadScript for dir/upDir/name as the gateway does:
 // it reads the "ready MODE" line, then sends the file in that form.
 func runUpload(t *testing.T, sh []string, path, dir, name string, bin []byte) (string, int) {
 	t.Helper()
-	cmd := exec.Command(sh[0], append(sh[1:], "-c", uploadScript, "test", filepath.Join(dir, ".termgate"), name)...)
+	cmd := exec.Command(sh[0], append(sh[1:], "-c", uploadScript, "test", filepath.Join(dir, upDir), name)...)
 	cmd.Env = append(os.Environ(), "PATH="+path)
 	in, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
@@ -82,7 +85,7 @@ func runUpload(t *testing.T, sh []string, path, dir, name string, bin []byte) (s
 	first, _ := r.ReadString('\n')
 	switch {
 	case strings.HasPrefix(first, "ready tar"):
-		_, _ = in.Write(exechost.HolderTar(bin, name, 0, 0))
+		_, _ = in.Write(exechost.HolderTar(bin, upDir, name, 0, 0))
 	case strings.HasPrefix(first, "ready cat"):
 		_, _ = in.Write(bin)
 	}
@@ -101,7 +104,7 @@ func runUpload(t *testing.T, sh []string, path, dir, name string, bin []byte) (s
 
 func TestHolderUploadScript(t *testing.T) {
 	bin := fakeHolder(t)
-	const name = ".holder-0123456789abcdef.x1"
+	const name = "holder"
 	for shName, sh := range shells(t) {
 		for mode, path := range map[string]string{"tar": os.Getenv("PATH"), "cat": onlyCat(t)} {
 			t.Run(shName+"/"+mode, func(t *testing.T) {
@@ -113,7 +116,7 @@ func TestHolderUploadScript(t *testing.T) {
 				if code != 0 || !strings.HasPrefix(out, "ready "+mode) {
 					t.Fatalf("upload: status %d: %s", code, out)
 				}
-				home := filepath.Join(dir, ".termgate")
+				home := filepath.Join(dir, upDir)
 				fi, err := os.Stat(filepath.Join(home, name))
 				if err != nil || fi.Mode().Perm() != 0o700 {
 					t.Fatalf("uploaded holder: %v %v", fi, err)
@@ -122,10 +125,10 @@ func TestHolderUploadScript(t *testing.T) {
 					t.Errorf("uploaded %q, want %q", got, bin)
 				}
 				if di, _ := os.Stat(home); di.Mode().Perm() != 0o700 {
-					t.Errorf(".termgate has mode %v, want 0700", di.Mode().Perm())
+					t.Errorf("the upload's directory has mode %v, want 0700", di.Mode().Perm())
 				}
 				if ents, _ := os.ReadDir(home); len(ents) != 1 {
-					t.Errorf(".termgate holds %v, want only the upload", ents)
+					t.Errorf("the upload's directory holds %v, want only the upload", ents)
 				}
 			})
 		}
@@ -150,6 +153,31 @@ func TestHolderUploadScriptRefusals(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// An upload never goes into a directory that exists already: one another
+// user of the instance made (to plant a file next to the holder, or to
+// keep a handle on what is written there) is refused, not taken over
+// (issue 18 H1; today's `mkdir -p` took it).
+func TestHolderUploadScriptRefusesAnExistingDirectory(t *testing.T) {
+	bin := fakeHolder(t)
+	for shName, sh := range shells(t) {
+		for mode, path := range map[string]string{"tar": os.Getenv("PATH"), "cat": onlyCat(t)} {
+			t.Run(shName+"/"+mode, func(t *testing.T) {
+				dir := t.TempDir()
+				planted := filepath.Join(dir, upDir)
+				if err := os.Mkdir(planted, 0o777); err != nil {
+					t.Fatal(err)
+				}
+				if out, code := runUpload(t, sh, path, dir, "holder", bin); code != 3 {
+					t.Errorf("upload into an existing directory: status %d: %q", code, out)
+				}
+				if ents, _ := os.ReadDir(planted); len(ents) != 0 {
+					t.Errorf("the planted directory got %v", ents)
+				}
+			})
+		}
 	}
 }
 

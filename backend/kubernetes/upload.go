@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -23,15 +24,17 @@ import (
 // tmpfs /tmp (which Docker's archive API cannot see into) is just another
 // directory here.
 
-// uploadScript: $1 the directory (.termgate), $2 the file's name. It says
-// "ready tar" or "ready cat" (whether the container has tar: what stdin
-// must then be, as `kubectl cp` does) before it reads stdin, once it could
-// create the file there: a directory that is missing or read-only is
-// refused (status 3) before the upload is sent.
+// uploadScript: $1 the directory (a fresh one of the upload's own, see
+// exechost.launchScript), $2 the file's name. It says "ready tar" or
+// "ready cat" (whether the container has tar: what stdin must then be, as
+// `kubectl cp` does) before it reads stdin, once it could create the file
+// there: a parent that is missing or read-only is refused (status 3)
+// before the upload is sent, and so is a directory that exists already
+// (mkdir without -p: one somebody else made is never written into).
 const uploadScript = `d=$1 f="$1/$2"
 umask 077
-if ! { mkdir -p "$d" && : >"$f"; } 2>/dev/null; then
-	echo "cannot write there (read-only or missing)"
+if ! { mkdir -m 700 "$d" && : >"$f"; } 2>/dev/null; then
+	echo "cannot write there (read-only, missing or taken)"
 	exit 3
 fi
 if command -v tar >/dev/null 2>&1; then
@@ -63,7 +66,7 @@ func (p pods) Upload(ctx context.Context, inst sessions.Instance, dir, name stri
 	var drain sync.WaitGroup
 	if mode, ok := strings.CutPrefix(line, "ready "); ok {
 		if mode == "tar" {
-			data = exechost.HolderTar(data, name, 0, 0) // tar applies 0:0 only as root, whose files they are then
+			data = exechost.HolderTar(data, path.Base(dir), name, 0, 0) // tar applies 0:0 only as root, whose files they are then
 		}
 		// Send the file and end stdin; the script's output is read on,
 		// or the exec would block writing it.

@@ -83,6 +83,9 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "termgate-holder:", err)
+		if u := (*holder.Untrusted)(nil); errors.As(err, &u) {
+			os.Exit(holder.ExitUntrusted) // the gateway tries elsewhere
+		}
 		os.Exit(1)
 	}
 }
@@ -111,10 +114,15 @@ func serve(args []string) error {
 	if *sock == "" || *session == "" || len(shell) == 0 {
 		return errors.New("serve needs --socket, --session and a shell command after --")
 	}
-	if err := os.MkdirAll(filepath.Dir(*sock), 0o700); err != nil {
+	// Only a directory and a binary of this user's (holder.CheckHome).
+	if err := holder.MakeHome(filepath.Dir(*sock)); err != nil {
 		return err
 	}
-	_ = os.Chmod(filepath.Dir(*sock), 0o700)
+	if *installAs == "" {
+		if err := holder.CheckSelf(); err != nil {
+			return err
+		}
+	}
 	if os.Getenv(daemonEnv) != "1" {
 		self, err := os.Executable()
 		if err != nil {
@@ -142,7 +150,7 @@ func serve(args []string) error {
 	// it, or startDaemon would wait for the shell's end.
 	syscall.CloseOnExec(3)
 	ready := os.NewFile(3, "ready")
-	logf, err := os.OpenFile(*sock+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	logf, err := os.OpenFile(*sock+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
 	}
@@ -176,13 +184,27 @@ func serve(args []string) error {
 // install renames this binary (uploaded under a temporary name) to path:
 // atomic, so a racing gateway runs either the old complete file or this
 // one, never a half-written one.
+//
+// The upload is in a fresh directory of its own (the gateway's launch
+// script checked that it and this binary are this user's); the
+// directory installed into must be this user's alone (holder.MakeHome), or
+// nothing is installed. The emptied upload directory is removed.
 func install(path string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
 	}
+	if err := holder.CheckSelf(); err != nil {
+		return err
+	}
+	if err := holder.MakeHome(filepath.Dir(path)); err != nil {
+		return err
+	}
 	if err := os.Rename(self, path); err != nil {
 		return fmt.Errorf("install as %s: %w", path, err)
+	}
+	if d := filepath.Dir(self); strings.HasPrefix(filepath.Base(d), ".termgate-upload-") {
+		_ = os.Remove(d)
 	}
 	return nil
 }
@@ -258,6 +280,9 @@ func startDaemon(self, sock string) error {
 // holder.Attach). It ends when the gateway goes away or the holder closes
 // the connection.
 func attach(sock string, in, out *os.File) error {
+	if err := holder.CheckSelf(); err != nil {
+		return err
+	}
 	return holder.Attach(sock, in, out, passing())
 }
 
