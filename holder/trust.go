@@ -46,12 +46,17 @@ func MakeHome(dir string) error {
 	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
 		return err
 	}
-	return CheckHome(dir)
+	if err := CheckHome(dir); err != nil {
+		return err
+	}
+	// Ours, and nobody else could write in it: readable by others
+	// (what mkdir -p leaves) is only made private.
+	return os.Chmod(dir, 0o700)
 }
 
 // CheckHome checks that dir, the holder's directory, is a directory (not a
-// symbolic link) owned by this process's user with no group or other
-// access, whose parent nobody else can rename it in, and whose every entry
+// symbolic link) owned by this process's user that no group or other may
+// write in, whose parent nobody else can rename it in, and whose every entry
 // is this user's.
 func CheckHome(dir string) error {
 	uid := os.Geteuid()
@@ -64,8 +69,8 @@ func CheckHome(dir string) error {
 		return untrusted("%s is not a directory (a symbolic link or a file)", dir)
 	case int(st.Uid) != uid:
 		return untrusted("%s belongs to uid %d, not to uid %d", dir, st.Uid, uid)
-	case st.Mode&0o077 != 0:
-		return untrusted("%s has mode %04o (group or other may use it)", dir, st.Mode&0o7777)
+	case st.Mode&0o022 != 0:
+		return untrusted("%s has mode %04o (group or other may write in it)", dir, st.Mode&0o7777)
 	}
 	parent := filepath.Dir(dir)
 	if err := unix.Stat(parent, &st); err != nil {

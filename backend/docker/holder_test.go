@@ -375,7 +375,7 @@ func TestHeldFallsBackWhereTheHolderCannotRun(t *testing.T) {
 					t.Fatalf("second Start: %v", err)
 				}
 				startTerm(t, p2)
-				if n := dockerCLI(t, "exec", name, "sh", "-c", "ls -a /tmp/.termgate | grep -c holder-"); n != "1" {
+				if n := dockerCLI(t, "exec", name, "sh", "-c", "ls -a /tmp | grep -c '^.termgate-upload-'"); n != "1" {
 					t.Fatalf("%s uploads left in the noexec /tmp, want 1", n)
 				}
 			}
@@ -436,7 +436,7 @@ func TestHeldOtherProtocolVersionLeftAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	name, _ := runContainer(t, "--label", runLabel)
-	dockerCLI(t, "exec", name, "mkdir", "-p", "/tmp/.termgate")
+	dockerCLI(t, "exec", name, "mkdir", "-m", "700", "-p", "/tmp/.termgate")
 	dockerCLI(t, "cp", old, name+":/tmp/.termgate/holder-old")
 	dockerCLI(t, "exec", name, "/tmp/.termgate/holder-old", "serve", "--socket", "/tmp/.termgate/holder.sock",
 		"--session", "oldsession", "--", "sleep", "4646")
