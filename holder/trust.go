@@ -23,11 +23,10 @@ import (
 //
 // Why this is enough: only the user itself (or root) can create a file
 // owned by that user, and a directory of that user with no group or other
-// write bit, in a parent where nobody else can rename it away (sticky, as
-// /tmp is, or writable by nobody else), admits nobody else's files. The
+// write bit admits nobody else's files. The
 // launch script (backend/exechost) checks the binary's owner before it
 // runs it; the checks here are the rest (modes, the directory's entries,
-// the parent, the listener), which a shell cannot do portably.
+// the listener), which a shell cannot do portably.
 
 // ExitUntrusted is the status a holder command exits with when it refuses
 // a directory, a file or a socket that is not its user's.
@@ -56,8 +55,16 @@ func MakeHome(dir string) error {
 
 // CheckHome checks that dir, the holder's directory, is a directory (not a
 // symbolic link) owned by this process's user that no group or other may
-// write in, whose parent nobody else can rename it in, and whose every entry
-// is this user's.
+// write in, and whose every entry is this user's.
+//
+// Its parent is not checked: a Kubernetes emptyDir /tmp is 0777 without
+// the sticky bit, so another user may rename .termgate away and put their
+// own in its place. That gains them nothing: every use checks again (the
+// launch script runs the binary from the directory it entered and checked;
+// an attach checks the directory, the socket and the listener before it
+// connects), so their directory is refused at the next use; what such a
+// swap can do is make a holder starting at that moment create its socket,
+// lock and log (O_NOFOLLOW) in their directory, where no gateway connects.
 func CheckHome(dir string) error {
 	uid := os.Geteuid()
 	var st unix.Stat_t
@@ -71,13 +78,6 @@ func CheckHome(dir string) error {
 		return untrusted("%s belongs to uid %d, not to uid %d", dir, st.Uid, uid)
 	case st.Mode&0o022 != 0:
 		return untrusted("%s has mode %04o (group or other may write in it)", dir, st.Mode&0o7777)
-	}
-	parent := filepath.Dir(dir)
-	if err := unix.Stat(parent, &st); err != nil {
-		return fmt.Errorf("holder directory's parent: %w", err)
-	}
-	if st.Mode&0o022 != 0 && st.Mode&unix.S_ISVTX == 0 || st.Uid != 0 && int(st.Uid) != uid {
-		return untrusted("others may rename entries of %s (mode %04o, uid %d)", parent, st.Mode&0o7777, st.Uid)
 	}
 	f, err := os.Open(dir)
 	if err != nil {
