@@ -20,12 +20,19 @@ import (
 
 // ordinaryContainer is a test container that looks like a distribution
 // image to its uid-1000 user, who has a home of its own.
-func ordinaryContainer(t *testing.T) string {
+// It returns the holder binary this test's gateways copy in, too.
+func ordinaryContainer(t *testing.T) (*holderbin.Binary, string) {
 	t.Helper()
+	needEngine(t)
+	t.Parallel()
+	bin, err := holderbin.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
 	name, _ := runContainer(t, "--label", runLabel)
 	dockerCLI(t, "exec", name, "sh", "-c",
 		"chmod 755 /; chmod 1777 /tmp; mkdir -p -m 1777 /var/tmp; mkdir -p /home/u; chown 1000 /home/u")
-	return name
+	return bin, name
 }
 
 func asUser(t *testing.T, name, script string) string {
@@ -34,13 +41,7 @@ func asUser(t *testing.T, name, script string) string {
 }
 
 func TestHeldNeverRunsAPlantedBinary(t *testing.T) {
-	needEngine(t)
-	t.Parallel()
-	bin, err := holderbin.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := ordinaryContainer(t)
+	bin, name := ordinaryContainer(t)
 	// The trojan under this build's holder name, in a directory of the
 	// user's own (it would leave its uid in /tmp/PWNED).
 	asUser(t, name, `mkdir -m 700 /tmp/.termgate &&
@@ -68,13 +69,7 @@ func TestHeldNeverRunsAPlantedBinary(t *testing.T) {
 }
 
 func TestHeldNeverAdoptsAPlantedSocket(t *testing.T) {
-	needEngine(t)
-	t.Parallel()
-	bin, err := holderbin.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := ordinaryContainer(t)
+	bin, name := ordinaryContainer(t)
 	// The genuine holder, run by the user in /tmp and /var/tmp.
 	local := t.TempDir() + "/h"
 	if err := os.WriteFile(local, bin.Data, 0o755); err != nil {
