@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -100,10 +99,7 @@ func (d *durableGW) kill9(t *testing.T) {
 	d.mu.Lock()
 	d.stopped = true // nothing for the fixture's SIGTERM to stop
 	d.mu.Unlock()
-	if err := d.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatalf("SIGKILL: %v", err)
-	}
-	<-d.exited
+	d.proc.Kill()
 }
 
 // sigterm stops the gateway with SIGTERM, checks that it exits in time and

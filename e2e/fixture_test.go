@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,12 +18,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/termgate/termgate/internal/gatewayproc"
 	"github.com/termgate/termgate/internal/termtest"
 )
 
@@ -75,12 +74,10 @@ type gateway struct {
 	keyFiles  map[string]string // OpenSSH private key files, by key name
 	tokens    map[string]string // by token name
 	http      *http.Client
-	logs      *termtest.SyncBuffer // the gateway's stdout and stderr
-	extraArgs []string             // options.args
+	logs      *termtest.Stream // the current run's stdout and stderr
+	extraArgs []string         // options.args
 
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when cmd.Wait returned
-	exitErr error         // cmd.Wait's result; read after exited is closed
+	proc *gatewayproc.Gateway // the current run
 
 	mu         sync.Mutex // guards containers and stopped
 	containers []string
@@ -104,7 +101,7 @@ func newGateway(t *testing.T, o options) *gateway {
 		tokens:   map[string]string{},
 		// No keep-alive: no idle connection (and goroutine) outlives a request.
 		http: &http.Client{Timeout: waitFor, Transport: &http.Transport{DisableKeepAlives: true}},
-		logs: &termtest.SyncBuffer{},
+		logs: termtest.NewStream(),
 	}
 	t.Cleanup(g.cleanup)
 
@@ -183,88 +180,29 @@ func (g *gateway) writeState(t *testing.T) {
 		"%s admin\n%s limited instances=%s\n", g.tokens[tokAdmin], g.tokens[tokWeb], web))
 }
 
-// start runs the gateway and waits until /healthz answers. A port taken
-// between choosing and binding it is retried with new ports.
+// start runs the gateway on ports the OS picks and waits until /healthz
+// answers.
 func (g *gateway) start(t *testing.T, idle time.Duration) {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		g.sshAddr, g.httpAddr = freeAddr(t), freeAddr(t)
-		g.baseURL = "http://" + g.httpAddr
-		g.logs = &termtest.SyncBuffer{}
-		g.cmd = exec.Command(gatewayBin, append([]string{
-			"--ssh-addr", g.sshAddr,
-			"--http-addr", g.httpAddr,
-			"--state-dir", g.stateDir,
+	proc, err := gatewayproc.Start(context.Background(), gatewayproc.Config{
+		Bin:      gatewayBin,
+		StateDir: g.stateDir,
+		Args: append([]string{
 			"--backend", "docker",
 			"--instance-label", g.label,
 			"--idle-timeout", idle.String(),
 			"--buffer-size", "64KiB",
 			"--log-level", "debug",
-		}, g.extraArgs...)...)
-		g.cmd.Env = gatewayEnv(t.TempDir())
-		g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
-		if err := g.cmd.Start(); err != nil {
-			t.Fatalf("start %s: %v", gatewayBin, err)
-		}
-		g.exited = make(chan struct{})
-		go func(cmd *exec.Cmd, exited chan struct{}) {
-			g.exitErr = cmd.Wait()
-			close(exited)
-		}(g.cmd, g.exited)
-
-		err := g.waitHealthy()
-		if err == nil {
-			break
-		}
-		select {
-		case <-g.exited:
-			if attempt < 3 && strings.Contains(g.logs.String(), "address already in use") {
-				continue
-			}
-		default:
-			_ = g.cmd.Process.Kill()
-			<-g.exited
-		}
-		t.Fatalf("gateway did not become healthy: %v\ngateway log:\n%s", err, g.logs)
-	}
-	pemBytes, err := os.ReadFile(filepath.Join(g.stateDir, "ssh_host_ed25519_key"))
+		}, g.extraArgs...),
+	})
 	if err != nil {
-		t.Fatalf("the gateway wrote no host key: %v", err)
+		t.Fatal(err)
 	}
-	hostKey, err := gossh.ParsePrivateKey(pemBytes)
-	if err != nil {
-		t.Fatalf("host key: %v", err)
+	g.proc, g.logs = proc, proc.Log
+	g.sshAddr, g.httpAddr, g.baseURL = proc.SSHAddr, proc.HTTPAddr, proc.URL
+	if g.hostKey, err = proc.HostKey(); err != nil {
+		t.Fatal(err)
 	}
-	g.hostKey = hostKey.PublicKey()
-}
-
-// waitHealthy polls /healthz until it answers 200, the process exits or
-// waitFor passes.
-func (g *gateway) waitHealthy() error {
-	deadline := time.Now().Add(waitFor)
-	var last error
-	for time.Now().Before(deadline) {
-		select {
-		case <-g.exited:
-			return fmt.Errorf("the gateway exited: %v", g.exitErr)
-		default:
-		}
-		resp, err := g.http.Get(g.baseURL + "/healthz")
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("/healthz answered %s", resp.Status)
-		}
-		last = err
-		select {
-		case <-g.exited:
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("no answer from /healthz within %s: %v", waitFor, last)
 }
 
 // stop sends SIGTERM and waits for the process to exit; the contract gives
@@ -276,31 +214,12 @@ func (g *gateway) stop(t *testing.T) time.Duration {
 	stopped := g.stopped
 	g.stopped = true
 	g.mu.Unlock()
-	if stopped || g.cmd == nil || g.exited == nil {
+	if stopped || g.proc == nil {
 		return 0
 	}
-	start := time.Now()
-	select {
-	case <-g.exited:
-		t.Errorf("the gateway had exited before SIGTERM: %v", g.exitErr)
-		return 0
-	default:
-	}
-	if err := g.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Errorf("SIGTERM: %v", err)
-	}
-	timer := time.NewTimer(stopWithin)
-	defer timer.Stop()
-	select {
-	case <-g.exited:
-	case <-timer.C:
-		t.Errorf("the gateway did not exit within %s of SIGTERM; killing it", stopWithin)
-		_ = g.cmd.Process.Kill()
-		<-g.exited
-	}
-	took := time.Since(start)
-	if g.exitErr != nil {
-		t.Errorf("after SIGTERM the gateway exited with %v", g.exitErr)
+	took, err := g.proc.Stop(stopWithin)
+	if err != nil {
+		t.Error(err)
 	}
 	return took
 }
@@ -333,32 +252,6 @@ func (g *gateway) cleanup() {
 	if t.Failed() || os.Getenv("TERMGATE_E2E_LOGS") == "1" {
 		t.Logf("gateway log:\n%s", g.logs)
 	}
-}
-
-// gatewayEnv is the test's environment without TERMGATE_* (which would set
-// flags) and with HOME set to home (keeps the gateway from reading the real
-// ~/.ssh).
-func gatewayEnv(home string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "TERMGATE_") || strings.HasPrefix(kv, "HOME=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	return append(env, "HOME="+home)
-}
-
-// freeAddr returns a loopback address whose port was free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
 }
 
 func randomHex(t *testing.T, n int) string {

@@ -49,12 +49,7 @@ func marker(prefix string) (cmd, word string) {
 // ---- SSH ----
 
 func (g *gateway) sshConfig(key, user string) *gossh.ClientConfig {
-	return &gossh.ClientConfig{
-		User:            user,
-		Auth:            []gossh.AuthMethod{gossh.PublicKeys(g.signers[key])},
-		HostKeyCallback: gossh.FixedHostKey(g.hostKey),
-		Timeout:         waitFor,
-	}
+	return termtest.ClientConfig(user, g.signers[key], g.hostKey, waitFor)
 }
 
 // dialSSH opens an SSH connection with the named key; the test closes it.
@@ -87,24 +82,8 @@ func (g *gateway) ssh(t *testing.T, key, user, cmd string) result {
 	t.Helper()
 	c := g.dial(t, key, user)
 	defer c.Close()
-	s, err := c.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	s.Stdout, s.Stderr = &stdout, &stderr
-	done := make(chan error, 1)
-	go func() { done <- s.Run(cmd) }()
-	timer := time.NewTimer(waitFor)
-	defer timer.Stop()
-	select {
-	case err = <-done:
-	case <-timer.C:
-		_ = c.Close()
-		<-done
-		t.Fatalf("ssh %s@ %q did not finish within %s; stdout %q, stderr %q", user, cmd, waitFor, stdout.String(), stderr.String())
-	}
-	return result{stdout.String(), stderr.String(), termtest.ExitStatus(t, err)}
+	r := termtest.Run(t, c, cmd, waitFor)
+	return result{r.Stdout, r.Stderr, r.Code}
 }
 
 // term is an interactive SSH session with a PTY.

@@ -32,7 +32,7 @@ func TestOpenSSH(t *testing.T) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		cmd := exec.CommandContext(ctx, sshBin, append(append([]string{}, base...), args...)...)
-		cmd.Env = append(gatewayEnv(home), "TERM=xterm")
+		cmd.Env = append(sshEnv(home), "TERM=xterm")
 		r := &opensshRun{t: t, cmd: cmd, out: newStream(), errOut: &termtest.SyncBuffer{}, done: make(chan struct{})}
 		cmd.Stdout, cmd.Stderr = r.out, r.errOut
 		var err error
@@ -167,4 +167,16 @@ func (r *opensshRun) wait() int {
 	}
 	r.t.Fatalf("ssh %v: %v; stdout %q, stderr %q", r.cmd.Args[len(r.cmd.Args)-1], err, r.out, r.errOut)
 	return -1
+}
+
+// sshEnv is the test's environment without TERMGATE_* and with HOME set to
+// home (keeps ssh from reading the real ~/.ssh).
+func sshEnv(home string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TERMGATE_") && !strings.HasPrefix(kv, "HOME=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "HOME="+home)
 }

@@ -1,7 +1,6 @@
 package sshd
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -159,12 +158,7 @@ func (a *swapAuthorizer) Authorize(key gossh.PublicKey, remote net.Addr) (keys.I
 }
 
 func (f *fixture) clientConfig(key, user string) *gossh.ClientConfig {
-	return &gossh.ClientConfig{
-		User:            user,
-		Auth:            []gossh.AuthMethod{gossh.PublicKeys(f.keys[key])},
-		HostKeyCallback: gossh.FixedHostKey(f.hostKey),
-		Timeout:         waitFor,
-	}
+	return termtest.ClientConfig(user, f.keys[key], f.hostKey, waitFor)
 }
 
 func (f *fixture) dial(t *testing.T, key, user string) *gossh.Client {
@@ -188,22 +182,8 @@ func (f *fixture) run(t *testing.T, key, user, cmd string) result {
 	t.Helper()
 	c := f.dial(t, key, user)
 	defer c.Close()
-	s, err := c.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	s.Stdout, s.Stderr = &stdout, &stderr
-	done := make(chan error, 1)
-	go func() { done <- s.Run(cmd) }()
-	select {
-	case err = <-done:
-	case <-time.After(waitFor):
-		_ = c.Close()
-		<-done
-		t.Fatalf("%q did not finish", cmd)
-	}
-	return result{stdout.String(), stderr.String(), termtest.ExitStatus(t, err)}
+	r := termtest.Run(t, c, cmd, waitFor)
+	return result{r.Stdout, r.Stderr, r.Code}
 }
 
 // term is an attached interactive session.

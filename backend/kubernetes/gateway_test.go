@@ -1,16 +1,14 @@
 package kubernetes
 
 import (
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,6 +20,7 @@ import (
 	"github.com/gorilla/websocket"
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/termgate/termgate/internal/gatewayproc"
 	"github.com/termgate/termgate/internal/termtest"
 )
 
@@ -46,10 +45,9 @@ func buildGateway(t *testing.T) string {
 			return
 		}
 		gatewayBin = filepath.Join(gatewayBinDir, "termgate")
-		out, err := exec.Command("go", "build", "-o", gatewayBin, "../../cmd/termgate").CombinedOutput()
-		if err != nil {
-			gatewayErr = fmt.Errorf("go build ./cmd/termgate: %w: %s", err, out)
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		gatewayErr = gatewayproc.Build(ctx, gatewayBin)
 	})
 	if gatewayErr != nil {
 		t.Fatal(gatewayErr)
@@ -66,19 +64,8 @@ type gateway struct {
 	signer   gossh.Signer
 	hostKey  gossh.PublicKey
 	token    string
-	logs     *termtest.SyncBuffer
-	cmd      *exec.Cmd
-	exited   chan struct{}
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	logs     *termtest.Stream
+	proc     *gatewayproc.Gateway
 }
 
 func newGateway(t *testing.T) *gateway {
@@ -92,7 +79,7 @@ func newGateway(t *testing.T) *gateway {
 
 // startGateway runs the gateway with its state in state (a fresh client
 // key and token each time; the host key, and so the gateway's id, stays)
-// and extra flags.
+// and extra flags, and waits until /readyz says its backend is ready.
 func startGateway(t *testing.T, state string, extra ...string) *gateway {
 	t.Helper()
 	needCluster(t)
@@ -105,7 +92,7 @@ func startGateway(t *testing.T, state string, extra ...string) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &gateway{t: t, signer: signer, token: randomHex(24), logs: &termtest.SyncBuffer{}, exited: make(chan struct{})}
+	g := &gateway{t: t, signer: signer, token: randomHex(24)}
 	write := func(name, data string) {
 		if err := os.WriteFile(filepath.Join(state, name), []byte(data), 0o600); err != nil {
 			t.Fatal(err)
@@ -113,69 +100,39 @@ func startGateway(t *testing.T, state string, extra ...string) *gateway {
 	}
 	write("authorized_keys", string(gossh.MarshalAuthorizedKey(signer.PublicKey())))
 	write("api_token", g.token+" admin\n")
-	g.sshAddr, g.httpAddr = freeAddr(t), freeAddr(t)
-	g.cmd = exec.Command(bin,
-		"--backend", "kubernetes",
-		"--kubeconfig", kubeconfigPath(),
-		"--kube-namespace", testNS,
-		"--instance-label", runLabel,
-		"--ssh-addr", g.sshAddr, "--http-addr", g.httpAddr,
-		"--state-dir", state, "--log-level", "debug")
-	g.cmd.Args = append(g.cmd.Args, extra...)
-	g.cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	g.cmd.Stdout, g.cmd.Stderr = g.logs, g.logs
-	if err := g.cmd.Start(); err != nil {
+	g.proc, err = gatewayproc.Start(context.Background(), gatewayproc.Config{
+		Bin: bin, StateDir: state,
+		Args: append([]string{
+			"--backend", "kubernetes",
+			"--kubeconfig", kubeconfigPath(),
+			"--kube-namespace", testNS,
+			"--instance-label", runLabel,
+			"--log-level", "debug",
+		}, extra...),
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	go func() {
-		_ = g.cmd.Wait()
-		close(g.exited)
-	}()
+	g.sshAddr, g.httpAddr, g.logs = g.proc.SSHAddr, g.proc.HTTPAddr, g.proc.Log
 	t.Cleanup(g.stop)
-	deadline := time.Now().Add(waitFor)
-	for {
-		// /readyz wants the token, as every route but /healthz.
-		req, _ := http.NewRequest(http.MethodGet, "http://"+g.httpAddr+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+g.token)
-		resp, err := http.DefaultClient.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		select {
-		case <-g.exited:
-			t.Fatalf("the gateway exited:\n%s", g.logs)
-		default:
-		}
+	for deadline := time.Now().Add(waitFor); readyz(g) != http.StatusOK; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the gateway was not ready within %s (%v):\n%s", waitFor, err, g.logs)
+			t.Fatalf("the gateway was not ready within %s:\n%s", waitFor, g.logs)
 		}
-		time.Sleep(50 * time.Millisecond)
 	}
-	pem, err := os.ReadFile(filepath.Join(state, "ssh_host_ed25519_key"))
-	if err != nil {
+	if g.hostKey, err = g.proc.HostKey(); err != nil {
 		t.Fatal(err)
 	}
-	hk, err := gossh.ParsePrivateKey(pem)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.hostKey = hk.PublicKey()
 	return g
 }
 
-// stop ends the gateway with SIGTERM and checks that it exits in time.
+// stop ends the gateway with SIGTERM, unless a test ended it, and checks
+// that it exits in time.
 func (g *gateway) stop() {
-	_ = g.cmd.Process.Signal(os.Interrupt)
-	select {
-	case <-g.exited:
-	case <-time.After(15 * time.Second):
-		_ = g.cmd.Process.Kill()
-		<-g.exited
-		g.t.Errorf("the gateway did not exit within 15s of SIGINT:\n%s", g.logs)
+	if g.proc.Running() {
+		if _, err := g.proc.Stop(15 * time.Second); err != nil {
+			g.t.Error(err)
+		}
 	}
 	if g.t.Failed() {
 		g.t.Logf("gateway log:\n%s", g.logs)

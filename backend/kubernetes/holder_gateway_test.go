@@ -26,10 +26,7 @@ func TestGatewayDurableSurvivesKill9InAPod(t *testing.T) {
 	s.send("sleep 2468 & echo before-$((40+2))")
 	s.expect("before-42")
 
-	if err := g1.cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	<-g1.exited
+	g1.proc.Kill()
 	select {
 	case <-s.ended:
 	case <-time.After(waitFor):

@@ -1,8 +1,9 @@
 // Package termtest holds helpers shared by the tests that drive terminals
-// (the SSH listener's and the end-to-end tests): an output sink a test can
-// wait on for a pattern, a concurrency-safe buffer, SSH exit statuses,
-// playing a recording with asciinema (asciinema.go), and reading a
-// sessions.Client as a blocking io.Reader (client.go).
+// (the SSH listener's and the end-to-end tests) and by gatewayproc: an
+// output sink a test can wait on for a pattern, a concurrency-safe buffer,
+// an SSH command's result and exit status (ssh.go), a self-signed
+// certificate (cert.go), playing a recording with asciinema (asciinema.go),
+// and reading a sessions.Client as a blocking io.Reader (client.go).
 package termtest
 
 import (
