@@ -16,6 +16,7 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/internal/termtest"
 )
 
@@ -32,8 +33,9 @@ type Config struct {
 	// JSON at level info or below, or Start finds no listening line.
 	Args []string
 	// Env is added to the environment, which is this process's without
-	// TERMGATE_* (they would set flags) and with HOME=StateDir (so the
-	// gateway seeds no keys from the real ~/.ssh).
+	// TERMGATE_* (they would set flags; TERMGATE_HOLDER_BINARY, which
+	// names the holder a test built, stays) and with HOME=StateDir (so
+	// the gateway seeds no keys from the real ~/.ssh).
 	Env []string
 	// LogFile, when set, also gets the output, appended (it outlives
 	// restarts; the in-memory Log is one run's).
@@ -118,7 +120,8 @@ func Start(ctx context.Context, c Config) (*Gateway, error) {
 func environ(c Config) []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "TERMGATE_") && (c.StateDir == "" || !strings.HasPrefix(kv, "HOME=")) {
+		flag := strings.HasPrefix(kv, "TERMGATE_") && !strings.HasPrefix(kv, holderbin.EnvBinary+"=")
+		if !flag && (c.StateDir == "" || !strings.HasPrefix(kv, "HOME=")) {
 			env = append(env, kv)
 		}
 	}

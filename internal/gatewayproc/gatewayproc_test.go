@@ -202,3 +202,24 @@ func TestParseListening(t *testing.T) {
 		}
 	}
 }
+
+// The gateway's environment sets no flag from the caller's TERMGATE_*,
+// keeps the holder a test names, points HOME at the state directory and
+// ends with Config.Env (whose values win).
+func TestEnviron(t *testing.T) {
+	t.Setenv("TERMGATE_SHELL", "bash")
+	t.Setenv("TERMGATE_HOLDER_BINARY", "/tmp/holder")
+	t.Setenv("HOME", "/home/real")
+	t.Setenv("DOCKER_HOST", "unix:///x")
+	got := strings.Join(environ(Config{StateDir: "/state", Env: []string{"DOCKER_HOST=unix:///y"}}), " ")
+	for _, want := range []string{"TERMGATE_HOLDER_BINARY=/tmp/holder", "DOCKER_HOST=unix:///x", "HOME=/state DOCKER_HOST=unix:///y"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("environment %q lacks %q", got, want)
+		}
+	}
+	for _, bad := range []string{"TERMGATE_SHELL", "/home/real"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("environment %q holds %q", got, bad)
+		}
+	}
+}

@@ -58,7 +58,7 @@ func cpuPerGB(ctx context.Context, e *env, cfg *config, shells map[string]*shell
 			case pathRelay:
 				cpu, err = streamCPU(e.relay.pid(), shells[p], gen, n, timeout)
 			default:
-				cpu, err = streamCPU(e.cmd.Process.Pid, shells[p], gen, n, timeout)
+				cpu, err = streamCPU(e.gw.PID(), shells[p], gen, n, timeout)
 			}
 			if err != nil {
 				failed[p] = fmt.Errorf("run %d: %w", r+1, cause(ctx, err))

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -9,19 +8,17 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/client"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/internal/gatewayproc"
 )
 
 // labelKey marks every container tgbench creates; its value is the run id.
@@ -33,7 +30,7 @@ const labelKey = "termgate.bench"
 const (
 	pingTimeout     = 5 * time.Second
 	containerWait   = 30 * time.Second
-	healthzWait     = 15 * time.Second
+	gatewayWait     = 30 * time.Second // to listen and answer /healthz
 	gatewayStopWait = 12 * time.Second // termgate exits within 10 s of SIGTERM
 	removeWait      = 20 * time.Second
 )
@@ -56,9 +53,7 @@ type env struct {
 	hostKey ssh.PublicKey // the gateway's host key
 	token   string
 
-	cmd        *exec.Cmd
-	exited     chan struct{} // closed when the gateway process has exited
-	waitErr    error         // set before exited is closed
+	gw         *gatewayproc.Gateway // the running gateway; nil before and after
 	logPath    string
 	openssh    *openSSH // the OpenSSH anchor; nil when it did not start
 	opensshErr error    // why it did not start
@@ -249,163 +244,39 @@ func (e *env) startContainers(ctx context.Context, n int) error {
 	return nil
 }
 
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
-}
-
-// startGateway starts termgate on free loopback ports and waits for
-// /healthz. A port taken between freeAddr and the gateway's listen is
-// retried with new ports, twice.
+// startGateway starts termgate on ports the OS picks and waits for
+// /healthz.
 func (e *env) startGateway(ctx context.Context, bin string) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = e.startGatewayOnce(ctx, bin); err == nil || ctx.Err() != nil {
-			return err
-		}
-		if !strings.Contains(err.Error(), "address already in use") {
-			return err
-		}
-	}
-	return err
-}
-
-func (e *env) startGatewayOnce(ctx context.Context, bin string) error {
-	var err error
-	if e.sshAddr, err = freeAddr(); err != nil {
-		return err
-	}
-	if e.webAddr, err = freeAddr(); err != nil {
-		return err
-	}
-	args := []string{
-		"--ssh-addr", e.sshAddr,
-		"--http-addr", e.webAddr,
-		"--state-dir", e.dir,
+	args := append([]string{
 		"--backend", "docker",
 		"--shell", benchShell,
 		"--instance-label", labelKey + "=" + e.runID,
 		"--idle-timeout", "30m",
-		"--log-level", "warn",
-	}
-	args = append(args, e.cfg.gatewayArgs...)
-	logFile, err := os.OpenFile(e.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		// info, not warn: the listening line gatewayproc reads is an
+		// info line (a handful of lines per connection besides).
+		"--log-level", "info",
+	}, e.cfg.gatewayArgs...)
+	gw, err := gatewayproc.Start(ctx, gatewayproc.Config{
+		Bin: bin, StateDir: e.dir, Args: args, Env: e.cfg.gatewayEnv,
+		LogFile: e.logPath, StartWithin: gatewayWait,
+	})
 	if err != nil {
 		return err
 	}
-	defer logFile.Close() // the child has its own descriptor
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(gatewayEnv(os.Environ()), e.cfg.gatewayEnv...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = childAttr()
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", bin, err)
-	}
-	e.cmd = cmd
-	e.exited = make(chan struct{})
-	go func() {
-		e.waitErr = cmd.Wait()
-		close(e.exited)
-	}()
-	if err := e.waitHealthy(ctx); err != nil {
-		e.stopGateway()
-		return fmt.Errorf("%w%s", err, e.logTail(20))
-	}
+	e.gw, e.sshAddr, e.webAddr = gw, gw.SSHAddr, gw.HTTPAddr
 	return nil
-}
-
-// gatewayEnv drops TERMGATE_* variables, so that only the flags tgbench
-// passes (and -gateway-arg) configure the gateway.
-func gatewayEnv(environ []string) []string {
-	var out []string
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "TERMGATE_") {
-			out = append(out, kv)
-		}
-	}
-	return out
-}
-
-func (e *env) waitHealthy(ctx context.Context) error {
-	hc := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(healthzWait)
-	url := "http://" + e.webAddr + "/healthz"
-	for time.Now().Before(deadline) {
-		select {
-		case <-e.exited:
-			return fmt.Errorf("termgate exited during startup (%v)", e.waitErr)
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		if resp, err := hc.Get(url); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-e.exited:
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("termgate did not answer %s within %s", url, healthzWait)
-}
-
-// logTail returns the last n lines of the gateway's log, formatted to be
-// appended to an error.
-func (e *env) logTail(n int) string {
-	f, err := os.Open(e.logPath)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-		if len(lines) > n {
-			lines = lines[1:]
-		}
-	}
-	if len(lines) == 0 {
-		return ""
-	}
-	return "\n  termgate log (last lines):\n    " + strings.Join(lines, "\n    ")
 }
 
 // stopGateway sends SIGTERM and waits; SIGKILL after gatewayStopWait.
 func (e *env) stopGateway() error {
-	if e.cmd == nil {
+	if e.gw == nil {
 		return nil
 	}
-	defer func() { e.cmd = nil }()
-	select {
-	case <-e.exited:
-		return fmt.Errorf("termgate had exited before the end of the run (%v)%s", e.waitErr, e.logTail(20))
-	default:
+	defer func() { e.gw = nil }()
+	if _, err := e.gw.Stop(gatewayStopWait); err != nil {
+		return fmt.Errorf("termgate: %w\n  termgate log (last lines):\n    %s", err, strings.ReplaceAll(e.gw.Tail(20), "\n", "\n    "))
 	}
-	_ = e.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(gatewayStopWait)
-	defer t.Stop()
-	select {
-	case <-e.exited:
-		if e.waitErr != nil {
-			return fmt.Errorf("termgate after SIGTERM: %v%s", e.waitErr, e.logTail(20))
-		}
-		return nil
-	case <-t.C:
-		_ = e.cmd.Process.Kill()
-		<-e.exited
-		return fmt.Errorf("termgate did not exit within %s of SIGTERM; killed%s", gatewayStopWait, e.logTail(20))
-	}
+	return nil
 }
 
 // teardown stops the gateway, removes the containers and the state
@@ -428,7 +299,7 @@ func (e *env) teardown(logf func(string, ...any)) error {
 		e.relay.stop()
 		e.relay = nil
 	}
-	if e.cmd != nil {
+	if e.gw != nil {
 		logf("stopping termgate (SIGTERM)")
 		if err := e.stopGateway(); err != nil {
 			errs = append(errs, err)

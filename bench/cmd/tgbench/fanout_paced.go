@@ -234,7 +234,7 @@ func pacedRun(e *env, cfg *config, clients []*shell) (pacedResult, error) {
 		}
 	}()
 	line, start, end, printed := pacedCommand(cfg)
-	pid := e.cmd.Process.Pid
+	pid := e.gw.PID()
 	t0 := time.Now()
 	cpu0, err := procCPU(pid)
 	if err != nil {

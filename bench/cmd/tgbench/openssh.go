@@ -108,7 +108,7 @@ func (e *env) startOpenSSH(ctx context.Context) error {
 	}
 	// sshd refuses to start without its privilege separation directory.
 	_ = os.MkdirAll("/run/sshd", 0o755)
-	addr, err := freeAddr()
+	addr, err := sshdAddr()
 	if err != nil {
 		return err
 	}
@@ -178,4 +178,17 @@ func dialOpenSSH(ctx context.Context, e *env) (*sshTerm, error) {
 		return nil, errors.New("the OpenSSH anchor is off (-openssh=false)")
 	}
 	return dialSSHTo(ctx, e.openssh.addr, e.openssh.user, e.openssh.hostKey, e.signer)
+}
+
+// sshdAddr returns a loopback address whose port was free a moment ago:
+// sshd cannot be told to take a port the OS picks and say which (the
+// gateway can, see gatewayproc). Another process taking the port in
+// between only fails the anchor's metrics.
+func sshdAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	addr := ln.Addr().String()
+	return addr, ln.Close()
 }

@@ -38,7 +38,7 @@ func scale(ctx context.Context, e *env, cfg *config, rep *Report) {
 			rep.fail(m, path, err)
 		}
 	}
-	pid := e.cmd.Process.Pid
+	pid := e.gw.PID()
 	rss0, err := procRSS(pid)
 	if err != nil {
 		failAll(err)

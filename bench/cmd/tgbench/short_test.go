@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termgate/termgate/internal/gatewayproc"
 )
 
 // TestShortBench runs the benchmark in a short mode against the real
@@ -32,14 +34,8 @@ func TestShortBench(t *testing.T) {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "termgate")
-	root, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
-	if err != nil {
+	if err := gatewayproc.Build(ctx, bin); err != nil {
 		t.Fatal(err)
-	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/termgate")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(root)))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/termgate: %v\n%s", err, out)
 	}
 	out := filepath.Join(dir, "results.json")
 	cfg, err := parseFlags([]string{"-termgate", bin, "-out", out, "-q", "-runs", "1", "-bytes", "200000",

@@ -168,13 +168,6 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-func TestGatewayEnvDropsTermgateVariables(t *testing.T) {
-	got := gatewayEnv([]string{"PATH=/bin", "TERMGATE_BUFFER_SIZE=1", "DOCKER_HOST=unix:///x", "TERMGATE_SHELL=bash"})
-	if strings.Join(got, " ") != "PATH=/bin DOCKER_HOST=unix:///x" {
-		t.Errorf("gatewayEnv = %q", got)
-	}
-}
-
 func TestParseStatCPU(t *testing.T) {
 	// The command name may hold spaces and parentheses.
 	stat := "4242 (term gate) (x)) S 1 4242 4242 0 -1 4194560 1000 0 0 0 250 75 0 0 20 0 9 0 100 0 0"

@@ -303,7 +303,7 @@ func caseEngineKill(live bool) func(context.Context, *runner, *result) {
 		if err != nil {
 			res.failf("never two shells: after the reattach %s", c)
 		}
-		if k, line := g.countLog(logFrom, "level=WARN"); k > 0 {
+		if k, line := g.countLog(logFrom, `"level":"WARN"`); k > 0 {
 			res.notef("%d WARN lines in the gateway's log since the crash, e.g. %s", k, tail(line, 200))
 		}
 		_ = b.Leave(closeClean)

@@ -1,20 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/termgate/termgate/internal/gatewayproc"
 )
 
 // gateway is one termgate process: its flags, state directory and log
@@ -25,14 +23,12 @@ type gateway struct {
 	eng      *engine // nil with --backend local
 	args     []string
 	stateDir string
-	logPath  string
+	logPath  string // every run's log, appended
 	sshAddr  string
 	httpAddr string
 	http     *http.Client
 
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	waitErr error // set before exited is closed
+	proc *gatewayproc.Gateway // the current run; nil before the first
 }
 
 // newGateway prepares a gateway for eng (nil: --backend local) with extra
@@ -71,144 +67,43 @@ func (e *env) newGateway(name string, eng *engine, extra ...string) (*gateway, e
 	return g, nil
 }
 
-// start runs the gateway on fresh loopback ports and waits for /healthz. A
-// port taken between choosing and binding it is retried.
+// start runs the gateway on ports the OS picks and waits for /healthz.
 func (g *gateway) start(ctx context.Context) error {
-	var err error
-	for attempt := 0; attempt < 3; attempt++ {
-		if err = g.startOnce(ctx); err == nil || ctx.Err() != nil || !strings.Contains(err.Error(), "address already in use") {
-			return err
-		}
-	}
-	return err
-}
-
-func (g *gateway) startOnce(ctx context.Context) error {
-	var err error
-	if g.sshAddr, err = freeAddr(); err != nil {
-		return err
-	}
-	if g.httpAddr, err = freeAddr(); err != nil {
-		return err
-	}
-	logFile, err := os.OpenFile(g.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close() // the child has its own descriptor
-	fmt.Fprintf(logFile, "---- tgsoak: start %s\n", time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(g.e.bin, append([]string{"--ssh-addr", g.sshAddr, "--http-addr", g.httpAddr}, g.args...)...)
-	cmd.Env = gatewayEnv(os.Environ(), g.stateDir, g.e.runID)
+	env := []string{runEnv + "=" + g.e.runID} // local shells inherit it
 	if g.eng != nil {
-		cmd.Env = append(cmd.Env, g.eng.gatewayEnv()...)
+		env = append(env, g.eng.gatewayEnv()...)
 	}
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", g.e.bin, err)
+	proc, err := gatewayproc.Start(ctx, gatewayproc.Config{
+		Bin: g.e.bin, StateDir: g.stateDir, Args: g.args, Env: env,
+		LogFile: g.logPath, StartWithin: healthzWait,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway %s: %w", g.name, err)
 	}
-	g.cmd, g.exited, g.waitErr = cmd, make(chan struct{}), nil
-	go func(exited chan struct{}) {
-		g.waitErr = cmd.Wait()
-		close(exited)
-	}(g.exited)
-	if err := g.waitHealthy(ctx); err != nil {
-		g.kill9()
-		return fmt.Errorf("gateway %s: %w%s", g.name, err, g.logTail(15))
-	}
+	g.proc, g.sshAddr, g.httpAddr = proc, proc.SSHAddr, proc.HTTPAddr
 	return nil
-}
-
-// gatewayEnv drops TERMGATE_* (only tgsoak's flags configure the gateway),
-// points HOME at the state directory (no ~/.ssh seeding) and marks the
-// gateway's environment with the run id, which local shells inherit.
-func gatewayEnv(environ []string, home, runID string) []string {
-	var out []string
-	for _, kv := range environ {
-		if !strings.HasPrefix(kv, "TERMGATE_") && !strings.HasPrefix(kv, "HOME=") {
-			out = append(out, kv)
-		}
-	}
-	// A private engine's DOCKER_HOST is appended after this: exec uses the
-	// last value of a key.
-	return append(out, "HOME="+home, runEnv+"="+runID)
 }
 
 // runEnv is in every gateway's environment; local shells inherit it, so
 // leftovers of this run can be found in /proc.
 const runEnv = "TGSOAK_RUN"
 
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	addr := ln.Addr().String()
-	return addr, ln.Close()
-}
-
 func (g *gateway) url(path string) string { return "http://" + g.httpAddr + path }
 
-func (g *gateway) waitHealthy(ctx context.Context) error {
-	deadline := time.Now().Add(healthzWait)
-	for {
-		select {
-		case <-g.exited:
-			return fmt.Errorf("exited during start-up (%v)", g.waitErr)
-		case <-ctx.Done():
-			return ctx.Err()
-		default:
-		}
-		if resp, err := g.http.Get(g.url("/healthz")); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("no answer from /healthz within %s", healthzWait)
-		}
-		select {
-		case <-g.exited:
-		case <-ctx.Done():
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
+func (g *gateway) running() bool { return g.proc != nil && g.proc.Running() }
 
-func (g *gateway) running() bool {
-	if g.cmd == nil {
-		return false
-	}
-	select {
-	case <-g.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (g *gateway) pid() int { return g.cmd.Process.Pid }
+func (g *gateway) pid() int { return g.proc.PID() }
 
 // sigterm sends SIGTERM and waits; after stopWithin plus two seconds it
 // kills. It returns how long the exit took and an error for a late or
 // unclean exit.
 func (g *gateway) sigterm() (time.Duration, error) {
-	if !g.running() {
-		return 0, fmt.Errorf("the gateway had exited before SIGTERM (%v)%s", g.waitErr, g.logTail(10))
+	if g.proc == nil {
+		return 0, fmt.Errorf("the gateway never started")
 	}
-	start := time.Now()
-	_ = g.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-g.exited:
-	case <-time.After(stopWithin + 2*time.Second):
-		g.kill9()
-		return time.Since(start), fmt.Errorf("did not exit within %s of SIGTERM; killed", stopWithin+2*time.Second)
-	}
-	took := time.Since(start)
-	if g.waitErr != nil {
-		return took, fmt.Errorf("exited with %v after SIGTERM%s", g.waitErr, g.logTail(10))
+	took, err := g.proc.Stop(stopWithin + 2*time.Second)
+	if err != nil {
+		return took, fmt.Errorf("%w%s", err, g.logTail(10))
 	}
 	if took > stopWithin {
 		return took, fmt.Errorf("exited %s after SIGTERM, over the contract's %s", took.Round(time.Millisecond), stopWithin)
@@ -217,38 +112,25 @@ func (g *gateway) sigterm() (time.Duration, error) {
 }
 
 func (g *gateway) kill9() {
-	if !g.running() {
-		return
+	if g.proc != nil {
+		g.proc.Kill()
 	}
-	_ = g.cmd.Process.Kill()
-	<-g.exited
 }
 
-// logTail returns the last n lines of the gateway's log, for an error.
+// logTail returns the last n lines of the run's log, for an error.
 func (g *gateway) logTail(n int) string {
-	lines := g.logLines()
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	if len(lines) == 0 {
+	if g.proc == nil {
 		return ""
 	}
-	return "\n    gateway log (last lines):\n      " + strings.Join(lines, "\n      ")
+	return "\n    gateway log (last lines):\n      " + strings.ReplaceAll(g.proc.Tail(n), "\n", "\n      ")
 }
 
+// logLines are the lines of the current run's log.
 func (g *gateway) logLines() []string {
-	f, err := os.Open(g.logPath)
-	if err != nil {
+	if g.proc == nil || g.proc.Log.String() == "" {
 		return nil
 	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	return lines
+	return strings.Split(strings.TrimSuffix(g.proc.Log.String(), "\n"), "\n")
 }
 
 // countLog counts the log lines (since the byte offset from) that contain

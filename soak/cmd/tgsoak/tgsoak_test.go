@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/termgate/termgate/internal/gatewayproc"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -45,10 +47,8 @@ func TestShortSoak(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "termgate")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/termgate")
-	build.Dir = moduleRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/termgate: %v\n%s", err, out)
+	if err := gatewayproc.Build(ctx, bin); err != nil {
+		t.Fatal(err)
 	}
 	cfg, err := parseFlags([]string{"-short", "-termgate", bin, "-q"}, io.Discard)
 	if err != nil {
@@ -94,14 +94,6 @@ func dockerReady() error {
 type setupError struct{ msg string }
 
 func (e *setupError) Error() string { return e.msg }
-
-func moduleRoot(t *testing.T) string {
-	root, err := moduleRootErr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 func moduleRootErr() (string, error) {
 	out, err := exec.Command("go", "env", "GOMOD").Output()
