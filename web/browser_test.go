@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -16,7 +15,6 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -28,6 +26,8 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/termgate/termgate/internal/gatewayproc"
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/web"
 )
 
@@ -514,31 +514,29 @@ type gateway struct {
 	t                 *testing.T
 	bin, dir, state   string
 	label             string
-	signIn            string // path, query and fragment of the printed browser address
+	args              []string // flags of every run
+	signIn            string   // path, query and fragment of the printed browser address
 	sshAddr, httpAddr string
 	hostKey           ssh.PublicKey
 	signer            ssh.Signer
 
-	cmd  *exec.Cmd // the running gateway
-	done chan struct{}
-	logs *logWriter // of every run
+	proc *gatewayproc.Gateway // the current run
+	logs *termtest.Stream     // its log
 }
 
-// startGateway builds cmd/termgate and runs it on loopback (free ports, a
-// temporary state directory where it generates its token and prints the
-// browser address, one SSH key). Its instances are the containers with its
-// own label, so it never touches anything else.
-func startGateway(t *testing.T) *gateway {
+// startGateway builds cmd/termgate and runs it with args on loopback (ports
+// the OS picks, a temporary state directory where it generates its token
+// and prints the browser address, one SSH key). Its instances are the
+// containers with its own label, so it never touches anything else.
+func startGateway(t *testing.T, args ...string) *gateway {
 	t.Helper()
 	dir := t.TempDir()
 	gw := &gateway{t: t, dir: dir, bin: filepath.Join(dir, "termgate"), state: filepath.Join(dir, "state"),
-		label: "tgweb.gw=" + randomHex(4), logs: &logWriter{}}
+		label: "tgweb.gw=" + randomHex(4), args: args, logs: termtest.NewStream()}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", gw.bin, "./cmd/termgate")
-	build.Dir = moduleRoot(t)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/termgate: %v\n%s", err, out)
+	if err := gatewayproc.Build(ctx, gw.bin); err != nil {
+		t.Fatal(err)
 	}
 
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
@@ -561,21 +559,20 @@ func startGateway(t *testing.T) *gateway {
 	})
 
 	gw.start()
-	u, err := url.Parse(gw.logs.browser)
+	// The browser address is printed just after the listening line.
+	m, _ := gw.logs.WaitFor(regexp.MustCompile(`Browser:\s+(\S+)`), 0, 10*time.Second)
+	if m == nil {
+		t.Fatalf("the gateway printed no browser address; log:\n%s", gw.logs.String())
+	}
+	u, err := url.Parse(m[1])
 	if err != nil || u.Path == "" || (!u.Query().Has("token") && !strings.HasPrefix(u.Fragment, "token=")) {
-		t.Fatalf("the gateway printed no browser address with a token (got %q); log:\n%s", gw.logs.browser, gw.logs.String())
+		t.Fatalf("the gateway printed no browser address with a token (got %q); log:\n%s", m[1], gw.logs.String())
 	}
 	u.Scheme, u.Host = "", ""
 	gw.signIn = u.String()
-	keyBytes, err := os.ReadFile(filepath.Join(gw.state, "ssh_host_ed25519_key"))
-	if err != nil {
+	if gw.hostKey, err = gw.proc.HostKey(); err != nil {
 		t.Fatal(err)
 	}
-	hostSigner, err := ssh.ParsePrivateKey(keyBytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gw.hostKey = hostSigner.PublicKey()
 	return gw
 }
 
@@ -583,99 +580,27 @@ func startGateway(t *testing.T) *gateway {
 func (gw *gateway) start() {
 	t := gw.t
 	t.Helper()
-	listening := gw.logs.expect()
-	cmd := exec.Command(gw.bin, "--state-dir", gw.state, "--backend", "docker", "--instance-label", gw.label,
-		"--ssh-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--log-format", "json", "--log-level", "debug",
-		"--record-dir", filepath.Join(gw.dir, "recordings"))
-	cmd.Stdout, cmd.Stderr = gw.logs, gw.logs
-	cmd.Env = append(os.Environ(), "HOME="+gw.dir) // no ~/.ssh keys seeded
-	if err := cmd.Start(); err != nil {
+	proc, err := gatewayproc.Start(context.Background(), gatewayproc.Config{
+		Bin: gw.bin, StateDir: gw.state,
+		Args: append([]string{"--backend", "docker", "--instance-label", gw.label, "--log-level", "debug",
+			"--record-dir", filepath.Join(gw.dir, "recordings")}, gw.args...),
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	gw.cmd, gw.done = cmd, make(chan struct{})
-	go func(done chan struct{}) { _ = cmd.Wait(); close(done) }(gw.done)
-	select {
-	case <-listening:
-	case <-gw.done:
-		t.Fatalf("the gateway exited at start; log:\n%s", gw.logs.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the gateway did not start listening within 30 s; log:\n%s", gw.logs.String())
-	}
-	gw.sshAddr, gw.httpAddr = gw.logs.addrs()
+	gw.proc, gw.logs = proc, proc.Log
+	gw.sshAddr, gw.httpAddr = proc.SSHAddr, proc.HTTPAddr
 }
 
 // stop sends SIGTERM and waits for the exit (the contract: within 10 s).
 func (gw *gateway) stop() {
-	if gw.cmd == nil {
+	if gw.proc == nil {
 		return
 	}
-	_ = gw.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-gw.done:
-	case <-time.After(15 * time.Second):
-		_ = gw.cmd.Process.Kill()
-		<-gw.done
-		gw.t.Error("the gateway did not stop within 15 s of SIGTERM")
+	if _, err := gw.proc.Stop(15 * time.Second); err != nil {
+		gw.t.Error(err)
 	}
-	gw.cmd = nil
-}
-
-// logWriter keeps the gateway's output and reads the listening addresses
-// and the browser address it prints at each start.
-type logWriter struct {
-	mu                 sync.Mutex
-	buf                strings.Builder
-	partial            string
-	ssh, http, browser string
-	listening          chan struct{} // closed when a start has printed both
-}
-
-// expect prepares for a (re)start: the returned channel is closed once the
-// new run has printed its addresses.
-func (w *logWriter) expect() <-chan struct{} {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.ssh, w.http, w.browser = "", "", ""
-	w.listening = make(chan struct{})
-	return w.listening
-}
-
-func (w *logWriter) addrs() (ssh, http string) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.ssh, w.http
-}
-
-func (w *logWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.buf.Write(p)
-	w.partial += string(p)
-	for {
-		line, rest, ok := strings.Cut(w.partial, "\n")
-		if !ok {
-			break
-		}
-		w.partial = rest
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "Browser:" {
-			w.browser = f[1]
-		}
-		var rec struct{ Msg, SSH, HTTP string }
-		if json.Unmarshal([]byte(line), &rec) == nil && rec.Msg == "termgate is listening" {
-			w.ssh, w.http = rec.SSH, rec.HTTP
-		}
-		if w.http != "" && w.browser != "" && w.listening != nil {
-			close(w.listening)
-			w.listening = nil
-		}
-	}
-	return len(p), nil
-}
-
-func (w *logWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
+	gw.proc = nil
 }
 
 // startInstance runs a test container carrying the gateway's label.

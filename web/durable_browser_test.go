@@ -20,13 +20,11 @@ func TestBrowserDurableRestart(t *testing.T) {
 	chromium := needChromium(t)
 	needDocker(t)
 	holder := buildHolder(t)
-	// The gateway takes its environment from the test: TERMGATE_DURABLE is
-	// the --durable flag; the holder built above stands in for the one that
-	// `make build` embeds.
-	t.Setenv("TERMGATE_DURABLE", "true")
+	// The holder built above stands in for the one that `make build`
+	// embeds (gatewayproc passes TERMGATE_HOLDER_BINARY on).
 	t.Setenv("TERMGATE_HOLDER_BINARY", holder)
 
-	gw := startGateway(t)
+	gw := startGateway(t, "--durable")
 	name := startInstance(t, gw.label)
 	px := startProxy(t, gw.httpAddr)
 	b := startBrowser(t, chromium)
