@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/termgate/termgate/internal/gatewayproc"
 )
 
 // testImage is the image every test container runs (scripts/test-image.sh).
@@ -57,19 +59,10 @@ func setup(tmp string) error {
 		gatewayBin = bin // test a binary built elsewhere
 		return nil
 	}
-	root, err := moduleRoot()
-	if err != nil {
-		return err
-	}
 	gatewayBin = filepath.Join(tmp, "termgate")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", gatewayBin, "./cmd/termgate")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/termgate: %v\n%s", err, out)
-	}
-	return nil
+	return gatewayproc.Build(ctx, gatewayBin)
 }
 
 // checkDocker makes sure the engine answers and the test image exists.

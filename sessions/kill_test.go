@@ -1,14 +1,14 @@
 package sessions
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 func TestFailedKillIsRetriedAndBlocksASecondShell(t *testing.T) {
@@ -65,26 +65,8 @@ func TestKillRetryGivesUpWhenInstanceGone(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log destination shared by the session's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestDetachRacingOutputIsNotLoggedAsSlow(t *testing.T) {
-	var logs syncBuffer
+	var logs termtest.SyncBuffer
 	r, fb := newTestRegistry(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	c := attach(t, r, "web1", AttachOptions{Label: "leaving"})
 	// The client is closed by its Detach, and output arrives before the

@@ -7,13 +7,14 @@ import (
 	"time"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // The audit trail: who (token name), from where, which instance and
 // session, for each authentication failure, login, attach, reset (POST and
 // control message) and detach; refusals say why; no token value anywhere.
 func TestAuditTrail(t *testing.T) {
-	var buf syncBuffer
+	var buf termtest.SyncBuffer
 	e := newEnv(t, newFakeBackend("web1", "db1"), nil, func(c *Config) { c.Audit = audit.New(&buf) })
 
 	// Failures: an invalid token, a token in the URL, an instance the
@@ -80,7 +81,7 @@ func TestAuditTrail(t *testing.T) {
 }
 
 // waitAudit waits until the audit trail's last event is action.
-func waitAudit(t *testing.T, b *syncBuffer, action string) {
+func waitAudit(t *testing.T, b *termtest.SyncBuffer, action string) {
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for {

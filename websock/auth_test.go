@@ -1,15 +1,14 @@
 package websock
 
 import (
-	"bytes"
 	"io"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 func TestHealthzNeedsNoAuth(t *testing.T) {
@@ -98,29 +97,11 @@ func TestMetricsAndPage(t *testing.T) {
 	}
 }
 
-// syncBuffer collects log output from several goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Neither the log (at debug level) nor the audit trail ever holds a token:
 // not a valid one, not a wrong one (tokAll+"x" contains tokAll), not one
 // in the URL, a form, a malformed header, a login cookie or its value.
 func TestTokensNeverLogged(t *testing.T) {
-	var logs, trail syncBuffer
+	var logs, trail termtest.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) {
 		c.Logger = log

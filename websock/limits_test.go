@@ -17,6 +17,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // peer is a client on its own loopback address (127.0.0.2, …): the whole
@@ -98,7 +99,7 @@ func (c *fakeClock) advance(d time.Duration) {
 }
 
 // auditLines decodes the JSON lines of an audit buffer.
-func auditLines(t *testing.T, b *syncBuffer) []map[string]any {
+func auditLines(t *testing.T, b *termtest.SyncBuffer) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, line := range strings.Split(strings.TrimSpace(b.String()), "\n") {
@@ -121,7 +122,7 @@ func auditLines(t *testing.T, b *syncBuffer) []map[string]any {
 // and a session attached before the attack keeps working throughout.
 func TestBruteForceIsLockedOutOthersUnaffected(t *testing.T) {
 	clock := newFakeClock()
-	var auditBuf syncBuffer
+	var auditBuf termtest.SyncBuffer
 	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) {
 		c.AuthFailures = 0 // the defaults: 10, one more every 30s
 		c.AuthFailureEvery = 0

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/keys"
 )
 
@@ -227,7 +228,7 @@ func (r *revocable) remove(token string) {
 }
 
 func TestRevokedTokenEndsLogins(t *testing.T) {
-	var buf syncBuffer
+	var buf termtest.SyncBuffer
 	tokens := &revocable{tokens: map[string]keys.Identity{tokAll: {Name: "alice"}, tokWeb: {Name: "webonly"}}}
 	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) { c.Tokens = tokens; c.Audit = audit.New(&buf) })
 	c := e.login(tokAll)
@@ -324,7 +325,7 @@ func TestLoginSurvivesRestartWithTheSameKey(t *testing.T) {
 // Forged, altered, expired and malformed cookies get 401, are audited, and
 // cost the address nothing (the lock-out is set to one wrong token here).
 func TestLoginCookieRefusals(t *testing.T) {
-	var buf syncBuffer
+	var buf termtest.SyncBuffer
 	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) { c.Audit = audit.New(&buf); c.AuthFailures = 1 })
 	good := e.srv.cookies
 	valid, _ := good.issue(keys.TokenHash(tokWeb))

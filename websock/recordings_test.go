@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -53,7 +54,7 @@ func body(t *testing.T, resp *http.Response) string {
 // an unknown instance to one that is not; without a credential 401.
 func TestRecordingsRoute(t *testing.T) {
 	dir, web := recordDir(t)
-	var trail syncBuffer
+	var trail termtest.SyncBuffer
 	e := newEnv(t, newFakeBackend("web1", "db1"), nil, func(c *Config) { c.RecordDir = dir; c.Audit = audit.New(&trail) })
 
 	for _, tok := range []string{tokAll, tokWeb, tokRO} {

@@ -9,6 +9,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // TestResetsAreRateLimited (issue 9 item 11a): resets are limited per
@@ -71,7 +72,7 @@ func TestResetsAreRateLimited(t *testing.T) {
 // connection and the others are refused while it does, instead of queueing
 // behind it. The rate limits are off here, to show this on its own.
 func TestResetsDoNotQueueAfterTheClientLeaves(t *testing.T) {
-	var buf syncBuffer
+	var buf termtest.SyncBuffer
 	e := newEnv(t, localBackend(), nil, func(c *Config) { c.UnlimitedResets = true; c.Audit = audit.New(&buf) })
 	w, _ := e.attach(termPath)
 	for i := 0; i < 100; i++ {

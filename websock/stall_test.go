@@ -10,6 +10,7 @@ import (
 	"github.com/gorilla/websocket"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -72,7 +73,7 @@ func TestShellNotReadingLeavesNoPhantomClients(t *testing.T) {
 // behind rather than reporting a network error. A client that reads again
 // gets the "fell too far behind" error event and close 1013 first.
 func TestClientThatStopsReadingIsToldAndReleased(t *testing.T) {
-	var buf syncBuffer
+	var buf termtest.SyncBuffer
 	be := newFakeBackend("web1")
 	e := newEnv(t, be, func(c *sessions.Config) { c.ClientQueue = 8 << 20 }, func(c *Config) {
 		c.Audit = audit.New(&buf)

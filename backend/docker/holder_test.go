@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/internal/holderbin"
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -51,27 +51,9 @@ func goBuild(out string, ldflags ...string) error {
 	return nil
 }
 
-// logBuffer collects a Backend's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func durableBackend(t *testing.T, cfg Config) (*Backend, *logBuffer) {
+func durableBackend(t *testing.T, cfg Config) (*Backend, *termtest.SyncBuffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &termtest.SyncBuffer{}
 	cfg.Durable = true
 	if cfg.Label == "" {
 		cfg.Label = runLabel // never another run's or another helper's containers

@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -59,28 +58,10 @@ func needHolder(t *testing.T) {
 	}
 }
 
-// logBuffer collects a Backend's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func durableBackend(t *testing.T) (*Backend, *logBuffer) {
+func durableBackend(t *testing.T) (*Backend, *termtest.SyncBuffer) {
 	t.Helper()
 	needHolder(t)
-	logs := &logBuffer{}
+	logs := &termtest.SyncBuffer{}
 	b := clusterBackend(t, Config{
 		Durable: true, GatewayID: "tgtest" + randomHex(3),
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),

@@ -2,25 +2,27 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/termgate/termgate/internal/gatewayproc"
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // testGateway is the whole gateway run in-process by a test.
 type testGateway struct {
 	ssh, http string // listening addresses (http is the HTTPS one with --tls-cert)
-	logs      *lockedBuffer
+	logs      *termtest.Stream
 	// stop ends the gateway and waits for it (also run at the test's end).
 	stop func()
 }
 
 // startGateway runs the gateway with args until the test ends, and returns
 // once it is listening (its "termgate is listening" log line, the one
-// readiness signal tests rely on).
+// readiness signal tests rely on, read as gatewayproc reads it from the
+// binary's).
 func startGateway(t *testing.T, home string, args ...string) *testGateway {
 	t.Helper()
 	if home != "" {
@@ -30,18 +32,22 @@ func startGateway(t *testing.T, home string, args ...string) *testGateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &testGateway{logs: &lockedBuffer{}}
+	g := &testGateway{logs: termtest.NewStream()}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, slog.New(slog.NewJSONHandler(g.logs, nil))) }()
+	ended := make(chan struct{})
+	var runErr error // read after ended is closed
+	go func() {
+		defer close(ended)
+		runErr = run(ctx, o, slog.New(slog.NewJSONHandler(g.logs, nil)))
+	}()
 	var once sync.Once
 	g.stop = func() {
 		once.Do(func() {
 			cancel()
 			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("run: %v", err)
+			case <-ended:
+				if runErr != nil {
+					t.Errorf("run: %v", runErr)
 				}
 			case <-time.After(15 * time.Second):
 				t.Error("run did not return")
@@ -49,25 +55,12 @@ func startGateway(t *testing.T, home string, args ...string) *testGateway {
 		})
 	}
 	t.Cleanup(g.stop)
-	for deadline := time.Now().Add(10 * time.Second); g.ssh == ""; time.Sleep(10 * time.Millisecond) {
-		select {
-		case err := <-done:
-			t.Fatalf("run ended before listening: %v\n%s", err, g.logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no listening line in the log:\n%s", g.logs.String())
-		}
-		for _, line := range strings.Split(g.logs.String(), "\n") {
-			var m map[string]any
-			if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "termgate is listening" {
-				g.ssh, _ = m["ssh"].(string)
-				g.http, _ = m["http"].(string)
-				if a, ok := m["https"].(string); ok {
-					g.http = a
-				}
-			}
-		}
+	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer wcancel()
+	addrs, err := gatewayproc.WaitListening(wctx, g.logs, ended)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, g.logs.String()) // g.stop reports run's error
 	}
+	g.ssh, g.http = addrs.SSHAddr, addrs.HTTPAddr
 	return g
 }

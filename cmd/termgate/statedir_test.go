@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/termgate/termgate/internal/fileperm"
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // The gateway refuses to start on a state directory others could change,
@@ -46,7 +47,7 @@ func TestRunRefusesUnsafeStateAndFiles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var logs lockedBuffer
+		var logs termtest.SyncBuffer
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel() // a run that got past the checks stops at once
 		err = run(ctx, o, slog.New(slog.NewTextHandler(&logs, nil)))
