@@ -166,15 +166,6 @@ func (g *Gateway) waitHealthy(ctx context.Context, tlsConf *tls.Config) error {
 // PID is the process's id.
 func (g *Gateway) PID() int { return g.cmd.Process.Pid }
 
-// Exited is closed once the process has exited.
-func (g *Gateway) Exited() <-chan struct{} { return g.exited }
-
-// Err is how the process exited (nil for status 0); it waits for the exit.
-func (g *Gateway) Err() error {
-	<-g.exited
-	return g.waitErr
-}
-
 // Running reports whether the process has not exited yet.
 func (g *Gateway) Running() bool {
 	select {
