@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/backend/local"
@@ -134,7 +133,7 @@ func newFixtureReg(t *testing.T, mutate func(*Config), regMutate func(*sessions.
 		}
 		select {
 		case err := <-f.served:
-			if !errors.Is(err, ssh.ErrServerClosed) {
+			if !errors.Is(err, ErrServerClosed) {
 				t.Errorf("Serve returned %v, want ErrServerClosed", err)
 			}
 		case <-ctx.Done():

@@ -180,8 +180,10 @@ loop:
 	return runErr
 }
 
+// serveErr is what a listener's Serve returned, as run reports it: nil
+// once the listener was shut down or closed.
 func serveErr(name string, err error) error {
-	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "server closed") {
+	if err == nil || errors.Is(err, sshd.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return fmt.Errorf("%s listener: %w", name, err)
