@@ -158,7 +158,7 @@ func (s *Server) handshakeFailed(cs *connState, err error) {
 // outcome.
 func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
 	cfg := &gossh.ServerConfig{
-		Config:                  algorithmConfig(),
+		Config:                  algorithmConfig(s.cfg.CompatAlgorithms),
 		ServerVersion:           "SSH-2.0-termgate",
 		PublicKeyAuthAlgorithms: publicKeyAuthAlgorithms,
 		MaxAuthTries:            s.cfg.MaxAuthTries,

@@ -31,6 +31,10 @@ type Config struct {
 	// UserCAs authorizes OpenSSH user certificates (usually a
 	// *keys.CAStore); nil refuses every certificate.
 	UserCAs CertAuthorizer
+	// CompatAlgorithms also offers the NIST ECDH key exchanges and the
+	// encrypt-and-MAC MACs, for clients that have nothing else
+	// (algorithms.go). Off, ssh-audit finds nothing to fail.
+	CompatAlgorithms bool
 	// Audit receives the audit trail: authentication successes and
 	// failures, attach, detach, reset (nil: none).
 	Audit *audit.Log

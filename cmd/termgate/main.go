@@ -117,7 +117,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	recheck := reg.Recheck
 	creds.recheck.Store(&recheck)
 
-	sshSrv, err := sshd.New(sshd.Config{HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, Audit: auditLog, Registry: reg, Logger: log})
+	sshSrv, err := sshd.New(sshd.Config{HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat, Audit: auditLog, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}
