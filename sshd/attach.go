@@ -7,8 +7,6 @@ import (
 	"io"
 	"sync"
 
-	"github.com/gliderlabs/ssh"
-
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/internal/relaybuf"
 	"github.com/termgate/termgate/keys"
@@ -27,35 +25,34 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		sess.errorf("this key may not open terminals (no-pty); it may run: reset, list, help")
 		return 1
 	}
-	pty, _, _ := sess.Pty()
-	r := &relay{srv: s, sess: sess, reg: s.cfg.Registry, name: name, out: io.Writer(sess), who: who(id, sess.RemoteAddr())}
-	if sess.raw != nil {
-		r.out = sess.raw.Channel // byte for byte, see channel.go
+	// Output goes to the channel byte for byte: sess.Write would turn
+	// "\n" into "\r\n", which breaks full-screen programs in raw mode.
+	r := &relay{srv: s, sess: sess, reg: s.cfg.Registry, name: name, out: sess.ch, who: who(id, sess.remote)}
+	var size sessions.Size
+	term := ""
+	if sess.pty != nil {
+		term = sess.pty.term
+		size = sess.win.latest() // a change may have come before the handler ran
 	}
-	win := pty.Window
-	if sess.win != nil {
-		win = sess.win.size() // a change may have come before the handler ran
-	}
-	size := sessions.Size{Cols: win.Width, Rows: win.Height}
 	if !size.IsZero() && !size.Valid() {
 		r.warnSize(size)
 		size = sessions.Size{}
 	}
 	r.size = size
-	r.opts = sessions.AttachOptions{Term: pty.Term, Label: "ssh " + sess.RemoteAddr().String(),
-		Allowed: s.stillAllowed(sess, sess.PublicKey()),
-		Who:     id.Name, Via: "ssh", Remote: sess.RemoteAddr().String(), ReadOnly: id.ReadOnly,
-		Prefetch: connStateOf(sess.Context()).prefetched()}
-	c, err := r.attach(sess.Context())
+	r.opts = sessions.AttachOptions{Term: term, Label: "ssh " + sess.remote.String(),
+		Allowed: s.stillAllowed(sess, sess.key),
+		Who:     id.Name, Via: "ssh", Remote: sess.remote.String(), ReadOnly: id.ReadOnly,
+		Prefetch: sess.conn.prefetched()}
+	c, err := r.attach(sess.ctx)
 	if err != nil {
-		if sess.Context().Err() != nil {
+		if sess.ctx.Err() != nil {
 			return exitDetached
 		}
 		s.cfg.Audit.Event(audit.Attach, r.who, name, "", "result", "failed", "reason", err.Error())
 		if isRevoked(err) {
-			_ = r.notice(sess.Stderr(), err.Error())
+			_ = r.notice(sess.stderr(), err.Error())
 			sess.end(1)
-			closeConn(sess)
+			sess.closeConn()
 			return 1
 		}
 		sess.errorf(s.userError(sess, "attach to", name, err))
@@ -69,7 +66,7 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	if r.revoked {
 		// The key lost its access: the whole connection goes, after the
 		// notice and the exit status (run ended the channel).
-		closeConn(sess)
+		sess.closeConn()
 	}
 	return code
 }
@@ -85,7 +82,7 @@ type relay struct {
 	opts sessions.AttachOptions
 	who  audit.Who // the client, for the audit trail
 
-	mu     sync.Mutex // guards the fields below; see windowWatch for the lock order
+	mu     sync.Mutex // guards the fields below; taken before the sessions locks
 	client *sessions.Client
 	size   sessions.Size // the client's latest valid window size; zero if unknown
 	warned bool          // a bad window size was reported
@@ -126,24 +123,19 @@ func (r *relay) run() (code int) {
 	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(watchDone)
-		closed := r.sess.Context().Done()
-		if r.sess.raw != nil {
-			closed = r.sess.raw.closed
-		}
 		select {
-		case <-closed:
+		case <-r.sess.closed:
 			r.channelClosed()
 		case <-stopWatch:
 		}
 	}()
+	stopResize := func() {}
 	if r.sess.win != nil {
-		r.sess.win.setTarget(r.resize)
+		stopResize = r.sess.win.follow(r.resize)
 	}
 	cause := "panic"
 	defer func() {
-		if r.sess.win != nil {
-			r.sess.win.setTarget(nil)
-		}
+		stopResize()
 		close(stopWatch)
 		<-watchDone
 		c := r.current()
@@ -193,7 +185,7 @@ func (r *relay) output() (code int, cause string) {
 		case isRevoked(err):
 			r.revoked = true
 			r.sess.log.Info("disconnected: access revoked", "instance", r.name, "cause", err.Error())
-			_ = r.notice(r.sess.Stderr(), err.Error())
+			_ = r.notice(r.sess.stderr(), err.Error())
 			return 1, err.Error()
 		case errors.As(err, &reset):
 			// sessions moved the client to the fresh shell (a revoked
@@ -208,7 +200,7 @@ func (r *relay) output() (code int, cause string) {
 			return exitDetached, clientLeft
 		default: // instance stopped, too slow, shutting down, backend lost, idle
 			r.sess.log.Info("session ended under the client", "instance", r.name, "cause", err.Error())
-			_ = r.notice(r.sess.Stderr(), err.Error())
+			_ = r.notice(r.sess.stderr(), err.Error())
 			return 1, err.Error()
 		}
 	}
@@ -237,8 +229,7 @@ func (r *relay) channelClosed() {
 }
 
 // resize applies a window change from the client (called by windowWatch).
-func (r *relay) resize(w ssh.Window) {
-	size := sessions.Size{Cols: w.Width, Rows: w.Height}
+func (r *relay) resize(size sessions.Size) {
 	if size.IsZero() {
 		return
 	}

@@ -75,8 +75,9 @@ func TestAttachShellExitWithBackgroundJob(t *testing.T) {
 }
 
 func TestAttachRawOutput(t *testing.T) {
-	// With onlcr off the shell's "\n" reaches the client as is: gliderlabs'
-	// Session.Write would have made it "\r\n".
+	// With onlcr off the shell's "\n" reaches the client as is: a text
+	// write (session.Write, gliderlabs' Session.Write before it) would
+	// have made it "\r\n".
 	f := newFixture(t, nil)
 	a := f.attach(t, "admin", "web1", 80, 24)
 	a.pid()

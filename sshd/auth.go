@@ -6,7 +6,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/audit"
@@ -16,6 +15,7 @@ import (
 var (
 	errCertsNotAccepted = errors.New("certificates are not accepted: no trusted user CA is configured")
 	errKeyConnLimit     = errors.New("too many connections for this key")
+	errPermissionDenied = errors.New("permission denied")
 )
 
 // Authorizer decides which public keys may log in and what they may do;
@@ -49,29 +49,20 @@ func (s *Server) authorize(key gossh.PublicKey, remote net.Addr) (keys.Identity,
 // stored here: the identity is derived again for the key that was verified
 // (serverConfig) and for every session (authenticate). A locked-out source
 // is refused whatever the key.
-func (s *Server) publicKey(ctx ssh.Context, key ssh.PublicKey) (ok bool) {
-	log := s.log
-	cs := connStateOf(ctx)
-	if cs != nil {
-		log = cs.log
-	}
+func (s *Server) publicKey(cs *connState, user string, key gossh.PublicKey) (ok bool) {
 	defer func() {
 		if p := recover(); p != nil {
-			log.Error("panic while authorizing a key", "panic", p)
+			cs.log.Error("panic while authorizing a key", "panic", p)
 			ok = false
 		}
 	}()
-	if cs != nil {
-		if until, locked := s.lim.lockedOut(cs.src); locked {
-			cs.refused(key, fmt.Sprintf("%s until %s", refusedLockedOut, until.UTC().Format(time.RFC3339)))
-			return false
-		}
+	if until, locked := s.lim.lockedOut(cs.src); locked {
+		cs.refused(key, fmt.Sprintf("%s until %s", refusedLockedOut, until.UTC().Format(time.RFC3339)))
+		return false
 	}
-	if _, err := s.authorize(key, ctx.RemoteAddr()); err != nil {
-		log.Debug("public key refused", "user", ctx.User(), "key", gossh.FingerprintSHA256(key), "err", err)
-		if cs != nil {
-			cs.refused(key, err.Error())
-		}
+	if _, err := s.authorize(key, cs.remote); err != nil {
+		cs.log.Debug("public key refused", "user", user, "key", gossh.FingerprintSHA256(key), "err", err)
+		cs.refused(key, err.Error())
 		return false
 	}
 	return true
@@ -81,39 +72,26 @@ func (s *Server) publicKey(ctx ssh.Context, key ssh.PublicKey) (ok bool) {
 // authenticated with (the one whose signature was verified), asking the
 // Authorizer again, so a key removed since the handshake (or a certificate
 // that expired) opens no new session. (The key's session slot was taken
-// when the channel opened, see sessionChannel.) The identity goes into the
-// connection's context, where identityFrom finds it.
-func (s *Server) authenticate(next ssh.Handler) ssh.Handler {
-	return func(gs ssh.Session) {
-		sess := sessOf(gs)
-		key := gs.PublicKey()
-		var verified gossh.PublicKey
-		if cs := connStateOf(gs.Context()); cs != nil {
-			verified = cs.verifiedKey()
-		}
-		if key == nil || !ssh.KeysEqual(key, verified) {
+// when the channel opened, see sessionChannel.)
+func (s *Server) authenticate(next handler) handler {
+	return func(sess *session) {
+		if sess.key == nil {
 			sess.log.Error("session without a verified public key")
 			sess.errorf("permission denied")
 			sess.end(1)
 			return
 		}
-		id, err := s.authorize(key, gs.RemoteAddr())
+		id, err := s.authorize(sess.key, sess.remote)
 		if err != nil {
 			sess.log.Info("key no longer authorized", "err", err)
 			sess.errorf("permission denied")
 			sess.end(1)
 			return
 		}
-		gs.Context().SetValue(ctxKeyIdentity, id)
+		sess.id, sess.hasID = id, true
 		sess.log = sess.log.With("identity", id.Name)
-		next(gs)
+		next(sess)
 	}
-}
-
-// identityFrom returns the identity the auth middleware stored.
-func identityFrom(ctx ssh.Context) (keys.Identity, bool) {
-	id, ok := ctx.Value(ctxKeyIdentity).(keys.Identity)
-	return id, ok
 }
 
 // who is an identity in the audit trail.

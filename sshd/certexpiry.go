@@ -30,7 +30,7 @@ func certExpiry(key gossh.PublicKey) (time.Time, bool) {
 // tell, since no reload happens then. The returned stop ends the watch and
 // waits for it; attach calls it when the relay ends.
 func watchCertExpiry(sess *session, c *sessions.Client) (stop func()) {
-	at, ok := certExpiry(sess.PublicKey())
+	at, ok := certExpiry(sess.key)
 	if !ok {
 		return func() {}
 	}

@@ -44,8 +44,8 @@ func (e *usageError) Error() string { return e.msg }
 
 // parseCommand parses the raw SSH command line. It splits on white space
 // and never unquotes: instance names contain no quotes or spaces, and a
-// shell-style split (gliderlabs' Session.Command) returns nothing for an
-// unbalanced quote, which would turn a command into an attach.
+// shell-style split (as gliderlabs' Session.Command did) returns nothing
+// for an unbalanced quote, which would turn a command into an attach.
 func parseCommand(raw string) (command, error) {
 	f := strings.Fields(raw)
 	if len(f) == 0 {

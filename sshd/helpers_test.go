@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/backend/local"
@@ -133,7 +132,7 @@ func newFixtureReg(t *testing.T, mutate func(*Config), regMutate func(*sessions.
 		}
 		select {
 		case err := <-f.served:
-			if !errors.Is(err, ssh.ErrServerClosed) {
+			if !errors.Is(err, ErrServerClosed) {
 				t.Errorf("Serve returned %v, want ErrServerClosed", err)
 			}
 		case <-ctx.Done():

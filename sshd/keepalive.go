@@ -1,10 +1,8 @@
 package sshd
 
 import (
-	"net"
 	"time"
 
-	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
 )
 
@@ -16,9 +14,8 @@ const keepaliveRequest = "keepalive@openssh.com"
 // at a time, and closes the connection when KeepaliveMax intervals pass
 // without an answer. It returns when the connection closes. This replaces
 // an idle timeout, which would drop silent but healthy sessions.
-func (s *Server) keepalive(ctx ssh.Context, conn net.Conn, cs *connState) {
+func (s *Server) keepalive(cs *connState, sc *gossh.ServerConn) {
 	if s.cfg.KeepaliveInterval < 0 {
-		<-ctx.Done()
 		return
 	}
 	tick := time.NewTicker(s.cfg.KeepaliveInterval)
@@ -27,7 +24,7 @@ func (s *Server) keepalive(ctx ssh.Context, conn net.Conn, cs *connState) {
 	inFlight, missed := false, 0
 	for {
 		select {
-		case <-ctx.Done():
+		case <-cs.ctx.Done():
 			return
 		case <-answered:
 			inFlight, missed = false, 0
@@ -37,14 +34,10 @@ func (s *Server) keepalive(ctx ssh.Context, conn net.Conn, cs *connState) {
 				if missed >= s.cfg.KeepaliveMax {
 					cs.log.Info("client stopped answering keepalives; closing the connection",
 						"interval", s.cfg.KeepaliveInterval, "missed", missed)
-					_ = conn.Close()
+					_ = cs.nc.Close()
 					return
 				}
 				continue
-			}
-			sc, ok := ctx.Value(ssh.ContextKeyConn).(gossh.Conn)
-			if !ok {
-				continue // authenticated, but gliderlabs has not stored the connection yet
 			}
 			inFlight = true
 			s.track.Go(func() {

@@ -3,25 +3,22 @@ package sshd
 import (
 	"time"
 
-	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
 )
 
 // logging gives the session a logger with the user, key and command, and
 // logs the session's end with its outcome and duration. A session's end is
 // expected, whatever its status: Info.
-func logging(next ssh.Handler) ssh.Handler {
-	return func(s ssh.Session) {
-		sess := sessOf(s)
+func logging(next handler) handler {
+	return func(sess *session) {
 		fp := ""
-		if k := s.PublicKey(); k != nil {
-			fp = gossh.FingerprintSHA256(k)
+		if sess.key != nil {
+			fp = gossh.FingerprintSHA256(sess.key)
 		}
-		_, _, pty := s.Pty()
-		sess.log = sess.log.With("user", s.User(), "key", fp, "command", clip(s.RawCommand(), 200), "pty", pty)
+		sess.log = sess.log.With("user", sess.user, "key", fp, "command", clip(sess.cmd, 200), "pty", sess.pty != nil)
 		start := time.Now()
 		sess.log.Debug("session opened")
-		next(s)
+		next(sess)
 		code, ended := sess.exitStatus()
 		outcome := "exit"
 		switch {

@@ -1,10 +1,6 @@
 package sshd
 
-import (
-	"github.com/gliderlabs/ssh"
-
-	"github.com/termgate/termgate/sessions"
-)
+import "github.com/termgate/termgate/sessions"
 
 // prefetch starts looking up the instance the login name names as soon as
 // the client has authenticated, when this key may open a terminal there:
@@ -17,14 +13,14 @@ import (
 // only when it names the same instance and is fresh
 // (sessions.AttachOptions.Prefetch); a command ("list", "reset") leaves it
 // unused. The lookup runs in a tracked goroutine bound to the connection.
-func (s *Server) prefetch(ctx ssh.Context, cs *connState, user string) {
+func (s *Server) prefetch(cs *connState, user string) {
 	cs.mu.Lock()
 	id := cs.identity
 	cs.mu.Unlock()
 	if sessions.CheckName(user) != nil || id.NoPTY || !id.May(user) {
 		return
 	}
-	p, run := s.cfg.Registry.Prefetch(ctx, user)
+	p, run := s.cfg.Registry.Prefetch(cs.ctx, user)
 	cs.mu.Lock()
 	cs.prefetch = p
 	cs.mu.Unlock()

@@ -24,37 +24,19 @@ import (
 // x/crypto's window holds the client back, as a full inbox did before.
 func (r *relay) input() (stop func()) {
 	w := &inputWriter{r: r}
+	in := r.sess.in
 	done := make(chan struct{})
-	if in := r.sess.raw; in != nil {
-		if in.in.deliverTo(w.write) {
-			close(done)
-		} else { // typed ahead: written from a goroutine of its own, then the pump takes over
-			go func() {
-				defer close(done)
-				in.in.deliverQueued(w.write)
-			}()
-		}
-		return func() {
-			<-done
-			in.in.stopDelivery()
-			w.stop()
-		}
+	if in.deliverTo(w.write) {
+		close(done)
+	} else { // typed ahead: written from a goroutine of its own, then the pump takes over
+		go func() {
+			defer close(done)
+			in.deliverQueued(w.write)
+		}()
 	}
-	go func() { // a bare ssh.Session (a middleware used outside Server)
-		defer close(done)
-		buf := make([]byte, 32<<10)
-		for {
-			n, err := r.sess.Read(buf)
-			if n > 0 {
-				w.write(buf[:n])
-			}
-			if err != nil {
-				return // io.EOF: the client sent EOF or the channel closed
-			}
-		}
-	}()
 	return func() {
 		<-done
+		in.stopDelivery()
 		w.stop()
 	}
 }
@@ -126,7 +108,7 @@ func (w *inputWriter) outcome(_ int, err error) {
 		// once, so its screen is not littered.
 		if !w.toldReadOnly.Swap(true) {
 			w.r.sess.log.Info("an observer typed; its input is dropped", "instance", w.r.name)
-			_ = w.r.notice(w.r.sess.Stderr(), readOnlyNotice)
+			_ = w.r.notice(w.r.sess.stderr(), readOnlyNotice)
 		}
 	case errors.Is(err, sessions.ErrInputStalled):
 		w.mu.Lock()
@@ -137,7 +119,7 @@ func (w *inputWriter) outcome(_ int, err error) {
 		}
 		w.mu.Unlock()
 		w.r.sess.log.Info("the shell is not reading its input; dropping input", "instance", w.r.name)
-		_ = w.r.notice(w.r.sess.Stderr(), err.Error())
+		_ = w.r.notice(w.r.sess.stderr(), err.Error())
 	}
 }
 
@@ -226,7 +208,7 @@ func (r *relay) watchClosed(stop <-chan struct{}, c *sessions.Client, grace time
 				cause = err.Error()
 			}
 			r.sess.log.Info("the client takes no output; closing the connection", "instance", r.name, "blocked", d.Round(time.Millisecond), "cause", cause)
-			closeConn(r.sess)
+			r.sess.closeConn()
 			return
 		}
 	}

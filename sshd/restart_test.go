@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gliderlabs/ssh"
-
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -65,10 +63,10 @@ func TestShutdownTellsDurableClientsToReconnect(t *testing.T) {
 	if err := <-shut; err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	if err := <-f.served; !errors.Is(err, ssh.ErrServerClosed) {
+	if err := <-f.served; !errors.Is(err, ErrServerClosed) {
 		t.Fatalf("Serve returned %v", err)
 	}
-	f.served <- ssh.ErrServerClosed // for the fixture's cleanup
+	f.served <- ErrServerClosed // for the fixture's cleanup
 }
 
 // list shows a DURABLE column when a session is durable.

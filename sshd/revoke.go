@@ -4,7 +4,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/sessions"
@@ -26,7 +25,7 @@ var (
 // reset, on Recheck after every reload of the credentials, and when the
 // client's certificate expires (certexpiry.go).
 func (s *Server) stillAllowed(sess *session, key gossh.PublicKey) func(instance string) error {
-	remote := sess.RemoteAddr()
+	remote := sess.remote
 	return func(instance string) error {
 		id, err := s.authorize(key, remote)
 		if at, ok := certExpiry(key); err != nil && ok && !time.Now().Before(at) {
@@ -49,13 +48,4 @@ func (s *Server) stillAllowed(sess *session, key gossh.PublicKey) func(instance 
 func isRevoked(err error) bool {
 	var revoked *sessions.RevokedError
 	return errors.As(err, &revoked)
-}
-
-// closeConn closes the session's whole SSH connection: a revoked key must
-// keep nothing open, and a connection whose client stopped taking data
-// frees everything it holds.
-func closeConn(sess *session) {
-	if c, ok := sess.Context().Value(ssh.ContextKeyConn).(gossh.Conn); ok {
-		_ = c.Close()
-	}
 }

@@ -9,8 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/gliderlabs/ssh"
-
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
@@ -18,16 +16,15 @@ import (
 
 // route is the innermost handler: it parses the command line and runs it.
 // It runs after authenticate, so the identity is in the context.
-func (s *Server) route(gs ssh.Session) {
-	sess := sessOf(gs)
-	id, ok := identityFrom(gs.Context())
+func (s *Server) route(sess *session) {
+	id, ok := sess.identity()
 	if !ok { // a chain without authenticate: fail closed
 		sess.log.Error("no identity in the session context")
 		sess.errorf("permission denied")
 		sess.end(1)
 		return
 	}
-	cmd, err := parseCommand(gs.RawCommand())
+	cmd, err := parseCommand(sess.cmd)
 	if err != nil || cmd.verb != verbAttach {
 		sess.discardInput() // commands read no input; do not hold it
 	}
@@ -39,11 +36,11 @@ func (s *Server) route(gs ssh.Session) {
 	}
 	switch cmd.verb {
 	case verbAttach:
-		sess.end(s.attach(sess, id, gs.User()))
+		sess.end(s.attach(sess, id, sess.user))
 	case verbReset:
 		name := cmd.instance
 		if name == "" {
-			name = gs.User()
+			name = sess.user
 		}
 		sess.end(s.reset(sess, id, name))
 	case verbList:
@@ -61,13 +58,13 @@ func (s *Server) route(gs ssh.Session) {
 func (s *Server) allowed(sess *session, id keys.Identity, name, action string) bool {
 	if err := sessions.CheckName(name); err != nil {
 		sess.errorf(err.Error())
-		s.cfg.Audit.Event(action, who(id, sess.RemoteAddr()), clip(name, 128), "", "result", "denied", "reason", "invalid instance name")
+		s.cfg.Audit.Event(action, who(id, sess.remote), clip(name, 128), "", "result", "denied", "reason", "invalid instance name")
 		return false
 	}
 	if !id.May(name) {
 		sess.log.Info("instance not allowed for this key", "instance", name)
 		sess.errorf(sessions.NotFoundMessage(name))
-		s.cfg.Audit.Event(action, who(id, sess.RemoteAddr()), name, "", "result", "denied", "reason", "instance not allowed for this key")
+		s.cfg.Audit.Event(action, who(id, sess.remote), name, "", "result", "denied", "reason", "instance not allowed for this key")
 		return false
 	}
 	return true
@@ -83,19 +80,19 @@ func (s *Server) reset(sess *session, id keys.Identity, name string) int {
 		// nothing about it, read-only or not.
 		sess.log.Info("reset refused: the key is read-only", "instance", name)
 		sess.errorf(readOnlyReset)
-		s.cfg.Audit.Event(audit.Reset, who(id, sess.RemoteAddr()), name, "", "result", "denied", "reason", "read-only key")
+		s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), name, "", "result", "denied", "reason", "read-only key")
 		return 1
 	}
-	ctx, cancel := context.WithTimeout(sess.Context(), s.cfg.CommandTimeout)
+	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)
 	defer cancel()
 	ns, err := s.cfg.Registry.Reset(ctx, name, resetBy(id))
 	if err != nil {
 		sess.errorf(s.userError(sess, "reset", name, err))
-		s.cfg.Audit.Event(audit.Reset, who(id, sess.RemoteAddr()), name, "", "result", "failed", "reason", err.Error())
+		s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), name, "", "result", "failed", "reason", err.Error())
 		return 1
 	}
 	sess.log.Info("session reset", "instance", name, "session", ns.ID())
-	s.cfg.Audit.Event(audit.Reset, who(id, sess.RemoteAddr()), name, ns.ID(), "result", "ok")
+	s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), name, ns.ID(), "result", "ok")
 	_, _ = fmt.Fprintf(sess, "reset %s: new session %s\n", name, ns.ID())
 	return 0
 }

@@ -3,23 +3,22 @@ package sshd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/gliderlabs/ssh"
 	"github.com/jonboulle/clockwork"
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/audit"
-	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
+
+// ErrServerClosed is what Serve returns after Shutdown or Close.
+var ErrServerClosed = errors.New("sshd: server closed")
 
 // Config configures a Server; New fills in the defaults.
 type Config struct {
@@ -32,6 +31,10 @@ type Config struct {
 	// UserCAs authorizes OpenSSH user certificates (usually a
 	// *keys.CAStore); nil refuses every certificate.
 	UserCAs CertAuthorizer
+	// CompatAlgorithms also offers the NIST ECDH key exchanges and the
+	// encrypt-and-MAC MACs, for clients that have nothing else
+	// (algorithms.go). Off, ssh-audit finds nothing to fail.
+	CompatAlgorithms bool
 	// Audit receives the audit trail: authentication successes and
 	// failures, attach, detach, reset (nil: none).
 	Audit *audit.Log
@@ -98,19 +101,25 @@ type Config struct {
 
 // Server is termgate's SSH listener.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	srv     *ssh.Server
-	handler ssh.Handler // the middleware chain
-	track   tracker     // every goroutine this package starts
-	nextID  atomic.Uint64
-	lim     *limits
+	cfg      Config
+	log      *slog.Logger
+	host     gossh.Signer
+	handler  handler                  // the middleware chain
+	channels map[string]channelOpener // by channel type; others are refused
+	track    tracker                  // every goroutine this package starts
+	nextID   atomic.Uint64
+	lim      *limits
 
-	mu       sync.Mutex              // guards the fields below
-	conns    map[net.Conn]*connState // every connection, from accept to close
-	listener net.Listener            // the last one given to Serve
-	closing  bool
+	mu        sync.Mutex              // guards the fields below; taken before limits.mu
+	conns     map[net.Conn]*connState // every connection, from accept to close
+	listeners map[net.Listener]struct{}
+	addr      net.Addr // of the last listener given to Serve
+	closing   bool
 }
+
+// channelOpener serves one channel a client opens, from its open to its
+// end, in a goroutine of its own.
+type channelOpener func(cs *connState, nc gossh.NewChannel)
 
 // New checks cfg and fills in the defaults.
 func New(cfg Config) (*Server, error) {
@@ -168,29 +177,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.CloseGrace <= 0 {
 		cfg.CloseGrace = 5 * time.Second
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, conns: map[net.Conn]*connState{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, host: host, conns: map[net.Conn]*connState{}, listeners: map[net.Listener]struct{}{}}
 	s.lim = newLimits(&s.cfg)
 	s.handler = chain(s.route, recoverer, logging, s.authenticate)
-	s.srv = &ssh.Server{
-		Addr:                     cfg.Addr,
-		Handler:                  s.serveSession,
-		HostSigners:              []ssh.Signer{host},
-		Version:                  "termgate",
-		PublicKeyHandler:         s.publicKey, // the only auth method: no password, no keyboard-interactive
-		ConnCallback:             s.connOpened,
-		ServerConfigCallback:     s.serverConfig,
-		ConnectionFailedCallback: s.connFailed,
-		// Only "session" channels; port forwarding needs "direct-tcpip"
-		// and the "tcpip-forward" request, which have no handler.
-		ChannelHandlers: map[string]ssh.ChannelHandler{
-			"session": s.sessionChannel,
-			"default": rejectChannel,
-		},
-		RequestHandlers:   map[string]ssh.RequestHandler{},
-		SubsystemHandlers: map[string]ssh.SubsystemHandler{},
-		// No IdleTimeout: an attached session may be silent for hours
-		// (keepalives find dead peers instead).
-	}
+	// Only "session" channels: port forwarding (direct-tcpip), agent and
+	// X11 channels have no opener and are refused.
+	s.channels = map[string]channelOpener{"session": s.sessionChannel}
 	return s, nil
 }
 
@@ -202,17 +194,48 @@ func defaultInt(v *int, def int) {
 }
 
 // Serve accepts connections on l until Shutdown or Close, after which it
-// returns ssh.ErrServerClosed.
+// returns ErrServerClosed. It closes l when it returns.
 func (s *Server) Serve(l net.Listener) error {
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		_ = l.Close()
-		return ssh.ErrServerClosed
+		return ErrServerClosed
 	}
-	s.listener = l
+	s.listeners[l], s.addr = struct{}{}, l.Addr()
+	s.track.add() // Shutdown waits for Serve to return, too
 	s.mu.Unlock()
-	return s.srv.Serve(l)
+	defer s.track.done()
+	defer func() {
+		s.mu.Lock()
+		delete(s.listeners, l)
+		s.mu.Unlock()
+		_ = l.Close()
+	}()
+	var delay time.Duration
+	for {
+		nc, err := l.Accept()
+		if err != nil {
+			if s.isClosing() {
+				return ErrServerClosed
+			}
+			if te, ok := err.(interface{ Temporary() bool }); ok && te.Temporary() {
+				// Out of descriptors, say: back off as net/http does.
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		s.track.Go(func() { s.serveConn(nc) })
+	}
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
 }
 
 // ListenAndServe listens on Config.Addr and serves.
@@ -228,10 +251,7 @@ func (s *Server) ListenAndServe() error {
 func (s *Server) Addr() net.Addr {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.listener == nil {
-		return nil
-	}
-	return s.listener.Addr()
+	return s.addr
 }
 
 // Shutdown stops accepting, closes the connections still in their
@@ -239,17 +259,7 @@ func (s *Server) Addr() net.Addr {
 // registry shuts down) and for every goroutine of the package. It returns
 // ctx.Err() when ctx ends first; call Close then.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.closing = true
-	for c, cs := range s.conns {
-		if !cs.isAuthenticated() {
-			_ = c.Close()
-		}
-	}
-	s.mu.Unlock()
-	if err := s.srv.Shutdown(ctx); err != nil {
-		return err
-	}
+	s.stop(func(cs *connState) bool { return !cs.isAuthenticated() })
 	return s.track.wait(ctx)
 }
 
@@ -257,245 +267,27 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // package's goroutines (each is bounded: shell starts and resets by the
 // registry's timeouts, the rest by the closed connections).
 func (s *Server) Close() error {
+	s.stop(func(*connState) bool { return true })
+	_ = s.track.wait(context.Background())
+	return nil
+}
+
+// stop marks the server closing, closes its listeners and the connections
+// drop picks.
+func (s *Server) stop(drop func(*connState) bool) {
 	s.mu.Lock()
 	s.closing = true
-	for c := range s.conns {
-		_ = c.Close()
+	var closers []io.Closer
+	for l := range s.listeners {
+		closers = append(closers, l)
+	}
+	for c, cs := range s.conns {
+		if drop(cs) {
+			closers = append(closers, c)
+		}
 	}
 	s.mu.Unlock()
-	err := s.srv.Close()
-	_ = s.track.wait(context.Background())
-	return err
-}
-
-// connState is what the server knows about one connection; it lives in the
-// connection's ssh.Context under ctxKeyConnState.
-type connState struct {
-	id      uint64
-	log     *slog.Logger
-	remote  net.Addr
-	src     netip.Prefix  // what the per-source limits count
-	authed  chan struct{} // closed once authentication succeeded
-	preauth func()        // releases the pre-authentication slot
-
-	mu       sync.Mutex      // guards the fields below
-	verified gossh.PublicKey // the key whose signature was verified
-	identity keys.Identity   // the verified key's identity
-	keySlot  func()          // releases the key's connection slot; nil before
-	channels int             // session channels open (MaxChannelsPerConn)
-	authDone bool
-	// Failed authentication attempts (method "none" aside), for the
-	// lock-out and the audit trail: how many, how many of them only hit
-	// MaxConnsPerKey, the last key refused and why.
-	failures, capRefusals int
-	lastKey, lastReason   string
-	user                  string // the user name of the last attempt
-	pending               string // why the public-key callback refused the current attempt
-	// prefetch is the lookup of the instance the login name names,
-	// started once the client authenticated (see prefetch.go); nil when
-	// the name cannot be attached to by this key.
-	prefetch *sessions.Prefetch
-}
-
-type ctxKey struct{ name string }
-
-var (
-	ctxKeyConnState = &ctxKey{"termgate-conn"}
-	ctxKeyIdentity  = &ctxKey{"termgate-identity"}
-)
-
-func connStateOf(ctx ssh.Context) *connState {
-	cs, _ := ctx.Value(ctxKeyConnState).(*connState)
-	return cs
-}
-
-func (cs *connState) authenticated() {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if !cs.authDone {
-		cs.authDone = true
-		close(cs.authed)
+	for _, c := range closers { // outside s.mu: closing is I/O
+		_ = c.Close()
 	}
-}
-
-func (cs *connState) isAuthenticated() bool {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.authDone
-}
-
-func (cs *connState) setVerified(key gossh.PublicKey, id keys.Identity, keySlot func()) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.keySlot != nil {
-		cs.keySlot() // cannot happen: authentication succeeds once
-	}
-	cs.verified, cs.identity, cs.keySlot = key, id, keySlot
-}
-
-// refused notes why the public-key callback refused a key; the
-// authentication log callback that follows records it.
-func (cs *connState) refused(key gossh.PublicKey, reason string) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cs.lastKey, cs.pending = keyLabel(key), reason
-}
-
-// attemptFailed records a failed authentication attempt.
-func (cs *connState) attemptFailed(user, method string, err error, capRefusal bool) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cs.failures++
-	cs.user = user
-	if capRefusal {
-		cs.capRefusals++
-	}
-	switch {
-	case cs.pending != "":
-		cs.lastReason, cs.pending = cs.pending, ""
-	case method != "publickey":
-		cs.lastReason = method + " authentication is not offered"
-	default:
-		cs.lastReason = err.Error()
-	}
-}
-
-func (cs *connState) releaseChannel() {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	cs.channels--
-}
-
-func (cs *connState) verifiedKey() gossh.PublicKey {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.verified
-}
-
-// connOpened registers a new connection and starts its watcher (handshake
-// deadline, then keepalives). The deadline is a timer that closes the
-// connection rather than conn.SetDeadline: gliderlabs resets the deadline
-// of its connection wrapper on every Read and Write.
-//
-// A connection over the pre-authentication caps, or from a locked-out
-// source, is closed here, before any byte of SSH is spent on it.
-func (s *Server) connOpened(ctx ssh.Context, conn net.Conn) net.Conn {
-	var dropped func()
-	defer func() {
-		if dropped != nil {
-			dropped() // outside s.mu: closing is I/O
-		}
-	}()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return nil // gliderlabs closes it
-	}
-	src := sourceOf(conn.RemoteAddr())
-	id := s.nextID.Add(1)
-	log := s.log.With("conn", id, "remote", conn.RemoteAddr().String())
-	release, dropped, refused := s.lim.admit(src, func() {
-		log.Info("unauthenticated connection dropped to make room for a newer one", "limit", s.cfg.MaxPreAuth)
-		_ = conn.Close()
-	})
-	if refused != "" {
-		s.log.Debug("connection refused", "remote", conn.RemoteAddr().String(), "reason", refused)
-		return nil
-	}
-	cs := &connState{id: id, authed: make(chan struct{}), remote: conn.RemoteAddr(), src: src, preauth: release, log: log}
-	ctx.SetValue(ctxKeyConnState, cs)
-	s.conns[conn] = cs
-	s.track.Go(func() { s.watchConn(ctx, conn, cs) })
-	return conn
-}
-
-// watchConn enforces the handshake deadline, then sends keepalives until
-// the connection closes (gliderlabs cancels ctx when it does).
-func (s *Server) watchConn(ctx ssh.Context, conn net.Conn, cs *connState) {
-	defer func() {
-		s.mu.Lock()
-		delete(s.conns, conn)
-		s.mu.Unlock()
-		s.connEnded(cs)
-	}()
-	deadline := time.NewTimer(s.cfg.HandshakeTimeout)
-	select {
-	case <-cs.authed:
-		deadline.Stop()
-	case <-deadline.C:
-		cs.log.Info("handshake timed out", "timeout", s.cfg.HandshakeTimeout)
-		_ = conn.Close()
-		return
-	case <-ctx.Done():
-		deadline.Stop()
-		return
-	}
-	s.keepalive(ctx, conn, cs)
-}
-
-// serverConfig is the per-connection x/crypto configuration; gliderlabs adds
-// the host key and the public-key callback.
-//
-// VerifiedPublicKeyCallback runs only for the key whose signature was
-// verified: that is where the identity is derived and the key's connection
-// slot taken. AuthLogCallback sees every attempt's outcome.
-func (s *Server) serverConfig(ctx ssh.Context) *gossh.ServerConfig {
-	cs := connStateOf(ctx)
-	return &gossh.ServerConfig{
-		Config:                  algorithmConfig(),
-		PublicKeyAuthAlgorithms: publicKeyAuthAlgorithms,
-		MaxAuthTries:            s.cfg.MaxAuthTries,
-		VerifiedPublicKeyCallback: func(_ gossh.ConnMetadata, key gossh.PublicKey, perms *gossh.Permissions, _ string) (*gossh.Permissions, error) {
-			id, err := s.authorize(key, cs.remote)
-			if err != nil { // the file changed since the key was offered
-				return nil, err
-			}
-			slot, ok := s.lim.keyConn(capKey(key))
-			if !ok {
-				return nil, &gossh.BannerError{
-					Err:     errKeyConnLimit,
-					Message: fmt.Sprintf("termgate: this key already has %d connections open; close one and try again\r\n", s.cfg.MaxConnsPerKey),
-				}
-			}
-			cs.setVerified(key, id, slot)
-			return perms, nil
-		},
-		AuthLogCallback: func(conn gossh.ConnMetadata, method string, err error) {
-			if err == nil {
-				cs.authenticated()
-				cs.preauth()
-				s.auditAuthSuccess(cs, conn.User())
-				s.prefetch(ctx, cs, conn.User())
-				return
-			}
-			if method != "none" {
-				cs.attemptFailed(conn.User(), method, err, errors.Is(err, errKeyConnLimit))
-				cs.log.Debug("authentication attempt failed", "method", method, "err", err)
-			}
-		},
-	}
-}
-
-func (s *Server) connFailed(conn net.Conn, err error) {
-	level := slog.LevelInfo
-	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-		level = slog.LevelDebug // port scanners, health checks, our own handshake timeout
-	}
-	s.log.Log(context.Background(), level, "ssh handshake failed", "remote", conn.RemoteAddr().String(), "err", err)
-}
-
-// serveSession is gliderlabs' handler: it wraps the session, runs the
-// middleware chain, and makes sure the exit status is sent and the channel
-// closed before it returns.
-func (s *Server) serveSession(gs ssh.Session) {
-	s.track.add()
-	defer s.track.done()
-	sess := newSession(gs, s.cfg.CloseGrace)
-	if cs := connStateOf(gs.Context()); cs != nil {
-		sess.log = cs.log
-	} else {
-		sess.log = s.log
-	}
-	defer sess.end(0)
-	s.handler(sess)
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gliderlabs/ssh"
 	gossh "golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 
@@ -263,8 +262,8 @@ func TestHandshakeTimeout(t *testing.T) {
 
 func TestPanicRecovered(t *testing.T) {
 	f := newFixture(t, nil)
-	f.srv.handler = chain(func(s ssh.Session) {
-		if s.RawCommand() == "boom" {
+	f.srv.handler = chain(func(s *session) {
+		if s.cmd == "boom" {
 			panic("boom")
 		}
 		f.srv.route(s)
@@ -304,7 +303,7 @@ func TestShutdown(t *testing.T) {
 	go func() { shut <- f.srv.Shutdown(ctx) }()
 	select {
 	case err := <-f.served:
-		if !errors.Is(err, ssh.ErrServerClosed) {
+		if !errors.Is(err, ErrServerClosed) {
 			t.Fatalf("Serve returned %v", err)
 		}
 		f.served <- err // for the fixture's cleanup

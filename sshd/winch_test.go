@@ -7,9 +7,10 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 )
 
-// gliderlabs queues window changes in a channel of one and blocks the
-// channel's request loop on a full one: changes sent before the shell
-// request, or many in a row, must not wedge the session.
+// Window changes never wait in the channel's request loop (gliderlabs
+// queued them in a channel of one and blocked the loop on a full one):
+// changes sent before the shell request, or many in a row, must not wedge
+// the session.
 func TestWindowChangesNeverBlock(t *testing.T) {
 	f := newFixture(t, nil)
 	c := f.dial(t, "admin", "web1")

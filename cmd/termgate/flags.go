@@ -47,6 +47,7 @@ type options struct {
 	durable             bool
 	kubeconfig          string
 	kubeNamespace       string
+	sshCompat           bool
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
@@ -55,6 +56,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.SetOutput(os.Stderr)
 	var buffer, origins, locals, scrollback, recordMax, recordTotal string
 	fs.StringVar(&o.sshAddr, "ssh-addr", ":2222", "SSH listener address")
+	fs.BoolVar(&o.sshCompat, "ssh-compat-algorithms", false, "also offer the NIST ECDH key exchanges (ecdh-sha2-nistp256/384/521) and the encrypt-and-MAC MACs (hmac-sha2-256/512), for SSH clients that have nothing better; ssh-audit fails them")
 	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "HTTP + WebSocket listener address")
 	fs.StringVar(&o.stateDir, "state-dir", keys.DefaultStateDir(), "directory for generated state (host key, API token, authorized_keys)")
 	fs.StringVar(&o.hostKey, "host-key", "", "SSH host key (default <state-dir>/ssh_host_ed25519_key; created on first start)")

@@ -123,7 +123,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	recheck := reg.Recheck
 	creds.recheck.Store(&recheck)
 
-	sshSrv, err := sshd.New(sshd.Config{HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, Audit: auditLog, Registry: reg, Logger: log})
+	sshSrv, err := sshd.New(sshd.Config{HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat, Audit: auditLog, Registry: reg, Logger: log})
 	if err != nil {
 		return err
 	}
@@ -187,8 +187,10 @@ loop:
 	return runErr
 }
 
+// serveErr is what a listener's Serve returned, as run reports it: nil
+// once the listener was shut down or closed.
 func serveErr(name string, err error) error {
-	if err == nil || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "server closed") {
+	if err == nil || errors.Is(err, sshd.ErrServerClosed) || errors.Is(err, http.ErrServerClosed) || errors.Is(err, net.ErrClosed) {
 		return nil
 	}
 	return fmt.Errorf("%s listener: %w", name, err)

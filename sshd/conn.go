@@ -1,0 +1,269 @@
+package sshd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/sessions"
+)
+
+// connState is what the server knows about one connection.
+type connState struct {
+	id      uint64
+	log     *slog.Logger
+	nc      net.Conn // closing it ends the connection
+	remote  net.Addr
+	src     netip.Prefix // what the per-source limits count
+	preauth func()       // releases the pre-authentication slot
+	// ctx ends when the connection does; sessions' calls made for it
+	// (attach, reset, the prefetch) run under it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	login  string // the user name it authenticated as; set before any channel opens
+
+	mu       sync.Mutex      // guards the fields below
+	verified gossh.PublicKey // the key whose signature was verified
+	identity keys.Identity   // the verified key's identity
+	keySlot  func()          // releases the key's connection slot; nil before
+	channels int             // session channels open (MaxChannelsPerConn)
+	authDone bool
+	// Failed authentication attempts (method "none" aside), for the
+	// lock-out and the audit trail: how many, how many of them only hit
+	// MaxConnsPerKey, the last key refused and why.
+	failures, capRefusals int
+	lastKey, lastReason   string
+	user                  string // the user name of the last attempt
+	pending               string // why the public-key callback refused the current attempt
+	// prefetch is the lookup of the instance the login name names,
+	// started once the client authenticated (see prefetch.go); nil when
+	// the name cannot be attached to by this key.
+	prefetch *sessions.Prefetch
+}
+
+// serveConn runs one connection from accept to close: admission, the
+// handshake, then its channels, each opened in a goroutine of its own.
+// Global requests are all refused (no tcpip-forward); keepalives go out
+// from their own goroutine.
+func (s *Server) serveConn(nc net.Conn) {
+	cs := s.connOpened(nc)
+	if cs == nil {
+		_ = nc.Close()
+		return
+	}
+	defer s.connClosed(cs)
+	sc, chans, reqs, err := s.handshake(cs)
+	if err != nil {
+		return
+	}
+	defer sc.Close()
+	cs.login = sc.User()
+	s.track.Go(func() { s.keepalive(cs, sc) })
+	s.track.Go(func() { gossh.DiscardRequests(reqs) })
+	for nch := range chans { // until the connection ends
+		open, ok := s.channels[nch.ChannelType()]
+		if !ok {
+			open = rejectChannel
+		}
+		s.track.Go(func() { open(cs, nch) })
+	}
+}
+
+// connOpened registers a new connection, or returns nil when it is over
+// the pre-authentication caps, from a locked-out source or arrives while
+// the server closes: it is closed before any byte of SSH is spent on it.
+func (s *Server) connOpened(nc net.Conn) *connState {
+	var dropped func()
+	defer func() {
+		if dropped != nil {
+			dropped() // outside s.mu: closing is I/O
+		}
+	}()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return nil
+	}
+	src := sourceOf(nc.RemoteAddr())
+	id := s.nextID.Add(1)
+	log := s.log.With("conn", id, "remote", nc.RemoteAddr().String())
+	release, dropped, refused := s.lim.admit(src, func() {
+		log.Info("unauthenticated connection dropped to make room for a newer one", "limit", s.cfg.MaxPreAuth)
+		_ = nc.Close()
+	})
+	if refused != "" {
+		s.log.Debug("connection refused", "remote", nc.RemoteAddr().String(), "reason", refused)
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cs := &connState{id: id, log: log, nc: nc, remote: nc.RemoteAddr(), src: src, preauth: release, ctx: ctx, cancel: cancel}
+	s.conns[nc] = cs
+	return cs
+}
+
+// connClosed forgets a connection that ended and settles its accounts.
+func (s *Server) connClosed(cs *connState) {
+	cs.cancel()
+	_ = cs.nc.Close()
+	s.mu.Lock()
+	delete(s.conns, cs.nc)
+	s.mu.Unlock()
+	s.connEnded(cs)
+}
+
+// handshake runs the SSH handshake, authentication included, within
+// HandshakeTimeout (the deadline is the connection's own: nothing else
+// reads or writes it meanwhile).
+func (s *Server) handshake(cs *connState) (*gossh.ServerConn, <-chan gossh.NewChannel, <-chan *gossh.Request, error) {
+	deadline := time.Now().Add(s.cfg.HandshakeTimeout)
+	_ = cs.nc.SetDeadline(deadline)
+	sc, chans, reqs, err := gossh.NewServerConn(cs.nc, s.serverConfig(cs))
+	if err != nil {
+		if errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(deadline) {
+			cs.log.Info("handshake timed out", "timeout", s.cfg.HandshakeTimeout)
+		} else {
+			s.handshakeFailed(cs, err)
+		}
+		return nil, nil, nil, err
+	}
+	_ = cs.nc.SetDeadline(time.Time{}) // an attached session may be silent for hours
+	return sc, chans, reqs, nil
+}
+
+func (s *Server) handshakeFailed(cs *connState, err error) {
+	level := slog.LevelInfo
+	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+		level = slog.LevelDebug // port scanners, health checks, connections dropped for newer ones
+	}
+	s.log.Log(context.Background(), level, "ssh handshake failed", "remote", cs.remote.String(), "err", err)
+}
+
+// serverConfig is the connection's x/crypto configuration: public keys only
+// (no password, no keyboard-interactive), the algorithms of algorithms.go.
+//
+// PublicKeyCallback runs for every key the client offers, also keys it
+// never signs with; VerifiedPublicKeyCallback runs only for the key whose
+// signature was verified: that is where the identity is derived and the
+// key's connection slot taken. AuthLogCallback sees every attempt's
+// outcome.
+func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
+	cfg := &gossh.ServerConfig{
+		Config:                  algorithmConfig(s.cfg.CompatAlgorithms),
+		ServerVersion:           "SSH-2.0-termgate",
+		PublicKeyAuthAlgorithms: publicKeyAuthAlgorithms,
+		MaxAuthTries:            s.cfg.MaxAuthTries,
+		PublicKeyCallback: func(meta gossh.ConnMetadata, key gossh.PublicKey) (*gossh.Permissions, error) {
+			if !s.publicKey(cs, meta.User(), key) {
+				return nil, errPermissionDenied
+			}
+			return &gossh.Permissions{}, nil
+		},
+		VerifiedPublicKeyCallback: func(_ gossh.ConnMetadata, key gossh.PublicKey, perms *gossh.Permissions, _ string) (*gossh.Permissions, error) {
+			id, err := s.authorize(key, cs.remote)
+			if err != nil { // the file changed since the key was offered
+				return nil, err
+			}
+			slot, ok := s.lim.keyConn(capKey(key))
+			if !ok {
+				return nil, &gossh.BannerError{
+					Err:     errKeyConnLimit,
+					Message: fmt.Sprintf("termgate: this key already has %d connections open; close one and try again\r\n", s.cfg.MaxConnsPerKey),
+				}
+			}
+			cs.setVerified(key, id, slot)
+			return perms, nil
+		},
+		AuthLogCallback: func(conn gossh.ConnMetadata, method string, err error) {
+			if err == nil {
+				cs.authenticated()
+				cs.preauth()
+				s.auditAuthSuccess(cs, conn.User())
+				s.prefetch(cs, conn.User())
+				return
+			}
+			if method != "none" {
+				cs.attemptFailed(conn.User(), method, err, errors.Is(err, errKeyConnLimit))
+				cs.log.Debug("authentication attempt failed", "method", method, "err", err)
+			}
+		},
+	}
+	cfg.AddHostKey(s.host)
+	return cfg
+}
+
+// rejectChannel refuses a channel of a type that has no opener: port
+// forwarding (direct-tcpip), agent and X11 channels, anything else.
+func rejectChannel(cs *connState, nc gossh.NewChannel) {
+	cs.log.Debug("refused a channel", "type", nc.ChannelType())
+	_ = nc.Reject(gossh.Prohibited, "termgate allows terminal sessions only (no port forwarding)")
+}
+
+func (cs *connState) authenticated() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.authDone = true
+}
+
+func (cs *connState) isAuthenticated() bool {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.authDone
+}
+
+func (cs *connState) setVerified(key gossh.PublicKey, id keys.Identity, keySlot func()) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.keySlot != nil {
+		cs.keySlot() // cannot happen: authentication succeeds once
+	}
+	cs.verified, cs.identity, cs.keySlot = key, id, keySlot
+}
+
+// refused notes why the public-key callback refused a key; the
+// authentication log callback that follows records it.
+func (cs *connState) refused(key gossh.PublicKey, reason string) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.lastKey, cs.pending = keyLabel(key), reason
+}
+
+// attemptFailed records a failed authentication attempt.
+func (cs *connState) attemptFailed(user, method string, err error, capRefusal bool) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.failures++
+	cs.user = user
+	if capRefusal {
+		cs.capRefusals++
+	}
+	switch {
+	case cs.pending != "":
+		cs.lastReason, cs.pending = cs.pending, ""
+	case method != "publickey":
+		cs.lastReason = method + " authentication is not offered"
+	default:
+		cs.lastReason = err.Error()
+	}
+}
+
+func (cs *connState) releaseChannel() {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.channels--
+}
+
+func (cs *connState) verifiedKey() gossh.PublicKey {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return cs.verified
+}
