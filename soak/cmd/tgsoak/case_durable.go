@@ -7,6 +7,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +17,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/termgate/termgate/internal/gatewayproc"
 )
 
 // seqLine is one line of the durable cases' counter; the counter itself
@@ -26,11 +31,12 @@ const counterCmd = `( i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); echo "seq-$i
 // recorder reads a WebSocket client until its connection ends, keeping
 // every output byte (the durable cases check them line by line).
 type recorder struct {
-	t    *wsTerm
-	mu   sync.Mutex
-	out  bytes.Buffer
-	done chan struct{}
-	err  error
+	t      *wsTerm
+	mu     sync.Mutex
+	out    bytes.Buffer
+	events []wsEvent // the client's events so far
+	done   chan struct{}
+	err    error
 }
 
 func record(t *wsTerm) *recorder {
@@ -42,6 +48,7 @@ func record(t *wsTerm) *recorder {
 			n, err := t.Read(buf)
 			rc.mu.Lock()
 			rc.out.Write(buf[:n])
+			rc.events = append(rc.events[:0], t.events...)
 			rc.mu.Unlock()
 			if err != nil {
 				rc.err = err
@@ -50,6 +57,21 @@ func record(t *wsTerm) *recorder {
 		}
 	}()
 	return rc
+}
+
+// waitEvent waits up to d for an event of type typ after the first n.
+func (rc *recorder) waitEvent(typ string, n int, d time.Duration) (wsEvent, bool) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		rc.mu.Lock()
+		evs := rc.events[min(n, len(rc.events)):]
+		rc.mu.Unlock()
+		for _, ev := range evs {
+			if ev.Type == typ {
+				return ev, true
+			}
+		}
+	}
+	return wsEvent{}, false
 }
 
 func (rc *recorder) bytes() []byte {
@@ -107,80 +129,76 @@ func checkSeq(out []byte) (int, error) {
 	return want - 1, nil
 }
 
-// durableStream is one streaming durable session of caseDurableKill.
+// durableStream is one streaming durable session of the durable cases.
 type durableStream struct {
 	inst    string
 	session string
-	before  []byte // output from byte 0 until the gateway died
+	before  []byte // output from byte 0 until the gateway went
 	rec     *recorder
 }
 
-// caseDurableKill streams a counter in DurableSessions durable sessions,
-// kills the gateway with SIGKILL, restarts it on the same state directory
-// and resumes every session with session=ID&since=N: every client must
-// land in its session with no gap, and every counter line must arrive
-// exactly once across the restart.
-func caseDurableKill(ctx context.Context, r *runner, res *result) {
-	// Raw replay: a new session's replay is then its output from byte 0
-	// (while it fits the buffer), so the bytes a client read are the
-	// session's from 0 and resume from their count.
-	g, err := r.e.newGateway("durable", r.e.main, "--durable", "--replay", "raw")
-	if !res.check(err, "prepare a gateway") {
-		return
-	}
-	defer g.kill9()
-	if !res.check(g.start(ctx), "start the gateway") {
-		return
-	}
-	names, err := r.e.startContainers(ctx, r.e.main, "held", r.cfg.DurableSessions)
-	if !res.check(err, "start containers") {
-		return
-	}
-	streams := make([]*durableStream, len(names))
-	defer func() {
-		for _, s := range streams {
-			if s != nil && s.rec != nil {
-				_ = s.rec.t.Leave(closeRST)
-				<-s.rec.done
-			}
-		}
-	}()
-	for i, inst := range names {
+// durableGateway prepares a --durable --replay raw gateway. Raw replay: a
+// new session's replay is then its output from byte 0 (while it fits the
+// buffer), so the bytes a client read are the session's from 0, and it
+// resumes from their count.
+func (r *runner) durableGateway(name string) (*gateway, error) {
+	return r.e.newGateway(name, r.e.main, "--durable", "--replay", "raw")
+}
+
+// startStreams attaches a WebSocket client to a new session in each
+// container and starts the counter there.
+func startStreams(ctx context.Context, g *gateway, names []string, res *result) ([]*durableStream, bool) {
+	var streams []*durableStream
+	for _, inst := range names {
 		t, err := g.attachWS(ctx, inst)
 		if !res.check(err, "attach") {
-			return
+			return streams, false
 		}
 		ev := t.events[0]
-		s := &durableStream{inst: inst, session: ev.Session}
-		streams[i] = s
+		s := &durableStream{inst: inst, session: ev.Session, rec: record(t)}
+		streams = append(streams, s)
 		if !ev.New || ev.Offset > 32<<10 {
-			_ = t.Leave(closeRST)
 			res.failf("%s: attached %+v, want a new session", inst, ev)
-			return
+			return streams, false
 		}
 		// Every byte from the attach on is recorded: the resume offset
 		// is their count.
-		s.rec = record(t)
 		if _, err := t.Write([]byte(counterCmd + "\n")); !res.check(err, "start the counter") {
-			return
+			return streams, false
 		}
 	}
-	time.Sleep(3 * time.Second)
-	g.kill9()
+	return streams, true
+}
+
+// leaveStreams disconnects whatever clients are still attached.
+func leaveStreams(streams []*durableStream) {
+	for _, s := range streams {
+		if s.rec != nil {
+			_ = s.rec.t.Leave(closeRST)
+			<-s.rec.done
+			s.rec = nil
+		}
+	}
+}
+
+// cutStreams waits until every client's connection ended (the gateway
+// went) and keeps what each read.
+func cutStreams(streams []*durableStream, res *result) bool {
 	for _, s := range streams {
 		select {
 		case <-s.rec.done:
 		case <-time.After(15 * time.Second):
-			res.failf("%s: the client is still connected 15 s after the gateway's SIGKILL", s.inst)
-			return
+			res.failf("%s: the client is still connected 15 s after its gateway went", s.inst)
+			return false
 		}
 		s.before, s.rec = s.rec.bytes(), nil
 	}
-	t0 := time.Now()
-	if !res.check(g.start(ctx), "restart the gateway") {
-		return
-	}
-	res.notef("restart after SIGKILL with %d streaming durable sessions: /healthz after %s", len(streams), time.Since(t0).Round(time.Millisecond))
+	return true
+}
+
+// resumeStreams reattaches every client with session=ID&since=BYTES-READ
+// and checks, after a while, that every counter line came exactly once.
+func resumeStreams(ctx context.Context, g *gateway, streams []*durableStream, res *result) {
 	for _, s := range streams {
 		t, ev, err := g.attachResume(ctx, s.inst, s.session, int64(len(s.before)))
 		if !res.check(err, "resume") {
@@ -194,8 +212,7 @@ func caseDurableKill(ctx context.Context, r *runner, res *result) {
 	time.Sleep(2 * time.Second)
 	lines, fewest := 0, -1
 	for _, s := range streams {
-		after := s.rec.bytes()
-		n, err := checkSeq(append(bytes.Clone(s.before), after...))
+		n, err := checkSeq(append(bytes.Clone(s.before), s.rec.bytes()...))
 		if err != nil {
 			res.failf("%s: across the restart: %v", s.inst, err)
 			continue
@@ -210,5 +227,127 @@ func caseDurableKill(ctx context.Context, r *runner, res *result) {
 		}
 	}
 	res.notef("%d counter lines over %d sessions, each exactly once across the restart (at least %d after it per session)", lines, len(streams), fewest)
+}
+
+// caseDurableKill streams a counter in DurableSessions durable sessions,
+// kills the gateway with SIGKILL, restarts it on the same state directory
+// and resumes every session: every client must land in its session with
+// no gap, and every counter line must arrive exactly once.
+func caseDurableKill(ctx context.Context, r *runner, res *result) {
+	g, err := r.durableGateway("durable")
+	if !res.check(err, "prepare a gateway") {
+		return
+	}
+	defer g.kill9()
+	if !res.check(g.start(ctx), "start the gateway") {
+		return
+	}
+	names, err := r.e.startContainers(ctx, r.e.main, "held", r.cfg.DurableSessions)
+	if !res.check(err, "start containers") {
+		return
+	}
+	streams, ok := startStreams(ctx, g, names, res)
+	defer leaveStreams(streams)
+	if !ok {
+		return
+	}
+	time.Sleep(3 * time.Second)
+	g.kill9()
+	if !cutStreams(streams, res) {
+		return
+	}
+	t0 := time.Now()
+	if !res.check(g.start(ctx), "restart the gateway") {
+		return
+	}
+	res.notef("restart after SIGKILL with %d streaming durable sessions: /healthz after %s", len(streams), time.Since(t0).Round(time.Millisecond))
+	resumeStreams(ctx, g, streams, res)
 	res.Shells = fmt.Sprintf("%d durable", len(streams))
+}
+
+// caseDurableUpgrade is an upgrade across holder builds: a gateway whose
+// holder is another build (a gateway built here without an embedded
+// holder, and beside it a holder built with another build string) holds
+// streaming sessions; it stops with SIGTERM and the run's gateway starts
+// on its state directory. It must adopt the older holders' sessions,
+// resume every client exactly, and reset one of them.
+func caseDurableUpgrade(ctx context.Context, r *runner, res *result) {
+	prev, err := buildPrevious(ctx, filepath.Join(r.e.dir, "previous"))
+	if !res.check(err, "build the previous gateway and holder") {
+		return
+	}
+	g, err := r.durableGateway("upgrade")
+	if !res.check(err, "prepare a gateway") {
+		return
+	}
+	defer g.kill9()
+	g.bin = prev
+	if !res.check(g.start(ctx), "start the gateway with the previous holder") {
+		return
+	}
+	names, err := r.e.startContainers(ctx, r.e.main, "upgrade", max(1, r.cfg.DurableSessions/2))
+	if !res.check(err, "start containers") {
+		return
+	}
+	streams, ok := startStreams(ctx, g, names, res)
+	defer leaveStreams(streams)
+	if !ok {
+		return
+	}
+	time.Sleep(2 * time.Second)
+	if _, err := g.sigterm(); !res.check(err, "SIGTERM") {
+		return
+	}
+	if !cutStreams(streams, res) {
+		return
+	}
+	g.bin = "" // the run's gateway, with its holder
+	t0 := time.Now()
+	if !res.check(g.start(ctx), "start this build's gateway") {
+		return
+	}
+	res.notef("this build's gateway answered /healthz %s after the previous one's SIGTERM", time.Since(t0).Round(time.Millisecond))
+	resumeStreams(ctx, g, streams, res)
+	// Both builds' binaries are in the instance now: the attach brought
+	// this build's next to the older one that still holds the session.
+	dctx, dcancel := context.WithTimeout(ctx, dockerWait)
+	bins, err := r.e.main.docker(dctx, "exec", streams[0].inst, "sh", "-c", "ls -d /*/.termgate/holder-* /.termgate/holder-* 2>/dev/null; true")
+	dcancel()
+	if n := strings.Count(strings.TrimSpace(bins), "\n") + 1; err != nil || n < 2 {
+		res.failf("%s: want the holder binaries of both builds, found %q (%v)", streams[0].inst, bins, err)
+	}
+	// The older holder still takes a reset from this build.
+	inst := streams[0].inst
+	status, body, err := g.request(ctx, http.MethodPost, "/api/instances/"+inst+"/terminal/reset")
+	if res.check(err, "reset") && status != http.StatusOK {
+		res.failf("reset of %s through this build: %d %s", inst, status, strings.TrimSpace(string(body)))
+	}
+	if ev, ok := streams[0].rec.waitEvent("reset", 1, 20*time.Second); !ok || ev.Session == streams[0].session {
+		res.failf("%s: the reset through this build: no reset event into a new session within 20 s (%+v)", inst, ev)
+	}
+	res.Shells = fmt.Sprintf("%d durable", len(streams))
+}
+
+// buildPrevious builds, into dir, a gateway that embeds no holder and
+// beside it (where such a gateway looks) a holder whose build string
+// differs from any other build's, and returns the gateway's path.
+func buildPrevious(ctx context.Context, dir string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	gw := filepath.Join(dir, "termgate")
+	if err := gatewayproc.Build(ctx, gw); err != nil {
+		return "", err
+	}
+	mod, err := exec.CommandContext(ctx, "go", "env", "GOMOD").Output()
+	if err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -X main.build=soak-previous",
+		"-o", filepath.Join(dir, "termgate-holder"), "./cmd/termgate-holder")
+	build.Dir = filepath.Dir(strings.TrimSpace(string(mod)))
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // static: it runs in busybox
+	if out, err := build.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/termgate-holder: %w\n%s", err, out)
+	}
+	return gw, nil
 }

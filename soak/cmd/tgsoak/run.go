@@ -31,6 +31,7 @@ var allCases = []soakCase{
 	{name: "sigterm-docker", what: "SIGTERM with idle sessions and streaming clients (Docker): exit within 10 s, no process left; per-session cost", run: caseSigtermDocker},
 	{name: "sigterm-local", what: "SIGTERM with many local sessions (half with a background job): exit within 10 s, no process left; per-session cost", run: caseSigtermLocal},
 	{name: "durable-kill", what: "gateway SIGKILL and restart with streaming --durable sessions: each resumed with session&since, every line exactly once", run: caseDurableKill},
+	{name: "durable-upgrade", what: "an older holder build's durable sessions adopted by this build after SIGTERM: resumed exactly, and reset", run: caseDurableUpgrade},
 	{name: "engine-kill", what: "private dockerd SIGKILL and restart: sessions end, no leftover shell, never two shells", engine: true, run: caseEngineKill(false)},
 	{name: "engine-kill-live", what: "the same with dockerd --live-restore (the containers keep running through the crash)", engine: true, run: caseEngineKill(true)},
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -50,6 +51,10 @@ func TestShortSoak(t *testing.T) {
 	if err := gatewayproc.Build(ctx, bin); err != nil {
 		t.Fatal(err)
 	}
+	// The durable cases' holder: such a gateway finds it beside itself.
+	if err := buildHolder(ctx, filepath.Join(filepath.Dir(bin), "termgate-holder")); err != nil {
+		t.Fatal(err)
+	}
 	cfg, err := parseFlags([]string{"-short", "-termgate", bin, "-q"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +92,21 @@ func dockerReady() error {
 	}
 	if out, err := exec.CommandContext(ctx, "bash", filepath.Join(root, "scripts", "test-image.sh")).CombinedOutput(); err != nil {
 		return &setupError{"scripts/test-image.sh: " + err.Error() + ": " + string(out)}
+	}
+	return nil
+}
+
+// buildHolder builds the holder, static (it runs in busybox), into out.
+func buildHolder(ctx context.Context, out string) error {
+	root, err := moduleRootErr()
+	if err != nil {
+		return err
+	}
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/termgate-holder")
+	build.Dir = root
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if msg, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/termgate-holder: %w\n%s", err, msg)
 	}
 	return nil
 }
