@@ -35,6 +35,7 @@ var allCases = []soakCase{
 	{name: "holder-kill", what: "kill -9 of a durable session's holder: the client told the holder died, no job left, a fresh shell next", run: caseHolderKill},
 	{name: "socket-gone", what: "the holder's socket deleted: attach, reset and a restart's adoption answer within 20 s, one shell", run: caseSocketGone},
 	{name: "pause", what: "docker pause, unpause and commit of attached ordinary and durable sessions: told, kept, the same shell after", run: casePause},
+	{name: "resize-storm", what: "one client resizing as fast as it can: /metrics and /api/sessions answer, the session too, at the last size; memory given back", run: caseResizeStorm},
 	{name: "engine-kill", what: "private dockerd SIGKILL and restart: sessions end, no leftover shell, never two shells", engine: true, run: caseEngineKill(false)},
 	{name: "engine-kill-live", what: "the same with dockerd --live-restore (the containers keep running through the crash)", engine: true, run: caseEngineKill(true)},
 }
