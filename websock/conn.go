@@ -117,6 +117,7 @@ func (c *conn) run(client *sessions.Client) {
 		close(c.watchDone)
 	}
 	err := c.readLoop()
+	released(c.ws.NetConn()) // the client is gone, or about to be: it no longer counts
 	close(c.readerDone)
 	close(c.in.ch)
 	// A reset that was running when the client left finishes (it has begun
