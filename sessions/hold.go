@@ -43,6 +43,7 @@ func (s *Session) hold(hp HeldProcess) {
 		s.replay.Attached(0)
 	}
 	s.bytesOut.Store(s.ring.End())
+	s.publishLocked() // durable now, and maybe older
 	hp.Clients(0)
 }
 

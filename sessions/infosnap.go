@@ -10,9 +10,9 @@ import "slices"
 // holds anyway, and counts its output bytes atomically; Info reads both
 // without locking.
 
-// publishLocked refreshes the snapshot. Called with mu held, after any
-// change to the instance's name, the clients, the idle time or the
-// recording.
+// publishLocked refreshes the snapshot. Called with mu held (or before
+// the session runs), after any change to the instance's name, the
+// clients, the idle time, the recording or the holder.
 func (s *Session) publishLocked() {
 	in := &Info{
 		Instance: s.inst.Name, Session: s.id, Created: s.created, Clients: len(s.clients),
@@ -28,11 +28,7 @@ func (s *Session) publishLocked() {
 // Info returns a snapshot of the session's state, without waiting for the
 // session.
 func (s *Session) Info() Info {
-	p := s.info.Load()
-	if p == nil { // not started yet: nothing was published
-		return Info{Instance: s.inst.Name, Session: s.id, Created: s.created, Attached: []Attached{}, Durable: s.held != nil}
-	}
-	in := *p
+	in := *s.info.Load()                    // published since newSession
 	in.Attached = slices.Clone(in.Attached) // the caller's to keep
 	in.BytesOut = s.bytesOut.Load()
 	return in

@@ -121,6 +121,7 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 	}
 	s.replay = cfg.NewReplayer(ring, s.answer)
 	s.resizeEmulatorLocked(size) // nothing else runs yet
+	s.publishLocked()
 	return s
 }
 
