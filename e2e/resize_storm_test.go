@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,6 +40,7 @@ func TestResizeStorm(t *testing.T) {
 	ssh := g.attach(t, keyAdmin, name, 80, 24)
 	ssh.roundTrip()
 
+	rssBefore := rssMiB(g.proc.PID())
 	const storm = 6 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), storm)
 	defer cancel()
@@ -134,6 +137,7 @@ func TestResizeStorm(t *testing.T) {
 	if wsErr != nil || sshErr != nil {
 		t.Fatalf("the storm's clients were cut: websocket %v, ssh %v", wsErr, sshErr)
 	}
+	rssAfter := rssMiB(g.proc.PID())
 	t.Logf("storm: %d WebSocket resizes, %d SSH window changes in %v; %d polls, %d echoes; slowest %v", wsSent, sshSent, storm, polls, echoes, slowest)
 	if len(failures) > 0 {
 		t.Fatalf("%d failures during the storm, e.g.:\n%s", len(failures), strings.Join(failures[:min(len(failures), 5)], "\n"))
@@ -145,6 +149,8 @@ func TestResizeStorm(t *testing.T) {
 	if m, _ := ws.out.WaitFor(regexp.MustCompile(`(?m)^21 77\r?$`), ws.seen, stormBound); m == nil {
 		t.Fatalf("stty size right after the storm did not show 21 77 within %v:\n%q", stormBound, tail(ws.out.String(), 2000))
 	}
+	time.Sleep(3 * time.Second) // reported only: the runtime returns memory at its own pace
+	t.Logf("gateway RSS: %s before the storm, %s at its end, %s 3 s later", rssBefore, rssAfter, rssMiB(g.proc.PID()))
 	for _, ev := range ws.pendingEvents() {
 		if ev.Type == "error" {
 			t.Fatalf("the storm got error events back, e.g. %s", ev.raw)
@@ -164,3 +170,18 @@ func waitOutput(tm *term, word string, d time.Duration) bool {
 }
 
 func tail(s string, n int) string { return s[max(0, len(s)-n):] }
+
+// rssMiB is a process's resident memory, for the log.
+func rssMiB(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "?"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, _ := strconv.Atoi(f[1])
+			return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
+		}
+	}
+	return "?"
+}
