@@ -240,6 +240,7 @@ type sample struct {
 	FDs        int   `json:"fds"`
 	RSSKiB     int64 `json:"rss_kib"`
 	Threads    int   `json:"threads"`
+	HeapKiB    int64 `json:"heap_inuse_kib"` // go_memstats_heap_inuse_bytes
 }
 
 func (g *gateway) sample(ctx context.Context) (sample, error) {
@@ -261,6 +262,10 @@ func (g *gateway) sample(ctx context.Context) (sample, error) {
 	for _, line := range strings.Split(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
 			s.Goroutines, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			s.HeapKiB = int64(f) >> 10
 		}
 	}
 	if s.Goroutines < 0 {

@@ -25,10 +25,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // why. Each names the issue that tracks the fix; remove it when the fix
 // lands.
 var knownFailing = map[string]string{
-	"holder-kill":  "issue 20 D1: a dead holder's jobs run on",
-	"socket-gone":  "issue 20 D3: a deleted socket hangs attaches",
-	"pause":        "issue 20 D2: a pause ends the sessions",
-	"resize-storm": "issue 20 D4: a resize storm freezes the gateway",
+	"holder-kill": "issue 20 D1: a dead holder's jobs run on",
+	"socket-gone": "issue 20 D3: a deleted socket hangs attaches",
+	"pause":       "issue 20 D2: a pause ends the sessions",
 }
 
 // TestShortSoak runs the short soak (tgsoak -short) against the real
