@@ -48,13 +48,20 @@ func (p *Shell) waitEnded(ctx context.Context) error {
 }
 
 // runKill is the Grouper's RunFunc: procmark.KillScript in the instance
-// for modes (markers, or one --prefix= or --all). An instance that is gone
-// has nothing left to kill: that is not an error. A backend that cannot be
-// reached is: the processes may well live on.
+// for modes (markers, or --prefix=, --all, --orphans). The script is told
+// every directory a holder may run from: what runs below a live holder
+// there is the holder's to end, and TERMGATE_HELD=1 means nothing anywhere
+// else. An instance that is gone has nothing left to kill: that is not an
+// error. A backend that cannot be reached is: the processes may well live
+// on.
 func (h *Host) runKill(ctx context.Context, key string, modes []string) ([]procmark.Ended, error) {
 	name, id, _ := strings.Cut(key, "\n")
 	inst := sessions.Instance{Name: name, ID: id}
-	argv := append([]string{"/bin/sh", "-c", procmark.KillScript, "termgate-kill"}, modes...)
+	argv := []string{"/bin/sh", "-c", procmark.KillScript, "termgate-kill"}
+	for _, dir := range HolderDirs {
+		argv = append(argv, procmark.HolderDirArg(dir))
+	}
+	argv = append(argv, modes...)
 	s, err := h.x.Exec(ctx, inst, argv, ExecOptions{})
 	if err != nil {
 		return nil, h.killFailed(ctx, inst, err)
@@ -107,14 +114,16 @@ func (h *Host) sweepMode() string {
 
 // Sweep ends the marked shells (and their sessions' processes) in every
 // running instance: with the exec streams of an earlier gateway run gone,
-// nothing else would ever end them.
+// nothing else would ever end them. It ends the jobs of holders that died
+// meanwhile too (procmark.Orphans): whoever started such a holder, its
+// session is over, and no gateway could reach them otherwise.
 func (h *Host) Sweep(ctx context.Context) error {
 	list, err := h.x.Instances(ctx)
 	if err != nil {
 		return err
 	}
 	return h.each(list, func(inst sessions.Instance) error {
-		procs, err := h.runKill(ctx, killKey(inst), []string{h.sweepMode()})
+		procs, err := h.runKill(ctx, killKey(inst), []string{h.sweepMode(), procmark.Orphans})
 		if err != nil {
 			return fmt.Errorf("sweep %q: %w", inst.Name, err)
 		}
