@@ -45,9 +45,16 @@ func HolderDirArg(dir string) string { return "--holder-dir=" + dir }
 // /proc/PID/stat: a TTY exec is a session leader, and job control puts
 // background jobs in their own process groups of that session) and every
 // descendant (the PPid chain, field 4): a job that calls setsid and clears
-// its environment is still below the shell. What escapes is a process that
-// leaves the tree too (a double fork makes it PID 1's child) and drops the
-// marker: nothing in /proc ties it to the session any more (SECURITY.md).
+// its environment is still below the shell. So is every process that holds
+// the controlling terminal of a marked process open as its fd 0, 1 or 2
+// (field 7, a /dev/pts entry, compared with test -ef): setsid forks when
+// its caller leads a process group, as every job of an interactive shell
+// does, and its child, PID 1's from then on, still writes to the session's
+// terminal. (A controlling terminal, not any open file: a job cannot make
+// another session's terminal its own, as it could open one.) What
+// escapes is a process that leaves the tree (a double fork makes it PID
+// 1's child), drops the marker and lets go of the terminal: nothing in
+// /proc ties it to the session any more (SECURITY.md).
 //
 // A process below a live holder (durable sessions) is the holder's, which
 // outlives gateways on purpose and ends its own (holder.shell.kill): it is
@@ -127,6 +134,7 @@ stat_of() {
 	st_state=$1
 	st_ppid=$2
 	st_sid=$4
+	st_tty=$5
 	[ -n "$st_sid" ]
 }
 mark_of() {
@@ -197,6 +205,27 @@ below_holder() {
 	done
 	return 1
 }
+tty_path() {
+	case $1 in ''|0|*[!0-9]*) return 1 ;; esac
+	[ $(( ($1 >> 8) & 4095 )) = 136 ] || return 1
+	tp=/dev/pts/$(( ($1 & 255) | (($1 >> 12) & 1048320) ))
+	[ -c "$tp" ]
+}
+holds_tty() {
+	for _n in 0 1 2; do
+		[ -e "/proc/$1/fd/$_n" ] || continue
+		_i=$IFS
+		IFS=$nl
+		for _t in $ttys; do
+			if [ "/proc/$1/fd/$_n" -ef "$_t" ]; then
+				IFS=$_i
+				return 0
+			fi
+		done
+		IFS=$_i
+	done
+	return 1
+}
 stat_of "$self" || exit 1
 self_sid=$st_sid
 init_sid=none
@@ -216,7 +245,7 @@ while [ "$found" = 1 ] && [ "$round" -lt 8 ]; do
 		stat_of "$p" || continue
 		[ "$st_state" = Z ] && continue
 		[ "$st_sid" = "$self_sid" ] && [ "$self_sid" != 0 ] && continue
-		tab="$tab$p $st_ppid $st_sid$nl"
+		tab="$tab$p $st_ppid $st_sid $st_tty$nl"
 		mark_of "$p" || continue
 		matches || continue
 		cand="$cand$p:$mk "
@@ -232,12 +261,34 @@ while [ "$found" = 1 ] && [ "$round" -lt 8 ]; do
 		_r=${tab#*"$nl$p "}
 		_r=${_r%%"$nl"*}
 		s=${_r#* }
+		s=${s%% *}
 		case $s in
 		0|"$self_sid"|"$init_sid") ;;
 		*) sids="$sids$s " ;;
 		esac
 	done
 	[ "$ks" = ' ' ] && continue
+	ttys=
+	for p in $ks; do
+		_r=${tab#*"$nl$p "}
+		_r=${_r%%"$nl"*}
+		set -- $_r
+		tty_path "$3" || continue
+		case $ttys in *"$nl$tp$nl"*) ;; *) ttys="$ttys$nl$tp$nl" ;; esac
+	done
+	if [ -n "$ttys" ]; then
+		IFS=$nl
+		for line in $tab; do
+			IFS=' '
+			set -- $line
+			case $ks in *" $1 "*) continue ;; esac
+			holds_tty "$1" || continue
+			below_holder "$1" && continue
+			ks="$ks$1 "
+		done
+		IFS=' 	
+'
+	fi
 	grew=1
 	while [ "$grew" = 1 ]; do
 		grew=0

@@ -2,6 +2,7 @@ package procmark
 
 import (
 	"crypto/rand"
+	"io"
 	"encoding/hex"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 )
 
 // KillScript run for real on this machine's /proc, by every shell it must
@@ -226,6 +229,40 @@ func TestKillScriptHonoursHeldOnlyBelowAHolder(t *testing.T) {
 			runScript(t, sh, HolderDirArg(dir), marker)
 			if left := sleepers(s[0]); len(left) != 0 {
 				t.Fatalf("a holder in a directory others can write was trusted: %v left", left)
+			}
+		})
+	}
+}
+
+// TestKillScriptEndsJobsHoldingTheTerminal: setsid forks when its caller
+// leads a process group (every job of an interactive shell), so the
+// red team's `setsid env -i sleep 8888 &` is PID 1's child with no
+// marker; it still holds the session's terminal, and goes with it.
+func TestKillScriptEndsJobsHoldingTheTerminal(t *testing.T) {
+	for name, sh := range shells(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			marker := token(t)
+			s := secsFor(1)
+			cmd := exec.Command("sh", "-c", "setsid -f env -i sleep "+s[0]+"; exec sleep 1"+s[0])
+			cmd.Env = append(os.Environ(), EnvSession+"="+marker)
+			f, err := pty.Start(cmd) // the shell leads a session with the terminal as its own
+			if err != nil {
+				t.Skip("no pseudo-terminal here:", err)
+			}
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				_ = f.Close()
+			})
+			go func() { _, _ = io.Copy(io.Discard, f) }()
+			pids := waitSleepers(t, s[0])
+			if st, _ := os.ReadFile("/proc/" + strconv.Itoa(pids[s[0]]) + "/stat"); strings.Contains(string(st), " "+strconv.Itoa(cmd.Process.Pid)+" ") {
+				t.Fatalf("setsid -f did not fork: %s", st)
+			}
+			ended := runScript(t, sh, marker)
+			if left := sleepers(s[0]); len(left) > 0 {
+				t.Fatalf("the job holding the terminal survived: %v (ended %+v)", left, ended)
 			}
 		})
 	}
