@@ -2,8 +2,8 @@ package procmark
 
 import (
 	"crypto/rand"
-	"io"
 	"encoding/hex"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
