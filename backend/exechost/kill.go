@@ -89,6 +89,31 @@ func (h *Host) runKill(ctx context.Context, key string, modes []string) ([]procm
 	return procs, nil
 }
 
+// endHolderless ends what is left of session, whose holder in dir died:
+// its shell went with the holder, but the jobs it started (nohup, setsid)
+// run on with the session's marker, which no holder is above now, so the
+// kill script reaches them (it spares only what runs below a live holder).
+// The cause is sessions.ErrHolderDied either way: a kill that failed is
+// logged, and the next sweep ends what it left (procmark.Orphans).
+func (h *Host) endHolderless(ctx context.Context, inst sessions.Instance, dir, session, why string) error {
+	// The session ID came from the holder: a marker only if it is one.
+	if !procmark.ValidSessionID(session) {
+		h.log.Warn(h.name+": the holder died; its session id is no marker, its jobs are left to the next sweep",
+			"instance", inst.Name, "dir", dir, "why", why)
+		return sessions.ErrHolderDied
+	}
+	procs, err := h.kills.Kill(ctx, killKey(inst), session)
+	_, pids := procmark.Summary(procs)
+	if err != nil {
+		h.log.Warn(h.name+": the holder died; ending its session's jobs failed (the next sweep retries)",
+			"instance", inst.Name, "dir", dir, "session", session, "why", why, "err", err, "processes", pids)
+		return sessions.ErrHolderDied
+	}
+	h.log.Warn(h.name+": the holder died; ended its session's jobs",
+		"instance", inst.Name, "dir", dir, "session", session, "why", why, "processes", pids)
+	return sessions.ErrHolderDied
+}
+
 // killFailed is nil when the instance is gone (nothing left to kill),
 // else err, or why the kill cannot run.
 func (h *Host) killFailed(ctx context.Context, inst sessions.Instance, err error) error {
