@@ -32,8 +32,9 @@ var reaper struct {
 	shells   map[int]bool
 }
 
-// reapEvery is the reaper's round when no SIGCHLD comes (a backstop).
-const reapEvery = 5 * time.Second
+// reapAgain is how soon the reaper looks again at a zombie it left while
+// a shell started (no SIGCHLD may come for it).
+const reapAgain = 100 * time.Millisecond
 
 // Subreap makes this process a child subreaper and reaps the orphans it
 // inherits until stop is called (stop waits for the reaper). Only for a
@@ -49,16 +50,19 @@ func Subreap() (stop func(), err error) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(reapEvery)
-		defer t.Stop()
+		again := time.NewTimer(reapAgain)
+		again.Stop()
+		defer again.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-sigs:
-			case <-t.C:
+			case <-again.C:
 			}
-			reapOrphans()
+			if _, left := reapOrphans(); left {
+				again.Reset(reapAgain)
+			}
 		}
 	})
 	return func() {
@@ -97,17 +101,17 @@ func isShell(pid int) bool {
 }
 
 // reapOrphans waits for every zombie child of this process that is no
-// shell, and returns how many it reaped.
-func reapOrphans() int {
+// shell, and returns how many it reaped and whether it left one because a
+// shell was starting.
+func reapOrphans() (n int, left bool) {
 	if !reaper.on.Load() {
-		return 0
+		return 0, false
 	}
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0
+		return 0, false
 	}
 	self := os.Getpid()
-	n := 0
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -119,7 +123,11 @@ func reapOrphans() int {
 		}
 		// Seen as a zombie before this check: a shell is either
 		// registered by now or still starting.
-		if reaper.starting.Load() > 0 || isShell(pid) {
+		if isShell(pid) {
+			continue
+		}
+		if reaper.starting.Load() > 0 {
+			left = true
 			continue
 		}
 		var ws unix.WaitStatus
@@ -127,5 +135,5 @@ func reapOrphans() int {
 			n++
 		}
 	}
-	return n
+	return n, left
 }
