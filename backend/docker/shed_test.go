@@ -204,3 +204,27 @@ func TestSweepEndsJobsOfAHolderThatDied(t *testing.T) {
 		t.Fatalf("the sweep ended a live holder's jobs: %+v left of 2", got)
 	}
 }
+
+// TestAdoptAfterTheHolderDiedEndsItsJobs: a holder that dies while this
+// gateway holds no connection to it (the session was left to it) leaves a
+// stale socket; the next attach's Adopt finds it and ends the dead
+// holder's jobs before a new session starts there.
+func TestAdoptAfterTheHolderDiedEndsItsJobs(t *testing.T) {
+	needEngine(t)
+	t.Parallel()
+	name, _ := runContainer(t, "--label", runLabel)
+	b, _ := durableBackend(t, Config{})
+	inst := lookup(t, b, name)
+	tm, h := startHeld(t, b, inst)
+	tm.write(t, heldJobs)
+	tm.expect(t, "jobs", 10*time.Second)
+	waitLive(t, name, 2, sleeps(heldSleeps...))
+	release(t, tm, h)
+	dockerCLI(t, "exec", name, "kill", "-9", strconv.Itoa(holderPID(t, name)))
+	if _, err := b.Adopt(testContext(t), inst); !errors.Is(err, sessions.ErrNotHeld) {
+		t.Fatalf("Adopt after the holder died = %v, want ErrNotHeld", err)
+	}
+	if left := live(t, name, sleeps(heldSleeps...)); len(left) != 0 {
+		t.Fatalf("the dead holder's jobs still run when a new session may start: %+v", left)
+	}
+}

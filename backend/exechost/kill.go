@@ -114,6 +114,23 @@ func (h *Host) endHolderless(ctx context.Context, inst sessions.Instance, dir, s
 	return sessions.ErrHolderDied
 }
 
+// endOrphans ends the held jobs no live holder is above in inst, before a
+// new session starts there: Adopt found a holder's socket with no holder
+// behind it, so a holder died there while no gateway held a connection to
+// it (with one, lost() ends its jobs). A failure is logged: the next sweep
+// tries again.
+func (h *Host) endOrphans(ctx context.Context, inst sessions.Instance) {
+	procs, err := h.runKill(ctx, killKey(inst), []string{procmark.Orphans})
+	_, pids := procmark.Summary(procs)
+	switch {
+	case err != nil:
+		h.log.Warn(h.name+": ending the jobs of a holder that died failed (the next sweep retries)",
+			"instance", inst.Name, "err", err)
+	case len(procs) > 0:
+		h.log.Info(h.name+": ended the jobs of a holder that died", "instance", inst.Name, "processes", pids)
+	}
+}
+
 // killFailed is nil when the instance is gone (nothing left to kill),
 // else err, or why the kill cannot run.
 func (h *Host) killFailed(ctx context.Context, inst sessions.Instance, err error) error {
