@@ -27,7 +27,9 @@
 // per gateway connection a reader (conn.serve, which handles its frames)
 // and a writer (conn.writer, which drains its queue); a gateway that takes
 // nothing for 10 s is dropped and reattaches from its offset. Attach runs
-// two copy goroutines only in the copying case.
+// two copy goroutines only in the copying case. The daemon's reaper
+// (reap.go: the holder is a child subreaper, and reaps the orphans it
+// inherits) is Subreap's, which its stop waits for.
 //
 // Locks: holder.mu guards the session, the ring and the set of
 // connections; conn.mu guards one connection's queue and is taken after

@@ -63,6 +63,8 @@ func endedBy(readErr error) error {
 		return ErrInstanceGone
 	case errors.Is(readErr, ErrHolderLost):
 		return ErrHolderLost
+	case errors.Is(readErr, ErrHolderDied):
+		return ErrHolderDied
 	case errors.Is(readErr, ErrBackendLost):
 		return ErrBackendLost
 	}

@@ -40,6 +40,7 @@ func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.Held
 		return p, nil
 	}
 	if stale != nil {
+		h.endOrphans(ctx, inst) // a holder died here: its jobs go before a new session starts
 		return nil, stale
 	}
 	return nil, fmt.Errorf("instance %q: %w", inst.Name, sessions.ErrNotHeld)
