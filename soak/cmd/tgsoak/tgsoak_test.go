@@ -25,7 +25,6 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // why. Each names the issue that tracks the fix; remove it when the fix
 // lands.
 var knownFailing = map[string]string{
-	"holder-kill": "issue 20 D1: a dead holder's jobs run on",
 	"socket-gone": "issue 20 D3: a deleted socket hangs attaches",
 	"pause":       "issue 20 D2: a pause ends the sessions",
 }
