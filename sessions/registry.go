@@ -323,10 +323,15 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 
 // instanceEvent ends the session of an instance that stopped, and makes
 // the session of a renamed instance follow the new name; a backend
-// reachable again retries the kills that failed meanwhile.
+// reachable again retries the kills that failed meanwhile. A paused
+// instance keeps its session (paused.go).
 func (r *Registry) instanceEvent(ev InstanceEvent) {
 	if ev.Reachable {
 		r.cfg.reachable.fire()
+		return
+	}
+	if ev.Paused || ev.Unpaused {
+		r.pauseEvent(ev)
 		return
 	}
 	r.mu.Lock()
