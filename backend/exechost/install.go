@@ -247,7 +247,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("start a held session in %q: %w", inst.Name, err)
+			return nil, heldStartErr(inst, outcome, SocketIn(dir), err)
 		}
 		return p, nil
 	}
