@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Issue 20, D2: a paused container (docker pause, and docker commit, which
@@ -137,4 +138,37 @@ done | sort -u`)
 	}
 	sort.Strings(ids)
 	return ids
+}
+
+// The stress report's repro of a leak (issue 20, D2): an ordinary session
+// whose kill fails because its container is paused (here: its idle reap)
+// is not taken for ended. The kill is retried when the container is
+// unpaused, so the next attach never makes a second shell beside the old
+// one.
+func TestKillFailedWhilePausedIsRetriedOnUnpause(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, options{idleTimeout: 2 * time.Second, containers: []string{"reap"}})
+	inst := g.name("reap")
+	s := g.attach(t, keyAdmin, inst, 80, 24)
+	pid := s.pid()
+	dockerCLI(t, "pause", inst)
+	s.close() // the reap comes 2 s later, into a frozen container
+	if m, _ := g.logs.WaitFor(regexp.MustCompile(`kill session processes failed; retrying`), 0, waitFor); m == nil {
+		t.Fatalf("no failed kill logged while paused:\n%s", g.logs.String())
+	}
+	if strings.Contains(g.logs.String(), "ended with it") {
+		t.Errorf("a kill that failed was logged as done")
+	}
+	dockerCLI(t, "unpause", inst)
+	unpaused := time.Now()
+	waitGone(t, inst, pid)
+	t.Logf("the old shell ended %v after the unpause", time.Since(unpaused).Round(time.Millisecond))
+	n := g.attach(t, keyAdmin, inst, 80, 24)
+	if got := n.pid(); got == pid {
+		t.Fatalf("the attach after the reap reached the old shell %d", pid)
+	}
+	fresh, _ := g.session(t, inst)
+	if got := sessionMarkers(t, inst); len(got) != 1 || got[0] != fresh.Session {
+		t.Errorf("processes of sessions %v in the container, want only the fresh %s", got, fresh.Session)
+	}
 }
