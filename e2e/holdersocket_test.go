@@ -20,7 +20,17 @@ func TestDeletedHolderSocket(t *testing.T) {
 		{"sock", "rm -f /tmp/.termgate/holder.sock"},
 		{"dir", "rm -rf /tmp/.termgate"},
 	}
-	d := durableGateway(t, options{containers: []string{"sock", "dir"}})
+	d := durableGateway(t, options{containers: []string{"sock", "dir", "reset"}})
+	// bounded runs step and fails the test when it takes longer than
+	// waitFor (it would hang before the fix).
+	bounded := func(what string, step func()) {
+		t.Helper()
+		began := time.Now()
+		step()
+		if took := time.Since(began); took > waitFor {
+			t.Errorf("%s took %v, want within %v", what, took, waitFor)
+		}
+	}
 	pids := map[string]int{}
 	for _, c := range cases {
 		inst := d.name(c.suffix)
@@ -35,16 +45,23 @@ func TestDeletedHolderSocket(t *testing.T) {
 		s.roundTrip()
 		s.close()
 	}
-	// bounded runs step and fails the test when it takes longer than
-	// waitFor (it would hang before the fix).
-	bounded := func(what string, step func()) {
-		t.Helper()
-		began := time.Now()
-		step()
-		if took := time.Since(began); took > waitFor {
-			t.Errorf("%s took %v, want within %v", what, took, waitFor)
+	// A reset right after the deletion (before the holder listens again:
+	// it needs a new connection to the holder) waits for it, bounded.
+	inst := d.name("reset")
+	s := d.attach(t, keyAdmin, inst, 80, 24)
+	old := s.pid()
+	dockerExec(t, inst, "rm -f /tmp/.termgate/holder.sock")
+	bounded("a reset right after the socket's deletion", func() {
+		if r := d.ssh(t, keyAdmin, "me", "reset "+inst); r.code != 0 {
+			t.Errorf("reset right after the socket's deletion: status %d, stderr %q", r.code, r.stderr)
 		}
+	})
+	waitGone(t, inst, old)
+	fresh, _ := d.session(t, inst)
+	if got := sessionMarkers(t, inst); len(got) != 1 || got[0] != fresh.Session {
+		t.Errorf("after the reset: processes of sessions %v, want only the fresh %s", got, fresh.Session)
 	}
+
 	for _, c := range cases {
 		inst := d.name(c.suffix)
 		eventually(t, "the holder of "+inst+" to listen again", func() bool {

@@ -250,7 +250,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 			continue
 		}
 		if err != nil {
-			return nil, heldStartErr(inst, outcome, SocketIn(dir), err)
+			return h.heldStartFailed(ctx, inst, outcome, dir, err)
 		}
 		return p, nil
 	}
