@@ -13,7 +13,9 @@
 // session with a *ResetError and the registry moves its clients into the
 // fresh one (move.go); idle reaping, an instance that stops, a revoked
 // credential (recheck.go) and shutdown end it or its clients with a cause
-// the listeners print.
+// the listeners print. A paused instance keeps its session: its clients
+// get an in-band *Notice and attaches are refused until the unpause
+// (paused.go).
 //
 // Goroutines, each owned and waited for by Close/Wait or Shutdown:
 //

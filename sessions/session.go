@@ -82,6 +82,7 @@ type Session struct {
 	inputting  bool           // an inputter runs (guarded by mu)
 	inputWG    sync.WaitGroup // the inputter
 	killFailed atomic.Bool    // a kill failed and is being retried
+	paused     bool           // the instance is paused (guarded by mu; paused.go)
 	tornDown   chan struct{}  // closed when run has ended the shell, before it moves clients
 	done       chan struct{}  // closed when the session is fully closed
 }
