@@ -43,11 +43,23 @@ func record(t *wsTerm) *recorder {
 	rc := &recorder{t: t, done: make(chan struct{})}
 	go func() {
 		defer close(rc.done)
-		buf := make([]byte, 32<<10)
+		// Frame by frame, not through t.Read, which reads on past events:
+		// an event must be seen while no output follows it (a paused
+		// instance prints nothing).
 		for {
-			n, err := t.Read(buf)
+			typ, r, err := t.c.NextReader()
+			if err != nil {
+				rc.err = err
+				return
+			}
+			if typ == websocket.TextMessage {
+				err = t.addEvent(r)
+			} else {
+				rc.mu.Lock()
+				_, err = rc.out.ReadFrom(r)
+				rc.mu.Unlock()
+			}
 			rc.mu.Lock()
-			rc.out.Write(buf[:n])
 			rc.events = append(rc.events[:0], t.events...)
 			rc.mu.Unlock()
 			if err != nil {
