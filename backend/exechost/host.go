@@ -168,7 +168,12 @@ func binaryIn(dir, hash string) string { return path.Join(HomeIn(dir), "holder-"
 
 // CannotHold says why an instance cannot host a holder; Start then falls
 // back to an ordinary session.
-type CannotHold struct{ Why string }
+type CannotHold struct {
+	Why string
+	// passing: for now only (another deployment's holders were in the
+	// way), so the instance is not remembered as one that cannot hold.
+	passing bool
+}
 
 func (e *CannotHold) Error() string { return "the instance cannot host the holder: " + e.Why }
 

@@ -172,7 +172,7 @@ func (h *Host) startHeld(ctx context.Context, inst sessions.Instance, spec sessi
 		return nil, &CannotHold{Why: why}
 	}
 	p, err := h.startHeldIn(ctx, inst, spec, sh)
-	if cannot := (*CannotHold)(nil); errors.As(err, &cannot) {
+	if cannot := (*CannotHold)(nil); errors.As(err, &cannot) && !cannot.passing {
 		h.held.set(&h.held.cannot, inst.ID, cannot.Why)
 	}
 	return p, err
@@ -189,6 +189,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		}
 	}
 	var why []string
+	foreign := false
 	for _, dir := range dirs {
 		run, install, err := h.holderCommand(ctx, inst, dir)
 		var cannot *CannotHold
@@ -255,6 +256,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		if errors.Is(err, errUntrusted) || errors.Is(err, ErrForeign) {
 			// Not ours to use (another user's directory, or a live
 			// holder of another deployment): hold it elsewhere.
+			foreign = foreign || errors.Is(err, ErrForeign)
 			why = append(why, fmt.Sprintf("%s: %v", dir, err))
 			continue
 		}
@@ -264,7 +266,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		h.held.set(&h.held.worked, inst.ID, dir)
 		return p, nil
 	}
-	return nil, &CannotHold{Why: "no writable directory lets it run: " + strings.Join(why, "; ")}
+	return nil, &CannotHold{Why: "no writable directory lets it run: " + strings.Join(why, "; "), passing: foreign}
 }
 
 // execResult is what a start exec printed, and its status when it ended.
