@@ -74,13 +74,26 @@ func sameView(t *testing.T, what string, a, b func() []byte) view {
 
 func sameViewWith(t *testing.T, what string, emulate func([]byte, int, int) view, a, b func() []byte) view {
 	t.Helper()
+	return sameViewWhere(t, what, emulate, a, b, nil)
+}
+
+// sameViewWhere is sameViewWith for a view that also satisfies done (nil:
+// any view): a program that redraws (top) is caught between two chunks of
+// a redraw as often as not, where both clients show the same half-drawn
+// screen; the test then waits for a whole one rather than take the first
+// match (issue 20 item 9: "the screen compared is not top's" under load).
+func sameViewWhere(t *testing.T, what string, emulate func([]byte, int, int) view, a, b func() []byte, done func(view) bool) view {
+	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for {
 		va, vb := emulate(a(), 80, 24), emulate(b(), 80, 24)
-		if va == vb {
+		if va == vb && (done == nil || done(va)) {
 			return va
 		}
 		if time.Now().After(deadline) {
+			if va == vb {
+				t.Fatalf("%s: both clients show, for %s, a screen that is not the one expected:\n%s", what, waitFor, va)
+			}
 			t.Fatalf("%s: the reattached client shows\n%s\nwhile the client that never left shows\n%s", what, vb, va)
 		}
 		time.Sleep(200 * time.Millisecond)
@@ -172,10 +185,14 @@ func TestScreenReplayTop(t *testing.T) {
 	stay.expect(`PID`)
 	stay.expect(`Mem:`) // a second screen
 	ws := g.wsQuery(t, name, "cols=80&rows=24")
-	v := sameView(t, "top over WebSocket", stay.out.Bytes, ws.out.Bytes)
-	if !strings.Contains(v.text, "PID") || !strings.Contains(v.text, "Mem:") || !strings.Contains(v.text, "top -d 1") {
-		t.Fatalf("the screen compared is not top's:\n%s", v)
+	// Compared once both show a whole screen of top's: its header, its
+	// column titles and itself among the processes (a redraw comes in
+	// several chunks, and under load the clients are often caught between
+	// two of them with the same half-drawn screen).
+	whole := func(v view) bool {
+		return strings.Contains(v.text, "PID") && strings.Contains(v.text, "Mem:") && strings.Contains(v.text, "top -d 1")
 	}
+	sameViewWhere(t, "top over WebSocket", emulate, stay.out.Bytes, ws.out.Bytes, whole)
 	ssh := g.attach(t, keyAdmin, name, 80, 24)
 	sameView(t, "top over SSH", stay.out.Bytes, ssh.out.Bytes)
 	if err := writeWS(ws, "q"); err != nil {

@@ -21,21 +21,25 @@
 //
 // Serve (serve.go) runs the daemon on a unix socket only (a 0700
 // directory, a 0600 socket; no network port); its lock file (lock.go)
-// decides which of two racing holders serves. Attach (attach.go) is the
+// decides which of two racing holders serves, and its owner puts a
+// deleted socket back (relisten.go). Attach (attach.go) is the
 // "termgate-holder attach" exec: it passes the exec's stdin and stdout to
 // the holder over the socket (SCM_RIGHTS, passfd.go) and then only waits,
 // or copies between them and the socket for a holder that takes no
 // descriptors.
 //
-// Goroutines, all in Serve's WaitGroup: accept, one pump per shell (reads
+// Goroutines, all in Serve's WaitGroup: accept (one per listener; a
+// relisten closes the old one), the socket watcher, one pump per shell (reads
 // the terminal into the ring and every gateway's queue, and stops reading
 // while a gateway has more than 1 MiB waiting, so bursts lose nothing), and
 // per gateway connection a reader (conn.serve, which handles its frames)
 // and a writer (conn.writer, which drains its queue); a gateway that takes
 // nothing for 10 s is dropped and reattaches from its offset. Attach runs
-// two copy goroutines only in the copying case.
+// two copy goroutines only in the copying case. The daemon's reaper
+// (reap.go: the holder is a child subreaper, and reaps the orphans it
+// inherits) is Subreap's, which its stop waits for.
 //
-// Locks: holder.mu guards the session, the ring and the set of
+// Locks: holder.mu guards the session, the ring, the listener and the set of
 // connections; conn.mu guards one connection's queue and is taken after
 // holder.mu, only to queue a frame without blocking. Neither is held
 // across terminal or socket I/O.

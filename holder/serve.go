@@ -66,9 +66,10 @@ const heldEnv = "TERMGATE_HELD=1"
 type holder struct {
 	cfg ServeConfig
 	log *slog.Logger
-	ln  net.Listener
 
 	mu      sync.Mutex
+	ln      *net.UnixListener // the current one (relisten.go replaces it)
+	sockID  fileID            // the socket file ln listens on
 	shell   *shell
 	ring    *ring.Buffer
 	session string
@@ -112,22 +113,23 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	defer lock.Close()
 	_ = os.Remove(cfg.Socket) // a stale socket of a holder that died
-	ln, err := net.Listen("unix", cfg.Socket)
+	ln, id, err := listenAt(cfg.Socket)
 	if err != nil {
-		return fmt.Errorf("holder: listen on %s: %w", cfg.Socket, err)
+		return err
 	}
-	_ = os.Chmod(cfg.Socket, 0o600)
 	h := &holder{
-		cfg: cfg, log: cfg.Logger, ln: ln, ring: ring.New(cfg.BufferSize),
+		cfg: cfg, log: cfg.Logger, ln: ln, sockID: id, ring: ring.New(cfg.BufferSize),
 		session: cfg.Session, cols: cfg.Cols, rows: cfg.Rows,
 		conns: map[*conn]struct{}{}, done: make(chan struct{}),
 	}
 	if err := h.startShell(); err != nil {
 		ln.Close()
+		h.removeSocket()
 		return err
 	}
 	h.armIdle()
-	h.wg.Go(h.accept)
+	h.wg.Go(func() { h.acceptOn(ln) })
+	h.wg.Go(func() { h.watchSocket(lock) })
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
@@ -138,8 +140,8 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	case <-h.done:
 	}
 	h.end("holder stopped")
-	ln.Close()
-	_ = os.Remove(cfg.Socket)
+	h.closeListener()
+	h.removeSocket()
 	h.drain()
 	return why
 }
@@ -290,9 +292,11 @@ func (h *holder) armIdleLocked() {
 	})
 }
 
-func (h *holder) accept() {
+// acceptOn serves ln's connections until ln is closed (at the end, or
+// when relisten replaces it).
+func (h *holder) acceptOn(ln net.Listener) {
 	for {
-		nc, err := h.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			return
 		}

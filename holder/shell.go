@@ -17,7 +17,9 @@ import (
 // shell is one shell on its pseudo-terminal. The holder is the shell's
 // parent, so the exit status comes from wait, and the shell leads its own
 // session: everything it starts shares that session ID unless it calls
-// setsid, and then it still carries the TERMGATE_SESSION marker.
+// setsid, and then it still carries the TERMGATE_SESSION marker unless it
+// clears its environment too; the daemon, a child subreaper (reap.go),
+// still has it below itself then.
 type shell struct {
 	cmd    *exec.Cmd
 	pty    *os.File
@@ -32,10 +34,13 @@ type shell struct {
 }
 
 func startShell(cmd *exec.Cmd, cols, rows int) (*shell, error) {
+	shellStarting()
 	f, err := pty.StartWithSize(cmd, &pty.Winsize{Cols: uint16(cols), Rows: uint16(rows)})
 	if err != nil {
+		shellStarted(0)
 		return nil, fmt.Errorf("holder: start %s: %w", cmd.Path, err)
 	}
+	shellStarted(cmd.Process.Pid)
 	nonblock := false
 	if pf, err := pollable(f); err == nil {
 		f, nonblock = pf, true
@@ -57,6 +62,7 @@ func (s *shell) resize(cols, rows int) error {
 func (s *shell) wait() int {
 	s.waitOnce.Do(func() {
 		_ = s.cmd.Wait()
+		shellWaited(s.cmd.Process.Pid)
 		s.code = s.cmd.ProcessState.ExitCode()
 		if ws, ok := s.cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			s.code = 128 + int(ws.Signal())
@@ -65,26 +71,32 @@ func (s *shell) wait() int {
 	return s.code
 }
 
-// kill SIGKILLs every process of the shell's session and every process
-// carrying its marker, in rounds until a round finds none (signals are
-// delivered asynchronously, and a dying job may still fork), then closes
-// the terminal.
+// kill SIGKILLs every process of the shell's session, every process
+// carrying its marker and, in the daemon (a subreaper: Subreap), every
+// descendant of the holder, in rounds until a round finds none (signals
+// are delivered asynchronously, and a dying job may still fork), then
+// reaps the orphans among them and closes the terminal. A shell is killed
+// only before the next one starts (reset) or as the daemon ends, so every
+// descendant of the daemon is this shell's.
 func (s *shell) kill() {
 	s.killOnce.Do(func() {
 		sid := s.cmd.Process.Pid
+		below := reaper.on.Load()
 		for round := 0; round < 200; round++ {
-			if killMarked(sid, s.marker) == 0 {
+			if killMarked(sid, s.marker, below) == 0 {
 				break
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
+		reapOrphans()
 		_ = s.pty.Close()
 	})
 }
 
-// killMarked signals the processes of session sid or with the marker in
-// their environment, never this process, and returns how many it found.
-func killMarked(sid int, marker string) int {
+// killMarked signals the processes of session sid, with the marker in
+// their environment or (below) descendants of this process, never this
+// process, and returns how many it found.
+func killMarked(sid int, marker string, below bool) int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		_ = syscall.Kill(-sid, syscall.SIGKILL)
@@ -92,19 +104,23 @@ func killMarked(sid int, marker string) int {
 	}
 	self := os.Getpid()
 	want := []byte("TERMGATE_SESSION=" + marker + "\x00")
-	n := 0
+	// The whole table first: a parent killed before its children are
+	// found would hand them to this process as zombies, or to PID 1.
+	live := map[int]procStat{}
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == self || pid == 1 {
 			continue
 		}
-		st, ok := statOf(pid)
-		if !ok || st.state == "Z" {
-			continue
+		if st, ok := statOf(pid); ok && st.state != "Z" {
+			live[pid] = st
 		}
-		hit := st.sid == sid
+	}
+	n := 0
+	for pid, st := range live {
+		hit := st.sid == sid || below && descends(live, pid, self)
 		if !hit && marker != "" {
-			env, err := os.ReadFile("/proc/" + e.Name() + "/environ")
+			env, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 			hit = err == nil && bytes.Contains(append([]byte{0}, env...), append([]byte{0}, want...))
 		}
 		if hit && syscall.Kill(pid, syscall.SIGKILL) == nil {
@@ -114,8 +130,26 @@ func killMarked(sid int, marker string) int {
 	return n
 }
 
+// descends reports whether pid is below ancestor in the table (bounded by
+// its size: a PPid loop cannot occur, but a table read over time may hold
+// a reused PID).
+func descends(live map[int]procStat, pid, ancestor int) bool {
+	for range len(live) {
+		st, ok := live[pid]
+		switch {
+		case !ok:
+			return false
+		case st.ppid == ancestor:
+			return true
+		}
+		pid = st.ppid
+	}
+	return false
+}
+
 type procStat struct {
 	state string
+	ppid  int
 	sid   int
 }
 
@@ -134,6 +168,7 @@ func statOf(pid int) (procStat, bool) {
 	if len(f) < 4 {
 		return procStat{}, false
 	}
-	sid, err := strconv.Atoi(f[3])
-	return procStat{state: f[0], sid: sid}, err == nil
+	ppid, err1 := strconv.Atoi(f[1])
+	sid, err2 := strconv.Atoi(f[3])
+	return procStat{state: f[0], ppid: ppid, sid: sid}, err1 == nil && err2 == nil
 }

@@ -17,7 +17,8 @@
 //
 // Replayer wraps a Terminal as a sessions.Replayer. Goroutines: one worker
 // per Replayer (NewReplayerFunc makes them), stopped and waited for by Close, which feeds the
-// session's output to the emulator from a bounded queue, so the relay to
+// session's output to the emulator from a bounded queue (sizes with no
+// output between them coalesced into the latest), so the relay to
 // attached clients never waits for it. While a client is attached the
 // worker is woken lazily (a timer or a full batch) and the emulator answers
 // nothing; while none is, every chunk wakes it and it answers cursor

@@ -47,6 +47,10 @@ func NewReplayerFunc(o Options) sessions.NewReplayerFunc {
 	}
 }
 
+// itemCost is what an item counts for at least against Options.Queue, so
+// that resizes between tiny chunks of output cannot queue without bound.
+const itemCost = 64
+
 // item is one event for the emulator, in output order.
 type item struct {
 	data     []byte        // output (shared with the session's clients; never modified)
@@ -140,16 +144,22 @@ func (r *Replayer) Attached(n int) { r.attached = n }
 
 func (r *Replayer) push(it item) {
 	r.mu.Lock()
+	cost := max(len(it.data), itemCost)
 	switch {
 	case r.overflow:
-	case r.queued+len(it.data) > r.opts.Queue:
+	case it.data == nil && len(r.queue) > 0 && r.queue[len(r.queue)-1].data == nil:
+		// Only the latest of sizes with no output between them matters:
+		// a resize storm (issue 20 D4) costs the emulator one resize per
+		// batch of output, not one per message.
+		r.queue[len(r.queue)-1] = it
+	case r.queued+cost > r.opts.Queue:
 		// The emulator fell behind: stop feeding it until a snapshot
-		// rebuilds it from the ring.
+		// rebuilds it from the ring (at the latest size).
 		r.overflow = true
 		r.queue, r.queued = nil, 0
 	default:
 		r.queue = append(r.queue, it)
-		r.queued += len(it.data)
+		r.queued += cost
 	}
 	now := it.answered || r.queued >= r.opts.Batch
 	arm := !now && !r.armed && len(r.queue) > 0

@@ -180,14 +180,15 @@ func (t *Terminal) Resize(w, h int) {
 
 func resizeLines(ls []*line, w, h int) []*line {
 	if len(ls) > h {
-		ls = ls[:h]
+		clear(ls[h:]) // the rows cut off go with their cells
+		ls = shrunk(ls[:h])
 	}
 	for len(ls) < h {
 		ls = append(ls, newLine(w, 0))
 	}
 	for _, l := range ls {
 		if len(l.cells) > w {
-			l.cells = l.cells[:w]
+			l.cells = shrunk(l.cells[:w])
 			if last := &l.cells[w-1]; last.Attr&attrWide != 0 {
 				*last = Cell{}
 			}
@@ -198,6 +199,19 @@ func resizeLines(ls []*line, w, h int) []*line {
 		}
 	}
 	return ls
+}
+
+// shrunk returns s, copied into an array of its own length when its array
+// is more than twice as long: a screen made small again after a huge one
+// (a resize storm of up to 1000x1000, issue 20 D4) gives the huge one's
+// memory back instead of keeping it for the session's life. Within a
+// factor of two the array is kept, so a window dragged to and fro does
+// not copy every row each time.
+func shrunk[E any](s []E) []E {
+	if cap(s) <= 2*len(s) {
+		return s
+	}
+	return append(make([]E, 0, len(s)), s...)
 }
 
 // Write feeds output to the terminal.

@@ -55,6 +55,15 @@ func (r *Registry) open(ctx context.Context, inst Instance, spec StartSpec, how 
 	if err != nil {
 		return nil, false, fmt.Errorf("start shell in %s: %w", inst.Name, err)
 	}
+	if hp, held := p.(HeldProcess); held && ok && how == resetHeld && hp.Held().Session != spec.SessionID {
+		// The start found a live holder after all (a racer's, or one that
+		// was not answering on its socket when Adopt looked): a reset
+		// must still end up in a fresh shell.
+		if hp, err = resetThenAdopt(ctx, a, inst, hp, spec.SessionID); err != nil {
+			return nil, false, fmt.Errorf("reset the held session in %s: %w", inst.Name, err)
+		}
+		return hp, true, nil
+	}
 	return p, false, nil
 }
 

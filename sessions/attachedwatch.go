@@ -12,6 +12,7 @@ func (s *Session) clientsChangedLocked() {
 		close(s.changed)
 		s.changed = nil
 	}
+	s.publishLocked()
 }
 
 // AttachedChanges returns who is attached to the client's session now

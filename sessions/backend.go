@@ -27,6 +27,12 @@ type InstanceEvent struct {
 	// at once rather than at their next backoff (see kill.go). Instance
 	// and Gone are then unset.
 	Reachable bool
+	// Paused: the instance was frozen (docker pause, and docker commit,
+	// which pauses): its processes neither run nor can be killed, but
+	// nothing of them is lost, so its session is kept and its clients are
+	// told (paused.go). Unpaused: it runs again; the session carries on
+	// and kills that failed meanwhile are retried at once.
+	Paused, Unpaused bool
 }
 
 // StartSpec describes the shell a Backend starts for a session.
@@ -69,12 +75,13 @@ type Process interface {
 type Backend interface {
 	// Lookup resolves a running instance by name. It returns an error
 	// wrapping ErrNotFound when the instance does not exist, is not running,
-	// or may not be used (the gateway's own container, a missing label).
+	// or may not be used (the gateway's own container, a missing label),
+	// and one wrapping ErrPaused when it is paused.
 	Lookup(ctx context.Context, name string) (Instance, error)
 	// Start starts a shell in the instance.
 	Start(ctx context.Context, inst Instance, spec StartSpec) (Process, error)
-	// Watch reports every instance that stops, is removed or is renamed,
-	// until ctx is done. It reconnects by itself when the backend's event
+	// Watch reports every instance that stops, is removed, is renamed,
+	// is paused or is unpaused, until ctx is done. It reconnects by itself when the backend's event
 	// source drops, and should then report an event with Reachable set.
 	// ev runs on Watch's goroutine.
 	Watch(ctx context.Context, ev func(InstanceEvent)) error

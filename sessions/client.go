@@ -46,11 +46,11 @@ type Client struct {
 	sess   *Session   // the session the client is attached to; a reset moves it
 	info   AttachInfo // where the client landed (last: after the last reset)
 	moved  chan struct{}
-	resets []*ResetError // the in-band events, one per empty chunk in queue
-	queue  [][]byte      // chunks not yet taken; shared, never modified; an empty one marks a reset
-	queued int           // bytes waiting in queue
-	limit  int           // queued bytes allowed before the client is dropped
-	cause  error         // set once: why the client is closed
+	resets []error  // the in-band events (*ResetError, *Notice), one per empty chunk in queue
+	queue  [][]byte // chunks not yet taken; shared, never modified; an empty one marks a reset
+	queued int      // bytes waiting in queue
+	limit  int      // queued bytes allowed before the client is dropped
+	cause  error    // set once: why the client is closed
 	wake   chan struct{}
 	after  []func() // AfterClose callbacks not yet run
 }
@@ -126,7 +126,8 @@ const TakeMax = 256 << 10
 //
 // A reset is returned in band, as a *ResetError with the chunks before it;
 // it is not final: the client stays attached and the next Take returns the
-// fresh session's replay and output.
+// fresh session's replay and output. A *Notice (the instance paused or
+// unpaused, see paused.go) is returned in band the same way.
 func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -165,7 +166,7 @@ func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 	return bufs, c.cause
 }
 
-// popReset takes the first in-band reset event. Called with mu held.
+// popReset takes the first in-band event. Called with mu held.
 func (c *Client) popReset() error {
 	ev := c.resets[0]
 	c.resets[0] = nil

@@ -13,7 +13,9 @@
 // session with a *ResetError and the registry moves its clients into the
 // fresh one (move.go); idle reaping, an instance that stops, a revoked
 // credential (recheck.go) and shutdown end it or its clients with a cause
-// the listeners print.
+// the listeners print. A paused instance keeps its session: its clients
+// get an in-band *Notice and attaches are refused until the unpause
+// (paused.go).
 //
 // Goroutines, each owned and waited for by Close/Wait or Shutdown:
 //
@@ -23,7 +25,8 @@
 //     never blocks on a client: one whose queue overflows is dropped with
 //     ErrSlowClient and may reattach);
 //   - per Session while they have work only, the resizer (applies window
-//     sizes in order, resizer.go) and the inputter (writes queued input and
+//     sizes in order, to the replayer and the backend, paced and coalesced:
+//     resizer.go, resizepace.go) and the inputter (writes queued input and
 //     the emulator's answers, input.go), so an idle session has two;
 //   - per Registry, the backend's Watch (instance stops and renames) and,
 //     during Shutdown, one that waits for the sessions;
@@ -36,6 +39,10 @@
 // to move, no faster than client resets, and only into the announced
 // session (move.go), and an attach whose replay would overflow the
 // client's queue is refused rather than registered.
+//
+// Info never takes Session.mu: the session publishes a snapshot of it at
+// each change (infosnap.go), so /metrics and /api/sessions never wait on a
+// busy session.
 //
 // Replay and subscription happen under Session.mu: nothing is lost or
 // doubled between them. Delivery never writes to the network: a listener

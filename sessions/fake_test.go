@@ -14,6 +14,7 @@ import (
 type fakeBackend struct {
 	mu      sync.Mutex
 	missing map[string]bool
+	paused  map[string]bool // Lookup says ErrPaused
 	procs   []*fakeProc
 	starts  atomic.Int32
 	lookups atomic.Int32
@@ -22,7 +23,7 @@ type fakeBackend struct {
 }
 
 func newFakeBackend() *fakeBackend {
-	return &fakeBackend{missing: map[string]bool{}, watchOn: make(chan struct{})}
+	return &fakeBackend{missing: map[string]bool{}, paused: map[string]bool{}, watchOn: make(chan struct{})}
 }
 
 func (b *fakeBackend) Lookup(_ context.Context, name string) (Instance, error) {
@@ -31,6 +32,9 @@ func (b *fakeBackend) Lookup(_ context.Context, name string) (Instance, error) {
 	defer b.mu.Unlock()
 	if b.missing[name] {
 		return Instance{}, ErrNotFound
+	}
+	if b.paused[name] {
+		return Instance{}, ErrPaused
 	}
 	return Instance{Name: name, ID: "id-" + name}, nil
 }

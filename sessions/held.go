@@ -44,8 +44,10 @@ type HeldState struct {
 // Read ends with one of the registry's causes when the holder ended the
 // stream for a reason of its own: a *ResetError (another gateway reset the
 // session: the holder now holds NewSession), ErrIdle (the holder reaped the
-// session), an *ExitError, ErrInstanceGone, or ErrHolderLost (the
-// connection to the holder broke while the instance runs on); the registry
+// session), an *ExitError, ErrInstanceGone, ErrHolderLost (the
+// connection to the holder broke while the instance runs on) or
+// ErrHolderDied (the holder is gone, and the backend ended what its shell
+// left behind: the session is over); the registry
 // takes these as final, so the backend must tell a shell killed as its
 // instance stopped (ErrInstanceGone) from one killed inside it. io.EOF or
 // any other error means the connection to the holder was lost, and the

@@ -30,7 +30,7 @@ func (s *Session) hold(hp HeldProcess) {
 	}
 	if st.Size.Valid() && st.Size != s.size {
 		s.size = st.Size
-		s.replay.Resize(st.Size)
+		s.resizeEmulatorLocked(st.Size)
 	}
 	s.ring.SetBase(st.Offset)
 	if len(st.Replay) > 0 {
@@ -42,7 +42,8 @@ func (s *Session) hold(hp HeldProcess) {
 		s.replay.Write(st.Replay)
 		s.replay.Attached(0)
 	}
-	s.bytesOut = s.ring.End()
+	s.bytesOut.Store(s.ring.End())
+	s.publishLocked() // durable now, and maybe older
 	hp.Clients(0)
 }
 
@@ -62,6 +63,8 @@ func endedBy(readErr error) error {
 		return ErrInstanceGone
 	case errors.Is(readErr, ErrHolderLost):
 		return ErrHolderLost
+	case errors.Is(readErr, ErrHolderDied):
+		return ErrHolderDied
 	case errors.Is(readErr, ErrBackendLost):
 		return ErrBackendLost
 	}

@@ -116,6 +116,7 @@ func (s *Session) observeRename(name string) {
 		rec := r.Recording()
 		s.mu.Lock()
 		s.recording = rec
+		s.publishLocked()
 		s.mu.Unlock()
 	}
 }

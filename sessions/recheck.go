@@ -74,5 +74,6 @@ func (s *Session) rename(name string) bool {
 	}
 	s.log.Info("instance renamed", "from", s.inst.Name, "to", name)
 	s.inst.Name = name
+	s.publishLocked()
 	return true
 }

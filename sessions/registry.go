@@ -162,7 +162,7 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 			return nil, &RevokedError{Reason: err.Error()}
 		}
 	}
-	for {
+	for tries := 1; ; tries++ {
 		sl, created, err := r.slotFor(inst)
 		if err != nil {
 			return nil, err
@@ -180,7 +180,7 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-		if errors.Is(sl.err, ErrNotHeld) {
+		if errors.Is(sl.err, ErrNotHeld) && tries < maxNotHeldTries {
 			continue // AdoptAll found nothing to adopt: start one
 		}
 		if sl.err != nil {
@@ -206,6 +206,12 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 		return c, err
 	}
 }
+
+// maxNotHeldTries bounds the rounds of an Attach that finds no held
+// session where a start then says there is one (a holder whose socket was
+// deleted holds its lock: issue 20, D3): without it the attach would go
+// round for ever, answering nobody and logging nothing.
+const maxNotHeldTries = 3
 
 // slotFor returns the instance's slot, creating an empty one when none.
 func (r *Registry) slotFor(inst Instance) (*slot, bool, error) {
@@ -323,10 +329,15 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 
 // instanceEvent ends the session of an instance that stopped, and makes
 // the session of a renamed instance follow the new name; a backend
-// reachable again retries the kills that failed meanwhile.
+// reachable again retries the kills that failed meanwhile. A paused
+// instance keeps its session (paused.go).
 func (r *Registry) instanceEvent(ev InstanceEvent) {
 	if ev.Reachable {
 		r.cfg.reachable.fire()
+		return
+	}
+	if ev.Paused || ev.Unpaused {
+		r.pauseEvent(ev)
 		return
 	}
 	r.mu.Lock()

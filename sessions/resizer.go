@@ -1,14 +1,17 @@
 package sessions
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // startResizerLocked starts the resizer when a new size waits for the
-// backend and none runs. Called with mu held.
+// backend or the screen emulator and none runs. Called with mu held.
 func (s *Session) startResizerLocked() {
 	if s.resizing {
 		return
 	}
-	if s.state != stateRunning || s.size == s.applied {
+	if s.state != stateRunning || (s.size == s.applied && s.size == s.emuSize) {
 		s.resizedLocked(s.resizeSeq) // nothing for input to wait for
 		return
 	}
@@ -17,20 +20,44 @@ func (s *Session) startResizerLocked() {
 	go s.resizer()
 }
 
+// resizeEmulatorLocked gives the replayer (the screen emulator) a size.
+// Called with mu held: the replayer orders it with the output.
+func (s *Session) resizeEmulatorLocked(size Size) {
+	if size == s.emuSize {
+		return
+	}
+	s.emuSize = size
+	s.replay.Resize(size)
+}
+
 // resizer applies the latest requested size outside any lock, so a slow
 // backend resize never stalls output or other clients. It returns once the
 // applied size is the latest (or the session is closing); sizes requested
-// meanwhile are coalesced into the latest.
+// meanwhile are coalesced into the latest, and it applies no more than
+// resizePace allows (see resizepace.go). The emulator gets each size just
+// before the backend, as the shell's redraw for it follows.
 func (s *Session) resizer() {
 	defer s.resizerWG.Done()
 	for {
 		s.mu.Lock()
 		want, applied, seq := s.size, s.applied, s.resizeSeq
-		if want == applied || s.state != stateRunning {
+		if s.state != stateRunning || (want == applied && want == s.emuSize) {
 			s.resizedLocked(seq)
 			s.resizing = false
 			s.mu.Unlock()
 			return
+		}
+		if wait := s.pace.take(time.Now()); wait > 0 {
+			s.mu.Unlock()
+			// Then the latest size, asked for while waiting, wins (or
+			// the check above ends the resizer of a closing session).
+			s.paceWait(wait)
+			continue
+		}
+		s.resizeEmulatorLocked(want)
+		if want == applied { // only the emulator was behind
+			s.mu.Unlock()
+			continue
 		}
 		s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.KillTimeout)
@@ -56,6 +83,16 @@ func (s *Session) resizer() {
 		s.applied = want
 		s.resizedLocked(seq)
 		s.mu.Unlock()
+	}
+}
+
+// paceWait sleeps for d, or until the session closes.
+func (s *Session) paceWait(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-s.closeReq:
 	}
 }
 

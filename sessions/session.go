@@ -61,15 +61,18 @@ type Session struct {
 	size      Size          // latest requested window size
 	idleSince time.Time
 	idleTimer clockwork.Timer
-	bytesOut  int64
+	bytesOut  atomic.Int64         // output bytes (atomic: Info reads it unlocked)
+	info      atomic.Pointer[Info] // what Info shows but BytesOut (see infosnap.go)
 
 	closeReq chan struct{} // closed by the first Close
 	pumpDone chan error    // the pump's cause, sent once when the shell's output ends
 	pumpGone chan struct{} // closed when the pump has returned
 	// The resizer and the inputter run only while they have work (an
 	// idle session has neither): see resizer.go and input.go.
-	resizing bool // a resizer runs (guarded by mu)
-	applied  Size // the size the backend last applied (guarded by mu)
+	resizing bool       // a resizer runs (guarded by mu)
+	applied  Size       // the size the backend last applied (guarded by mu)
+	emuSize  Size       // the size the replayer was last given (guarded by mu)
+	pace     resizePace // the resizer's (see resizepace.go)
 	// Input waits for the resizes asked for before it (see resizeorder.go).
 	resizeSeq  uint64         // bumped by every size change (guarded by mu)
 	resizedSeq uint64         // the changes up to this one are applied or failed (guarded by mu)
@@ -79,6 +82,7 @@ type Session struct {
 	inputting  bool           // an inputter runs (guarded by mu)
 	inputWG    sync.WaitGroup // the inputter
 	killFailed atomic.Bool    // a kill failed and is being retried
+	paused     bool           // the instance is paused (guarded by mu; paused.go)
 	tornDown   chan struct{}  // closed when run has ended the shell, before it moves clients
 	done       chan struct{}  // closed when the session is fully closed
 }
@@ -117,7 +121,8 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 		done:     make(chan struct{}),
 	}
 	s.replay = cfg.NewReplayer(ring, s.answer)
-	s.replay.Resize(size)
+	s.resizeEmulatorLocked(size) // nothing else runs yet
+	s.publishLocked()
 	return s
 }
 
@@ -137,6 +142,7 @@ func (s *Session) start() {
 	s.mu.Lock()
 	s.applied = s.size  // the backend applied the initial size
 	s.startIdleLocked() // a session started by a reset may never be attached
+	s.publishLocked()
 	s.mu.Unlock()
 	go func() {
 		s.run()
@@ -287,7 +293,7 @@ func (s *Session) deliver(chunk []byte) {
 	defer s.mu.Unlock()
 	s.ring.Write(chunk)
 	s.replay.Write(chunk)
-	s.bytesOut += int64(len(chunk))
+	s.bytesOut.Add(int64(len(chunk)))
 	for c := range s.clients {
 		switch c.enqueue(chunk) {
 		case droppedSlow:
@@ -387,6 +393,7 @@ func (s *Session) joinedLocked() {
 		s.idleTimer = nil
 	}
 	s.idleSince = time.Time{}
+	s.publishLocked()
 }
 
 func (s *Session) detach(c *Client) { s.remove(c, "client detached") }
@@ -413,6 +420,7 @@ func (s *Session) startIdleLocked() {
 		return
 	}
 	s.idleSince = s.clock.Now()
+	s.publishLocked()
 	if s.held != nil {
 		return
 	}
@@ -444,19 +452,5 @@ func (s *Session) setSizeLocked(size Size) {
 	}
 	s.size = size
 	s.resizeSeq++
-	s.replay.Resize(size)
-	s.startResizerLocked()
-}
-
-// Info returns a snapshot of the session's state.
-func (s *Session) Info() Info {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	in := Info{Instance: s.inst.Name, Session: s.id, Created: s.created, Clients: len(s.clients), BytesOut: s.bytesOut, Recording: s.recording, Durable: s.held != nil}
-	in.Attached = attachedList(s.clients)
-	if !s.idleSince.IsZero() {
-		t := s.idleSince
-		in.IdleSince = &t
-	}
-	return in
+	s.startResizerLocked() // it resizes the emulator too, paced
 }

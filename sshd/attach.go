@@ -181,7 +181,12 @@ func (r *relay) output() (code int, cause string) {
 		}
 		var reset *sessions.ResetError
 		var exit *sessions.ExitError
+		var notice *sessions.Notice
 		switch {
+		case errors.As(err, &notice): // the instance paused or runs again: stay
+			if r.notice(r.out, notice.Message) != nil {
+				return exitDetached, clientLeft
+			}
 		case isRevoked(err):
 			r.revoked = true
 			r.sess.log.Info("disconnected: access revoked", "instance", r.name, "cause", err.Error())

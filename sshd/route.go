@@ -195,6 +195,8 @@ func (s *Server) userError(sess *session, what, name string, err error) string {
 	switch {
 	case errors.Is(err, sessions.ErrNotFound):
 		return sessions.NotFoundMessage(name)
+	case errors.Is(err, sessions.ErrPaused):
+		return sessions.PausedMessage(name)
 	case errors.Is(err, sessions.ErrBadName):
 		return err.Error()
 	case errors.Is(err, sessions.ErrClosed):

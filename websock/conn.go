@@ -53,6 +53,7 @@ type conn struct {
 	closeCode  int           // likewise; 0 means leave without a close frame
 	writerDone chan struct{}
 	binary     binaryWriter   // writes output frames for relaybuf
+	behind     behindWatch    // the writer's watch on slow output writes (behind.go)
 	cutWG      sync.WaitGroup // watchCut's callbacks
 	watchDone  chan struct{}  // closed when watchClients returns (or at once without wantClients)
 	// wantClients: the client asked for clients events (?clients=1).
@@ -78,7 +79,7 @@ type conn struct {
 
 func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by string, opts sessions.AttachOptions, log *slog.Logger) *conn {
 	ctx, cancel := context.WithCancel(parent)
-	return &conn{
+	c := &conn{
 		binary: binaryWriter{ws: ws},
 		s:      s, ws: ws, name: name, label: opts.Label, allowed: opts.Allowed, by: by, log: log,
 		ctx: ctx, cancel: cancel, readOnly: opts.ReadOnly,
@@ -90,6 +91,8 @@ func newConn(s *Server, parent context.Context, ws *websocket.Conn, name, by str
 		readerDone: make(chan struct{}),
 		in:         newInputState(),
 	}
+	c.behind.c = c
+	return c
 }
 
 // run serves the connection until it ends and every goroutine it started
@@ -114,6 +117,7 @@ func (c *conn) run(client *sessions.Client) {
 		close(c.watchDone)
 	}
 	err := c.readLoop()
+	released(c.ws.NetConn()) // the client is gone, or about to be: it no longer counts
 	close(c.readerDone)
 	close(c.in.ch)
 	// A reset that was running when the client left finishes (it has begun
@@ -129,8 +133,9 @@ func (c *conn) run(client *sessions.Client) {
 	c.stopClient()                   // also ends a Write inputLoop is blocked in
 	<-c.in.done
 	<-c.writerDone
-	c.cutWG.Wait() // the client is closed: its callback has run or runs now
-	<-c.watchDone  // it stops on ctx or when the writer is gone
+	c.behind.wg.Wait() // a fellBehind that fired as the write ended
+	c.cutWG.Wait()     // the client is closed: its callback has run or runs now
+	<-c.watchDone      // it stops on ctx or when the writer is gone
 	_ = c.ws.Close()
 	// What ended it: the server's reason when it had one (revoked, too
 	// slow, shell exited...), else what the read loop saw.
@@ -281,11 +286,23 @@ func (c *conn) writeLoop() {
 }
 
 // writeOutput writes the chunks as one binary frame (several frames only
-// past relaybuf.MaxWrite).
+// past relaybuf.MaxWrite). A client that does not take them within the
+// write timeout has fallen behind (behind.go): the write gets behindGrace
+// more, so that the client may still take it and then learn why it is
+// dropped.
 func (c *conn) writeOutput(bufs [][]byte) error {
-	if err := c.ws.SetWriteDeadline(time.Now().Add(c.writeTimeout())); err != nil {
+	timeout := c.writeTimeout()
+	if c.hurry.Load() {
+		if err := c.ws.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+			return err
+		}
+		return relaybuf.Write(c.binary, bufs)
+	}
+	if err := c.ws.SetWriteDeadline(time.Now().Add(timeout + behindGrace)); err != nil {
 		return err
 	}
+	stop := c.behind.start(timeout)
+	defer stop()
 	return relaybuf.Write(c.binary, bufs)
 }
 
@@ -485,17 +502,25 @@ func (c *conn) reset() {
 	c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
 }
 
-// outputEnded handles err from cl's output: a reset is reported and cl
-// goes on (returned); anything else ends the connection (nil). A cut (too
+// outputEnded handles err from cl's output: a reset or a notice is
+// reported and cl goes on (returned); anything else ends the connection (nil). A cut (too
 // slow, revoked) is handled by watchCut, which may have run already.
 func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 	var reset *sessions.ResetError
 	var exit *sessions.ExitError
+	var notice *sessions.Notice
 	switch {
 	case errors.Is(err, sessions.ErrDetached), cut(err):
 		return nil
 	case errors.As(err, &reset):
 		return c.resetMoved(cl, reset)
+	case errors.As(err, &notice): // the instance paused or runs again: stay
+		f := errorFrame(notice.Message)
+		if werr := c.write(f.typ, f.data); werr != nil {
+			c.writeFailed(werr)
+			return nil
+		}
+		return cl
 	case errors.As(err, &exit):
 		c.log.Info("shell exited", "code", exit.Code)
 		c.setCause(err)
@@ -546,14 +571,14 @@ func (c *conn) revoked(err *sessions.RevokedError) {
 
 // tooSlow ends a connection the session dropped for falling too far
 // behind its output (sessions.ErrSlowClient): the client gets the error
-// event and a close (1013, try again later) if its connection takes them
-// within closeGrace, and is closed either way; the output still queued for
+// event and a close (1013, try again later) if its connection takes the
+// frame in flight within behindGrace, and is closed either way; the output still queued for
 // it is dropped (a reattach gets the replay). The detach is logged and
 // audited as what it was, not as the network error that follows.
 func (c *conn) tooSlow(err error) {
 	c.log.Info("websocket client fell too far behind the output; disconnecting")
 	c.setCause(err)
-	c.endNow(errorFrame(err.Error()), websocket.CloseTryAgainLater)
+	c.endBehind() // behind.go
 }
 
 // cut reports causes that end an attach without its queued output.

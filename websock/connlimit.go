@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
-	"time"
 )
 
 // Connection caps of the HTTP listener (issue 9 item 11c: one address held
@@ -15,7 +14,8 @@ import (
 // longest-idle one (a keep-alive connection between requests, or one that
 // has not sent a request yet) of its own address, or, for the total, of any
 // address; if there is none it is refused: over plain HTTP with a 503 that
-// says why, over TLS by closing it. "Longest-idle" is by age: of the idle
+// says why and Retry-After (refuse.go), over TLS by closing it. A
+// WebSocket leaves the count as soon as its client is gone (released). "Longest-idle" is by age: of the idle
 // connections, the one accepted first.
 const (
 	defaultMaxConnsPerAddr = 64
@@ -28,10 +28,14 @@ type connLimiter struct {
 	perAddr, total int
 	log            func(msg string, args ...any)
 
-	mu     sync.Mutex // guards n, seq, byAddr and every limitedConn.idle
+	mu     sync.Mutex // guards n, seq, byAddr, every limitedConn.idle, refusing and closed
 	n      int
 	seq    uint64
 	byAddr map[netip.Prefix]map[*limitedConn]struct{}
+
+	refusing int            // refusals answering now (refuse.go)
+	closed   bool           // no more refusal goroutines: the server shuts down
+	refusals sync.WaitGroup // the refusal goroutines
 }
 
 // limitedConn is a counted connection. idle is false while a request is
@@ -149,6 +153,18 @@ func asLimited(nc net.Conn) *limitedConn {
 	return nil
 }
 
+// released uncounts a served connection whose client is gone (the
+// WebSocket's read loop saw its close, FIN or reset) before the teardown
+// that follows closes it: a client that reconnects at once must not find
+// its own last connection still counted against it (issue 20 D5).
+func released(nc net.Conn) {
+	if c := asLimited(nc); c != nil {
+		c.l.mu.Lock()
+		c.l.removeLocked(c)
+		c.l.mu.Unlock()
+	}
+}
+
 func (c *limitedConn) Close() error {
 	c.l.mu.Lock()
 	c.l.removeLocked(c)
@@ -183,12 +199,7 @@ func (ll *limitedListener) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		ll.refuse(nc.RemoteAddr().String())
-		if ll.plain {
-			// Best effort, never waiting: the 503 fits in the socket buffer.
-			_ = nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
-			_, _ = nc.Write([]byte(msgTooManyConns))
-		}
-		_ = nc.Close()
+		ll.refuseConn(nc)
 	}
 }
 

@@ -31,10 +31,16 @@
 //   - runResets, at most one at a time, while a control reset runs;
 //   - watchClients (clients.go), only with ?clients=1;
 //   - watchCut's callback, only once the client is closed, which cuts a
-//     write blocked on a client that fell behind or was revoked.
+//     write blocked on a client that fell behind or was revoked;
+//   - the behind watch's callback (behind.go), only when an output write
+//     is not taken within the write timeout: it drops the client as
+//     fallen behind.
 //
 // Writes have a 10 s deadline (2 s once the connection is ending), pings go
-// out every 25 s, and a peer silent for 60 s is dropped. Server.Shutdown
+// out every 25 s, and a peer silent for 60 s is dropped. A client that
+// falls behind (its queue overflows, or it takes no output for 10 s) gets
+// 5 s more to take the frame in flight, then the error event and close
+// 1013, so that a client that reads again learns why (behind.go). Server.Shutdown
 // ends every connection with an error event (close 1012 when a durable
 // session keeps running, restart.go) and waits for all of its goroutines.
 //

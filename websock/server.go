@@ -347,6 +347,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		c.end(c.shutdownEnd())
 	}
 	err := s.http.Shutdown(ctx)
+	s.limits.waitRefusals() // each within refuseLinger
 
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()

@@ -185,11 +185,13 @@ func (b *Backend) engineErr(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// Lookup resolves a running container by its name. Missing, stopped,
-// paused or restarting containers, containers without the configured label,
+// Lookup resolves a running container by its name. Missing, stopped or
+// restarting containers, containers without the configured label,
 // containers whose name is not exactly name (an ID prefix, say) and the
 // gateway's own container are all refused with an error wrapping
-// sessions.ErrNotFound. While Watch runs, a container found running is
+// sessions.ErrNotFound; a paused instance with one wrapping
+// sessions.ErrPaused (nothing can be started or killed in it until it is
+// unpaused). While Watch runs, a container found running is
 // remembered until an event about it, and looked up again without asking
 // the engine (running.go).
 func (b *Backend) Lookup(ctx context.Context, name string) (sessions.Instance, error) {
@@ -215,10 +217,12 @@ func (b *Backend) Lookup(ctx context.Context, name string) (sessions.Instance, e
 		return refuse("is not a container name")
 	case b.isSelf(info.ID):
 		return refuse("is the gateway's own container")
-	case info.State == nil || !info.State.Running || info.State.Paused || info.State.Restarting:
+	case info.State == nil || !info.State.Running || info.State.Restarting:
 		return refuse("is not running")
 	case !b.hasLabel(labelsOf(info.Config)):
 		return refuse("lacks the instance label")
+	case info.State.Paused: // after the label: names outside it stay unknown
+		return sessions.Instance{}, fmt.Errorf("instance %q: %w", name, sessions.ErrPaused)
 	}
 	inst := sessions.Instance{Name: name, ID: info.ID}
 	if watching {

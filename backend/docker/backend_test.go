@@ -20,6 +20,8 @@ func TestLookup(t *testing.T) {
 	plain, plainID := runContainer(t)
 	paused, _ := runContainer(t, "--label", runLabel)
 	dockerCLI(t, "pause", paused)
+	pausedPlain, _ := runContainer(t)
+	dockerCLI(t, "pause", pausedPlain)
 	exited := "tgtest-" + randomHex(6)
 	dockerCLI(t, "run", "--network", "none", "--label", runLabel, "--name", exited, testImage, "true")
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", exited).Run() })
@@ -62,7 +64,7 @@ func TestLookup(t *testing.T) {
 	}{
 		{any, "tgtest-missing-" + randomHex(4), "missing"},
 		{any, exited, "exited"},
-		{any, paused, "paused"},
+		{byLabel, pausedPlain, "paused, label missing"},
 		{byLabel, plain, "label missing"},
 		{wrongValue, labelled, "label value differs"},
 		{any, labelledID[:12], "ID prefix instead of a name"},
@@ -74,6 +76,13 @@ func TestLookup(t *testing.T) {
 		if !errors.Is(err, sessions.ErrNotFound) {
 			t.Errorf("%s: Lookup(%q) = %v, want ErrNotFound", c.desc, c.name, err)
 		}
+	}
+
+	// A paused instance is refused as paused, not as missing (issue 20,
+	// D2): it carries on once unpaused, and so does its session.
+	_, err := byLabel.Lookup(ctx, paused)
+	if !errors.Is(err, sessions.ErrPaused) || errors.Is(err, sessions.ErrNotFound) {
+		t.Errorf("Lookup(paused %q) = %v, want ErrPaused (not ErrNotFound)", paused, err)
 	}
 
 	if _, err := any.Lookup(ctx, "../etc"); !errors.Is(err, sessions.ErrBadName) {

@@ -26,7 +26,13 @@ type execCounter struct {
 func (c *execCounter) ContainerExecCreate(ctx context.Context, id string, opts container.ExecOptions) (container.ExecCreateResponse, error) {
 	if len(opts.Cmd) >= 4 && opts.Cmd[3] == "termgate-kill" {
 		c.mu.Lock()
-		c.kills = append(c.kills, opts.Cmd[4:])
+		var markers []string // the modes, not the holder directories every kill is told
+		for _, a := range opts.Cmd[4:] {
+			if !strings.HasPrefix(a, "--holder-dir=") {
+				markers = append(markers, a)
+			}
+		}
+		c.kills = append(c.kills, markers)
 		first := len(c.kills) == 1
 		c.mu.Unlock()
 		if first && c.gate != nil {

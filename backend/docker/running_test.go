@@ -76,7 +76,7 @@ func expectInspects(t *testing.T, cc *inspectCounter, want int64) {
 // While Watch runs, a running instance is inspected once: a reattach to
 // its live session asks the engine nothing. A stop, a pause or a rename is
 // heard from the engine's events, and the next lookup asks the engine
-// again, which refuses a stopped or paused instance and the old name of a
+// again, which refuses a stopped instance (a paused one as paused) and the old name of a
 // renamed one.
 func TestLookupOfARunningInstanceAsksTheEngineOnce(t *testing.T) {
 	needEngine(t)
@@ -123,8 +123,11 @@ func TestLookupOfARunningInstanceAsksTheEngineOnce(t *testing.T) {
 
 	dockerCLI(t, "pause", paused)
 	event(pausedID)
-	lookupNotFound(t, b, paused)
+	if _, err := b.Lookup(testContext(t), paused); !errors.Is(err, sessions.ErrPaused) {
+		t.Fatalf("Lookup(%s) while paused: %v, want ErrPaused", paused, err)
+	}
 	dockerCLI(t, "unpause", paused)
+	event(pausedID)
 	lookupOK(t, b, paused, pausedID)
 	lookupOK(t, b, paused, pausedID)
 	expectInspects(t, cc, 6)

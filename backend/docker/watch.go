@@ -19,17 +19,19 @@ const (
 
 // goneActions are the container events after which a container is no
 // instance any more: die covers stop, kill, OOM and a main process that
-// exits; destroy covers a container removed while running (docker rm -f);
-// pause because a paused container is not running.
-var goneActions = []events.Action{events.ActionDie, events.ActionDestroy, events.ActionPause}
+// exits; destroy covers a container removed while running (docker rm -f).
+// A pause is not among them: a paused container (docker pause, docker
+// commit) keeps its processes, frozen, and its sessions (sessions/paused.go).
+var goneActions = []events.Action{events.ActionDie, events.ActionDestroy}
 
-// watchedActions are the container events Watch asks for: the gone ones and
-// rename, after which a session follows the container's new name (its
-// clients' authorization is checked against it).
-var watchedActions = append([]events.Action{events.ActionRename}, goneActions...)
+// watchedActions are the container events Watch asks for: the gone ones,
+// pause and unpause, and rename, after which a session follows the
+// container's new name (its clients' authorization is checked against it).
+var watchedActions = append([]events.Action{events.ActionRename, events.ActionPause, events.ActionUnPause}, goneActions...)
 
-// Watch reports every container that dies, is removed or paused (Gone) or
-// is renamed (Instance.Name is the new name), until ctx is done (it then
+// Watch reports every container that dies or is removed (Gone), is paused
+// or unpaused (Paused, Unpaused) or is renamed (Instance.Name is the new
+// name), until ctx is done (it then
 // returns nil). When the event stream drops it reconnects with exponential
 // backoff (at most 5 s apart), asking the engine for the events since the
 // last one seen, so none is lost or repeated while the engine keeps them.
@@ -145,8 +147,13 @@ func instanceEvent(m events.Message) (sessions.InstanceEvent, bool) {
 		return sessions.InstanceEvent{}, false
 	}
 	inst := sessions.Instance{Name: strings.TrimPrefix(m.Actor.Attributes["name"], "/"), ID: m.Actor.ID}
-	if m.Action == events.ActionRename {
+	switch m.Action {
+	case events.ActionRename:
 		return sessions.InstanceEvent{Instance: inst}, inst.Name != ""
+	case events.ActionPause:
+		return sessions.InstanceEvent{Instance: inst, Paused: true}, true
+	case events.ActionUnPause:
+		return sessions.InstanceEvent{Instance: inst, Unpaused: true}, true
 	}
 	for _, a := range goneActions {
 		if m.Action == a {

@@ -66,12 +66,11 @@ func expectGone(t *testing.T, gone <-chan sessions.Instance, name, id string) {
 	}
 }
 
-func TestWatchReportsStopAndPause(t *testing.T) {
+func TestWatchReportsStop(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
 	label := "termgate.watch=" + randomHex(6)
 	stopped, stoppedID := runContainer(t, "--label", label)
-	paused, pausedID := runContainer(t, "--label", label)
 	b := newBackend(t, Config{Label: label})
 	gone := watch(t, b)
 
@@ -79,12 +78,55 @@ func TestWatchReportsStopAndPause(t *testing.T) {
 	dockerCLI(t, "stop", "-t", "2", stopped)
 	expectGone(t, gone, stopped, stoppedID)
 	t.Logf("docker stop reported after %v", time.Since(began))
+}
+
+// A pause (docker pause, docker commit) is no stop (issue 20, D2): Watch
+// reports it and the unpause as such, never as Gone, so the registry keeps
+// the session; only the removal that follows is Gone.
+func TestWatchReportsPauseAndUnpauseNotGone(t *testing.T) {
+	needEngine(t)
+	t.Parallel()
+	label := "termgate.watch=" + randomHex(6)
+	paused, pausedID := runContainer(t, "--label", label)
+	b := newBackend(t, Config{Label: label})
+	ctx, cancel := context.WithCancel(context.Background())
+	evs := make(chan sessions.InstanceEvent, 64)
+	done := make(chan error, 1)
+	go func() { done <- b.Watch(ctx, func(ev sessions.InstanceEvent) { evs <- ev }) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Watch returned %v after cancel", err)
+		}
+	}()
+	waitWatching(t, b)
+	next := func(what string) sessions.InstanceEvent {
+		t.Helper()
+		select {
+		case ev := <-evs:
+			if ev.Instance.ID != pausedID {
+				t.Fatalf("%s: event %+v, want one about %s", what, ev, pausedID)
+			}
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %s event within 10 s", what)
+		}
+		return sessions.InstanceEvent{}
+	}
 	dockerCLI(t, "pause", paused)
-	expectGone(t, gone, paused, pausedID)
+	if ev := next("pause"); !ev.Paused || ev.Gone || ev.Unpaused {
+		t.Errorf("after docker pause: %+v, want Paused only", ev)
+	}
 	dockerCLI(t, "unpause", paused)
+	if ev := next("unpause"); !ev.Unpaused || ev.Gone || ev.Paused {
+		t.Errorf("after docker unpause: %+v, want Unpaused only", ev)
+	}
 	dockerCLI(t, "rm", "-f", paused)
-	expectGone(t, gone, paused, pausedID) // die
-	expectGone(t, gone, paused, pausedID) // destroy
+	for _, what := range []string{"die", "destroy"} {
+		if ev := next(what); !ev.Gone {
+			t.Errorf("after docker rm -f (%s): %+v, want Gone", what, ev)
+		}
+	}
 }
 
 // Watch reconnects when the event stream drops, and neither loses nor

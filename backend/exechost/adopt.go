@@ -45,6 +45,11 @@ func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.Held
 		}
 		return p, nil
 	}
+	if stale != nil {
+		// A holder died here: its jobs go before a new session starts
+		// (a live holder's, another deployment's too, are left alone).
+		h.endOrphans(ctx, inst)
+	}
 	if foreign != nil {
 		return nil, foreign
 	}

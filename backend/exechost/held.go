@@ -136,8 +136,12 @@ func (p *HeldShell) exited(code int) error {
 }
 
 // lost is the cause for a connection to the holder that ended without the
-// holder saying why: the instance stopped, or only the connection broke
-// (the shell runs on). io.EOF when the shell is being killed anyway.
+// holder saying why: the instance stopped; the holder died (no holder
+// answers at its socket, or one that holds another session), and then its
+// session's jobs are ended before the session is (endHolderless); or only
+// the connection broke, or it cannot be told (the engine does not
+// answer), and the shell runs on. io.EOF when the shell is being killed
+// anyway.
 func (p *HeldShell) lost() error {
 	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
 	defer cancel()
@@ -146,6 +150,17 @@ func (p *HeldShell) lost() error {
 		return sessions.ErrInstanceGone
 	case p.ending.Load():
 		return io.EOF
+	}
+	q, err := p.h.connect(ctx, p.inst, p.dir)
+	switch {
+	case err == nil:
+		alive := q.Held().Session == p.Held().Session
+		_ = q.Release()
+		if !alive {
+			return p.h.endHolderless(ctx, p.inst, p.dir, p.Held().Session, "another session's holder answers there")
+		}
+	case errors.Is(err, sessions.ErrNotHeld) && !errors.Is(err, errUntrusted):
+		return p.h.endHolderless(ctx, p.inst, p.dir, p.Held().Session, "no holder answers at its socket")
 	}
 	p.h.log.Warn(p.h.name+": connection to the holder broke; the shell keeps running", "instance", p.inst.Name)
 	return sessions.ErrHolderLost

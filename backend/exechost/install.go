@@ -237,6 +237,9 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		}
 		outcome, err := parseServe(res, SocketIn(dir))
 		if err != nil {
+			if _, crashed := goCrash(res.Stderr); crashed {
+				h.log.Debug(h.name+": the holder's crash output", "instance", inst.Name, "output", res.Stderr)
+			}
 			x.shutdown()
 			return nil, fmt.Errorf("in %q: %w", inst.Name, err)
 		}
@@ -261,7 +264,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("start a held session in %q: %w", inst.Name, err)
+			return h.heldStartFailed(ctx, inst, outcome, dir, err)
 		}
 		h.held.set(&h.held.worked, inst.ID, dir)
 		return p, nil
@@ -307,11 +310,7 @@ func parseServe(r execResult, sock string) (serveOutcome, error) {
 		// these statuses); the holder itself never exits so.
 		return serveCannot, nil
 	}
-	msg := strings.TrimSpace(r.Stderr + " " + r.Stdout)
-	if len(msg) > 512 {
-		msg = msg[:512] + "..."
-	}
-	return serveCannot, fmt.Errorf("the holder did not start (status %d): %s", r.Code, msg)
+	return serveCannot, serveFailed(r)
 }
 
 // dialTimeout bounds the status line, the hello and the replay of a

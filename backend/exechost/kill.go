@@ -48,13 +48,20 @@ func (p *Shell) waitEnded(ctx context.Context) error {
 }
 
 // runKill is the Grouper's RunFunc: procmark.KillScript in the instance
-// for modes (markers, or one --prefix= or --all). An instance that is gone
-// has nothing left to kill: that is not an error. A backend that cannot be
-// reached is: the processes may well live on.
+// for modes (markers, or --prefix=, --all, --orphans). The script is told
+// every directory a holder may run from: what runs below a live holder
+// there is the holder's to end, and TERMGATE_HELD=1 means nothing anywhere
+// else. An instance that is gone has nothing left to kill: that is not an
+// error. A backend that cannot be reached is: the processes may well live
+// on.
 func (h *Host) runKill(ctx context.Context, key string, modes []string) ([]procmark.Ended, error) {
 	name, id, _ := strings.Cut(key, "\n")
 	inst := sessions.Instance{Name: name, ID: id}
-	argv := append([]string{"/bin/sh", "-c", procmark.KillScript, "termgate-kill"}, modes...)
+	argv := []string{"/bin/sh", "-c", procmark.KillScript, "termgate-kill"}
+	for _, dir := range HolderDirs {
+		argv = append(argv, procmark.HolderDirArg(dir))
+	}
+	argv = append(argv, modes...)
 	s, err := h.x.Exec(ctx, inst, argv, ExecOptions{})
 	if err != nil {
 		return nil, h.killFailed(ctx, inst, err)
@@ -82,6 +89,48 @@ func (h *Host) runKill(ctx context.Context, key string, modes []string) ([]procm
 	return procs, nil
 }
 
+// endHolderless ends what is left of session, whose holder in dir died:
+// its shell went with the holder, but the jobs it started (nohup, setsid)
+// run on with the session's marker, which no holder is above now, so the
+// kill script reaches them (it spares only what runs below a live holder).
+// The cause is sessions.ErrHolderDied either way: a kill that failed is
+// logged, and the next sweep ends what it left (procmark.Orphans).
+func (h *Host) endHolderless(ctx context.Context, inst sessions.Instance, dir, session, why string) error {
+	// The session ID came from the holder: a marker only if it is one.
+	if !procmark.ValidSessionID(session) {
+		h.log.Warn(h.name+": the holder died; its session id is no marker, its jobs are left to the next sweep",
+			"instance", inst.Name, "dir", dir, "why", why)
+		return sessions.ErrHolderDied
+	}
+	procs, err := h.kills.Kill(ctx, killKey(inst), session)
+	_, pids := procmark.Summary(procs)
+	if err != nil {
+		h.log.Warn(h.name+": the holder died; ending its session's jobs failed (the next sweep retries)",
+			"instance", inst.Name, "dir", dir, "session", session, "why", why, "err", err, "processes", pids)
+		return sessions.ErrHolderDied
+	}
+	h.log.Warn(h.name+": the holder died; ended its session's jobs",
+		"instance", inst.Name, "dir", dir, "session", session, "why", why, "processes", pids)
+	return sessions.ErrHolderDied
+}
+
+// endOrphans ends the held jobs no live holder is above in inst, before a
+// new session starts there: Adopt found a holder's socket with no holder
+// behind it, so a holder died there while no gateway held a connection to
+// it (with one, lost() ends its jobs). A failure is logged: the next sweep
+// tries again.
+func (h *Host) endOrphans(ctx context.Context, inst sessions.Instance) {
+	procs, err := h.runKill(ctx, killKey(inst), []string{procmark.Orphans})
+	_, pids := procmark.Summary(procs)
+	switch {
+	case err != nil:
+		h.log.Warn(h.name+": ending the jobs of a holder that died failed (the next sweep retries)",
+			"instance", inst.Name, "err", err)
+	case len(procs) > 0:
+		h.log.Info(h.name+": ended the jobs of a holder that died", "instance", inst.Name, "processes", pids)
+	}
+}
+
 // killFailed is nil when the instance is gone (nothing left to kill),
 // else err, or why the kill cannot run.
 func (h *Host) killFailed(ctx context.Context, inst sessions.Instance, err error) error {
@@ -107,14 +156,16 @@ func (h *Host) sweepMode() string {
 
 // Sweep ends the marked shells (and their sessions' processes) in every
 // running instance: with the exec streams of an earlier gateway run gone,
-// nothing else would ever end them.
+// nothing else would ever end them. It ends the jobs of holders that died
+// meanwhile too (procmark.Orphans): whoever started such a holder, its
+// session is over, and no gateway could reach them otherwise.
 func (h *Host) Sweep(ctx context.Context) error {
 	list, err := h.x.Instances(ctx)
 	if err != nil {
 		return err
 	}
 	return h.each(list, func(inst sessions.Instance) error {
-		procs, err := h.runKill(ctx, killKey(inst), []string{h.sweepMode()})
+		procs, err := h.runKill(ctx, killKey(inst), []string{h.sweepMode(), procmark.Orphans})
 		if err != nil {
 			return fmt.Errorf("sweep %q: %w", inst.Name, err)
 		}

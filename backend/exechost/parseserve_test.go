@@ -16,6 +16,7 @@ func FuzzParseServe(f *testing.F) {
 	f.Add(`OCI runtime exec failed: exec failed: unable to start container process: exec: "/tmp/x": permission denied: unknown`+"\n", "", 126)
 	f.Add("", "termgate-holder: the holder daemon: boom", 1)
 	f.Add("holder x "+sock, "", 0)
+	f.Add("", pidLimitCrash, 2)
 	f.Fuzz(func(t *testing.T, stdout, stderr string, code int) {
 		out, err := parseServe(execResult{Stdout: stdout, Stderr: stderr, Code: code}, sock)
 		first, _, _ := strings.Cut(stdout, "\n")

@@ -11,6 +11,9 @@ func FuzzParseEnded(f *testing.F) {
 	f.Add("killed 12 gw1.abc sh\nkilled 13 - sleep\n")
 	f.Add("killed 25 s1 x) Z\nkilled 25 s1 again\nkilled x s1 y\nkilled 7\n")
 	f.Add("killed 9 s1 \x00\xff)\n\nnoise\nkilled 10 - ")
+	// A descendant that cleared its marker and named itself like a
+	// stat line (the script's output for it since L1).
+	f.Add("killed 40 gw.s1 sh\nkilled 41 - x) Z 1 1 1 1\nkilled 42 - sleep\n")
 	f.Fuzz(func(t *testing.T, out string) {
 		seen := map[int]bool{}
 		for _, e := range ParseEnded(out) {

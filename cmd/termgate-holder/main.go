@@ -181,13 +181,21 @@ func serve(args []string) error {
 		return err
 	}
 	defer logf.Close()
+	logger := slog.New(slog.NewJSONHandler(logf, nil))
+	// The session's jobs that double-fork stay below the holder, where
+	// its kill (and not the gateway's sweep) ends them: see holder.Subreap.
+	if stopReaper, err := holder.Subreap(); err != nil {
+		logger.Warn("jobs that double-fork escape the holder's kill", "err", err)
+	} else {
+		defer stopReaper()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	err = holder.Serve(ctx, holder.ServeConfig{
 		Socket: *sock, Session: *session, Shell: shell, Env: env,
 		Cols: *cols, Rows: *rows, BufferSize: *buffer, IdleTimeout: *idle, Build: build,
-		Logger: slog.New(slog.NewJSONHandler(logf, nil)), Proto: protoVersion(), NoPassing: !passing(), Key: key,
+		Logger: logger, Proto: protoVersion(), NoPassing: !passing(), Key: key,
 		Ready: func() {
 			fmt.Fprintln(ready, "ready")
 			ready.Close()

@@ -186,6 +186,9 @@ type wsEvent struct {
 	Session string `json:"session"`
 	Message string `json:"message"`
 	Code    *int   `json:"code"`
+	New     bool   `json:"new"`
+	Offset  int64  `json:"offset"`
+	Gap     bool   `json:"gap"`
 }
 
 type wsTerm struct {

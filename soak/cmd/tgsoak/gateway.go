@@ -22,6 +22,8 @@ type gateway struct {
 	name     string
 	eng      *engine // nil with --backend local
 	args     []string
+	env      []string // extra environment of the next start
+	bin      string   // the binary of the next start ("": the run's)
 	stateDir string
 	logPath  string // every run's log, appended
 	sshAddr  string
@@ -69,12 +71,16 @@ func (e *env) newGateway(name string, eng *engine, extra ...string) (*gateway, e
 
 // start runs the gateway on ports the OS picks and waits for /healthz.
 func (g *gateway) start(ctx context.Context) error {
-	env := []string{runEnv + "=" + g.e.runID} // local shells inherit it
+	env := append([]string{runEnv + "=" + g.e.runID}, g.env...) // local shells inherit it
 	if g.eng != nil {
 		env = append(env, g.eng.gatewayEnv()...)
 	}
+	bin := g.e.bin
+	if g.bin != "" {
+		bin = g.bin
+	}
 	proc, err := gatewayproc.Start(ctx, gatewayproc.Config{
-		Bin: g.e.bin, StateDir: g.stateDir, Args: g.args, Env: env,
+		Bin: bin, StateDir: g.stateDir, Args: g.args, Env: env,
 		LogFile: g.logPath, StartWithin: healthzWait,
 	})
 	if err != nil {
@@ -234,6 +240,7 @@ type sample struct {
 	FDs        int   `json:"fds"`
 	RSSKiB     int64 `json:"rss_kib"`
 	Threads    int   `json:"threads"`
+	HeapKiB    int64 `json:"heap_inuse_kib"` // go_memstats_heap_inuse_bytes
 }
 
 func (g *gateway) sample(ctx context.Context) (sample, error) {
@@ -255,6 +262,10 @@ func (g *gateway) sample(ctx context.Context) (sample, error) {
 	for _, line := range strings.Split(string(body), "\n") {
 		if v, ok := strings.CutPrefix(line, "go_goroutines "); ok {
 			s.Goroutines, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+		if v, ok := strings.CutPrefix(line, "go_memstats_heap_inuse_bytes "); ok {
+			f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			s.HeapKiB = int64(f) >> 10
 		}
 	}
 	if s.Goroutines < 0 {

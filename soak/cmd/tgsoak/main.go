@@ -42,16 +42,18 @@ type config struct {
 
 // counts are the sizes of the cases: short for CI, full for make soak.
 type counts struct {
-	Cycles         int   // attach/detach cycles, over both listeners, all close kinds
-	OpenSSHKills   int   // OpenSSH clients killed with -9 (plus one ~. each run)
-	Resets         int   // resets over the three routes
-	ResetWorkers   int   // concurrent resetters in the concurrent part
-	NeverReaders   int   // clients that never read while output streams
-	StreamBytes    int64 // output streamed past them
-	DockerSessions int   // containers with an idle session each (per-session cost, SIGTERM)
-	Streamers      int   // streaming clients at SIGTERM (Docker)
-	LocalSessions  int   // local sessions at SIGTERM
-	PasteSizes     []int // bytes of each paste; alternating SSH and WebSocket
+	Cycles          int           // attach/detach cycles, over both listeners, all close kinds
+	OpenSSHKills    int           // OpenSSH clients killed with -9 (plus one ~. each run)
+	Resets          int           // resets over the three routes
+	ResetWorkers    int           // concurrent resetters in the concurrent part
+	NeverReaders    int           // clients that never read while output streams
+	StreamBytes     int64         // output streamed past them
+	DockerSessions  int           // containers with an idle session each (per-session cost, SIGTERM)
+	Streamers       int           // streaming clients at SIGTERM (Docker)
+	LocalSessions   int           // local sessions at SIGTERM
+	PasteSizes      []int         // bytes of each paste; alternating SSH and WebSocket
+	DurableSessions int           // streaming durable sessions through a gateway SIGKILL
+	StormFor        time.Duration // how long one client sends resizes as fast as it can
 }
 
 var (
@@ -59,13 +61,15 @@ var (
 		Cycles: 120, OpenSSHKills: 2, Resets: 9, ResetWorkers: 3,
 		NeverReaders: 2, StreamBytes: 32 << 20,
 		DockerSessions: 3, Streamers: 4, LocalSessions: 50,
-		PasteSizes: []int{1 << 20, 1 << 20},
+		PasteSizes:      []int{1 << 20, 1 << 20},
+		DurableSessions: 3, StormFor: 3 * time.Second,
 	}
 	fullCounts = counts{
 		Cycles: 10_000, OpenSSHKills: 20, Resets: 300, ResetWorkers: 8,
 		NeverReaders: 8, StreamBytes: 200 << 20,
 		DockerSessions: 20, Streamers: 20, LocalSessions: 1000,
-		PasteSizes: []int{1 << 20, 1 << 20, 2 << 20, 2 << 20, 3 << 20, 3 << 20, 5 << 20, 5 << 20, 7 << 20, 7 << 20, 10 << 20, 10 << 20},
+		PasteSizes:      []int{1 << 20, 1 << 20, 2 << 20, 2 << 20, 3 << 20, 3 << 20, 5 << 20, 5 << 20, 7 << 20, 7 << 20, 10 << 20, 10 << 20},
+		DurableSessions: 50, StormFor: 10 * time.Second,
 	}
 )
 

@@ -30,6 +30,12 @@ var allCases = []soakCase{
 	{name: "gateway-kill", what: "gateway SIGKILL and restart: the old shells and jobs are swept, a reattach gets one fresh shell", run: caseGatewayKill},
 	{name: "sigterm-docker", what: "SIGTERM with idle sessions and streaming clients (Docker): exit within 10 s, no process left; per-session cost", run: caseSigtermDocker},
 	{name: "sigterm-local", what: "SIGTERM with many local sessions (half with a background job): exit within 10 s, no process left; per-session cost", run: caseSigtermLocal},
+	{name: "durable-kill", what: "gateway SIGKILL and restart with streaming --durable sessions: each resumed with session&since, every line exactly once", run: caseDurableKill},
+	{name: "durable-upgrade", what: "an older holder build's durable sessions adopted by this build after SIGTERM: resumed exactly, and reset", run: caseDurableUpgrade},
+	{name: "holder-kill", what: "kill -9 of a durable session's holder: the client told the holder died, no job left, a fresh shell next", run: caseHolderKill},
+	{name: "socket-gone", what: "the holder's socket deleted: attach, reset and a restart's adoption answer within 20 s, one shell", run: caseSocketGone},
+	{name: "pause", what: "docker pause, unpause and commit of attached ordinary and durable sessions: told, kept, the same shell after", run: casePause},
+	{name: "resize-storm", what: "one client resizing as fast as it can: /metrics and /api/sessions answer, the session too, at the last size; memory given back", run: caseResizeStorm},
 	{name: "engine-kill", what: "private dockerd SIGKILL and restart: sessions end, no leftover shell, never two shells", engine: true, run: caseEngineKill(false)},
 	{name: "engine-kill-live", what: "the same with dockerd --live-restore (the containers keep running through the crash)", engine: true, run: caseEngineKill(true)},
 }
