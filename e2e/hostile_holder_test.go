@@ -2,12 +2,16 @@ package e2e
 
 import (
 	"context"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/termgate/termgate/backend/exechost"
+	"github.com/termgate/termgate/keys"
 )
 
 // A hostile holder in one instance (red team round 3, H3): a program
@@ -50,10 +54,13 @@ func hostileHolder(t *testing.T) string {
 
 // plantHostileHolder copies the hostile holder into the container and runs
 // it on the first holder directory's socket (as root, in a 0700 directory
-// of root's: the owner and mode a genuine holder's have), in mode.
-func plantHostileHolder(t *testing.T, container, mode string) {
+// of root's: the owner and mode a genuine holder's have), in mode, with the
+// key g's holders have in that container (what root there can read from a
+// genuine holder: see instanceKey).
+func plantHostileHolder(t *testing.T, g *gateway, container, mode string) {
 	t.Helper()
 	bin := hostileHolder(t)
+	key := instanceKey(t, g, container)
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	if _, err := docker(ctx, "cp", bin, container+":/hostileholder"); err != nil {
@@ -61,12 +68,29 @@ func plantHostileHolder(t *testing.T, container, mode string) {
 	}
 	dockerExec(t, container, "mkdir -p -m 700 /tmp/.termgate")
 	if _, err := docker(ctx, "exec", "-d", container, "sh", "-c",
-		"exec /hostileholder /tmp/.termgate/holder.sock "+mode+" >/tmp/hostile.log 2>&1"); err != nil {
+		"exec /hostileholder /tmp/.termgate/holder.sock "+mode+" "+key+" >/tmp/hostile.log 2>&1"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the hostile holder listens in "+container, func() bool {
 		return strings.TrimSpace(dockerExec(t, container, "test -S /tmp/.termgate/holder.sock && echo yes || true")) == "yes"
 	})
+}
+
+// instanceKey is the key (hex) of g's holders in container: derived from
+// g's host key and the container's ID as the gateway derives it.
+func instanceKey(t *testing.T, g *gateway, container string) string {
+	t.Helper()
+	secret, err := keys.HolderSecret(filepath.Join(g.stateDir, "ssh_host_ed25519_key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	id, err := docker(ctx, "inspect", "-f", "{{.Id}}", container)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(exechost.InstanceKey(secret, strings.TrimSpace(id)))
 }
 
 // hostileConnections is how many connections the hostile holder in the
@@ -80,8 +104,8 @@ func TestDurableHostileHolderCannotCrashTheGateway(t *testing.T) {
 	t.Parallel()
 	d := durableGateway(t, options{containers: []string{"web-1", "web-2", "web-3"}})
 	atStart, good, atRuntime := d.name("web-1"), d.name("web-2"), d.name("web-3")
-	plantHostileHolder(t, atStart, "huge")
-	plantHostileHolder(t, atRuntime, "reset-then-huge")
+	plantHostileHolder(t, d.gateway, atStart, "huge")
+	plantHostileHolder(t, d.gateway, atRuntime, "reset-then-huge")
 
 	// The start-up adoption meets both: web-1's replay is refused, web-3
 	// is adopted (its first answer is well-formed).
@@ -138,7 +162,7 @@ func TestDurableHolderResetLoopIsBounded(t *testing.T) {
 	t.Parallel()
 	d := durableGateway(t, options{containers: []string{"web-1"}})
 	name := d.name("web-1")
-	plantHostileHolder(t, name, "reset-loop")
+	plantHostileHolder(t, d.gateway, name, "reset-loop")
 
 	start := time.Now()
 	s := d.attach(t, keyAdmin, name, 80, 24)

@@ -116,7 +116,7 @@ func TestAttachPassesTheExecStream(t *testing.T) {
 	sock, logs := holderWithLog(t, ServeConfig{})
 	e, done := runAttach(t, sock, true)
 	a := dialOver(t, e, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	a.send(ClientsFrame(1))
 	pid := a.hello.PID
 	a.echo("first")
@@ -132,7 +132,7 @@ func TestAttachPassesTheExecStream(t *testing.T) {
 	if b.hello.PID != pid {
 		t.Fatalf("the next gateway sees pid %d, want the same shell %d", b.hello.PID, pid)
 	}
-	b.send(mustControl(TypeAttach, AttachMsg{Session: "s1", Since: resume}))
+	b.attach(AttachMsg{Session: "s1", Since: resume})
 	b.off = resume
 	b.echo("second")
 }
@@ -144,7 +144,7 @@ func TestAttachCopiesForAHolderWithoutPassing(t *testing.T) {
 	sock, logs := holderWithLog(t, ServeConfig{NoPassing: true})
 	e, done := runAttach(t, sock, true)
 	a := dialOver(t, e, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	a.send(ClientsFrame(1))
 	a.echo("copied")
 	a.input("head -c 300000 /dev/zero | tr '\\0' y; echo; echo E\"\"ND\n")
@@ -165,7 +165,7 @@ func TestOlderAttachIsServedOverTheSocket(t *testing.T) {
 	sock, logs := holderWithLog(t, ServeConfig{})
 	e, done := runAttach(t, sock, false)
 	a := dialOver(t, e, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	a.echo("older")
 	if !strings.Contains(logs.String(), "stream=socket") {
 		t.Fatalf("want the gateway served over the socket; the holder's log:\n%s", logs)
@@ -184,7 +184,7 @@ func TestPassedHelloOfAnotherVersionIsRefused(t *testing.T) {
 	waitDone(t, done, "after the refusal")
 	e2, _ := runAttach(t, sock, true)
 	b := dialOver(t, e2, Version)
-	b.send(mustControl(TypeAttach, AttachMsg{}))
+	b.attach(AttachMsg{})
 	b.echo("alive")
 }
 
@@ -195,7 +195,7 @@ func TestSessionEndClosesThePassedStream(t *testing.T) {
 	sock, stopped := startHolderWith(t, ServeConfig{IdleTimeout: time.Minute})
 	e, done := runAttach(t, sock, true)
 	a := dialOver(t, e, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	a.input("exit 7\n")
 	for {
 		f := a.next()
@@ -237,7 +237,7 @@ func TestStuckPassedStreamDoesNotHoldTheHolder(t *testing.T) {
 	served := make(chan error, 1)
 	go func() {
 		served <- Serve(ctx, ServeConfig{Socket: sock, Session: "s1", Shell: []string{"/bin/sh"},
-			Env: []string{"PS1=$ ", "TERM=dumb"}, IdleTimeout: time.Minute})
+			Env: []string{"PS1=$ ", "TERM=dumb"}, IdleTimeout: time.Minute, Key: testKey})
 	}()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if _, err := os.Stat(sock); err == nil {
@@ -249,7 +249,7 @@ func TestStuckPassedStreamDoesNotHoldTheHolder(t *testing.T) {
 	}
 	e, done := runAttach(t, sock, true)
 	a := dialOver(t, e, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	// 512 KiB: past the pipe's buffer, below connHigh (the pump goes on,
 	// the writer blocks), and the gateway reads none of it.
 	a.input("head -c 524288 /dev/zero | tr '\\0' z; echo\n")
@@ -270,7 +270,7 @@ func TestAttachEndsWhenTheHolderGoes(t *testing.T) {
 	sock, stopped := startHolderWith(t, ServeConfig{IdleTimeout: 2 * time.Second})
 	e, done := runAttach(t, sock, true)
 	a := dialOver(t, e, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	a.echo("ready")
 	// No client counted: the session is reaped after 2 s.
 	select {

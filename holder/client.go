@@ -42,23 +42,30 @@ func (e *ErrReset) Error() string {
 	return fmt.Sprintf("held session %s was reset into %s", e.OldSession, e.NewSession)
 }
 
-// Dial says hello to the holder on rw, asks for the replay from since when
-// session is still the held one (else the normal replay), and returns the
-// client with the replay's header. A holder of another protocol version
-// gives a *VersionError; rw is then closed and the holder left alone.
-func Dial(rw io.ReadWriteCloser, gateway, session string, since int64) (*Client, ReplayMsg, error) {
-	return DialClients(rw, gateway, session, since, 0)
+// Dial says hello to the holder on rw, checks that the holder has key (the
+// key of the holder this gateway's deployment started: see proof.go), proves
+// that it has it too, asks for the replay from since when session is still
+// the held one (else the normal replay), and returns the client with the
+// replay's header. A holder of another protocol version gives a
+// *VersionError, one without a valid proof an error wrapping ErrForeign;
+// rw is then closed and the holder left alone.
+func Dial(rw io.ReadWriteCloser, key []byte, gateway, session string, since int64) (*Client, ReplayMsg, error) {
+	return DialClients(rw, key, gateway, session, since, 0)
 }
 
 // DialClients is Dial for a gateway that already has clients on the
 // session (see HelloMsg.Clients).
-func DialClients(rw io.ReadWriteCloser, gateway, session string, since int64, clients int) (*Client, ReplayMsg, error) {
+func DialClients(rw io.ReadWriteCloser, key []byte, gateway, session string, since int64, clients int) (*Client, ReplayMsg, error) {
 	c := &Client{rw: rw, r: NewReader(bufio.NewReaderSize(rw, 64<<10)), exit: make(chan ExitMsg, 1)}
 	fail := func(err error) (*Client, ReplayMsg, error) {
 		rw.Close()
 		return nil, ReplayMsg{}, err
 	}
-	if err := c.send(mustFrame(TypeHello, HelloMsg{Proto: Version, Gateway: gateway, Clients: clients})); err != nil {
+	if len(key) != KeyLen {
+		return fail(fmt.Errorf("holder key of %d bytes, want %d", len(key), KeyLen))
+	}
+	nonce := newNonce()
+	if err := c.send(mustFrame(TypeHello, HelloMsg{Proto: Version, Gateway: gateway, Clients: clients, Nonce: nonce})); err != nil {
 		return fail(err)
 	}
 	f, err := c.r.ReadFrame()
@@ -76,16 +83,27 @@ func DialClients(rw io.ReadWriteCloser, gateway, session string, since int64, cl
 	if c.Hello, err = CheckHello(f); err != nil {
 		return fail(err)
 	}
+	// The proof first: nothing a holder says is looked at before it
+	// proved whose it is.
+	if !validNonce(c.Hello.Nonce) || !proofOK(c.Hello.Proof, HolderProof(key, nonce, c.Hello.Nonce)) {
+		return fail(ErrForeign)
+	}
 	if err := checkHelloFields(c.Hello); err != nil {
 		return fail(err)
 	}
-	if err := c.send(mustFrame(TypeAttach, AttachMsg{Session: session, Since: since})); err != nil {
+	attach := AttachMsg{Session: session, Since: since, Proof: gatewayProof(key, nonce, c.Hello.Nonce)}
+	if err := c.send(mustFrame(TypeAttach, attach)); err != nil {
 		return fail(err)
 	}
 	for {
 		f, err := c.r.ReadFrame()
 		if err != nil {
 			return fail(fmt.Errorf("holder replay: %w", err))
+		}
+		if f.Type == TypeError {
+			var m ErrorMsg
+			_ = DecodeControl(f, &m)
+			return fail(fmt.Errorf("holder refused the attach: %s", clip(m.Message)))
 		}
 		if f.Type != TypeReplay {
 			continue // output queued before our attach is not ours

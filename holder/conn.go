@@ -1,6 +1,7 @@
 package holder
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -38,6 +39,13 @@ type conn struct {
 	passed []*os.File
 
 	clients int // this gateway's clients on the session; guarded by h.mu
+
+	// The key proof (proof.go), used by serve's goroutine only: the
+	// nonces of this connection, whether the gateway proved it has the
+	// key, and the clients its hello said, which count once it did.
+	nonce, peerNonce string
+	proven           bool
+	helloClients     int
 
 	mu       sync.Mutex
 	queue    [][]byte
@@ -90,7 +98,7 @@ func (c *conn) send(frame []byte) {
 	if c.closed || c.closing {
 		return
 	}
-	if frame[0] == TypeOutput && !c.attached {
+	if !c.attached && !beforeAttach(frame[0]) {
 		return
 	}
 	if c.queued+len(frame) > connQueue {
@@ -105,6 +113,13 @@ func (c *conn) send(frame []byte) {
 	case c.wake <- struct{}{}:
 	default:
 	}
+}
+
+// beforeAttach says whether a frame of type typ may go to a gateway that
+// has not attached (and so not yet proved it has the key): its hello, a
+// refusal and the session's end, nothing about the session.
+func beforeAttach(typ byte) bool {
+	return typ == TypeHello || typ == TypeError || typ == TypeExit
 }
 
 func (c *conn) closeAfterQueue() {
@@ -129,15 +144,20 @@ func (c *conn) serve() {
 		return
 	}
 	peer, err := checkHello(f, c.h.cfg.Proto)
+	if err == nil && !validNonce(peer.Nonce) {
+		err = fmt.Errorf("holder protocol: a hello without a valid nonce")
+	}
 	if err != nil {
 		c.h.log.Warn("gateway refused", "err", err)
 		c.reply(TypeError, ErrorMsg{Message: err.Error(), Proto: c.h.cfg.Proto})
 		c.closeAfterQueue()
 		return
 	}
+	c.nonce, c.peerNonce = newNonce(), peer.Nonce
 	c.h.mu.Lock()
 	hello := HelloMsg{Proto: c.h.cfg.Proto, Build: c.h.cfg.Build, Session: c.h.session, Offset: c.h.ring.End(),
-		Cols: c.h.cols, Rows: c.h.rows, Created: c.h.created.UnixMilli()}
+		Cols: c.h.cols, Rows: c.h.rows, Created: c.h.created.UnixMilli(),
+		Nonce: c.nonce, Proof: HolderProof(c.h.cfg.Key, c.peerNonce, c.nonce)}
 	if c.h.shell != nil {
 		hello.PID = c.h.shell.cmd.Process.Pid
 	}
@@ -147,8 +167,7 @@ func (c *conn) serve() {
 	}
 	c.h.conns[c] = struct{}{}
 	if peer.Clients > 0 && peer.Clients <= 1<<20 {
-		c.clients = peer.Clients
-		c.h.armIdleLocked()
+		c.helloClients = peer.Clients // counted once the gateway proved it has the key
 	}
 	c.h.mu.Unlock()
 	c.reply(TypeHello, hello)
@@ -156,16 +175,43 @@ func (c *conn) serve() {
 	if c.passed != nil {
 		stream = "passed"
 	}
-	c.h.log.Info("gateway attached", "gateway", peer.Gateway, "stream", stream)
 	for {
 		f, err := r.ReadFrame()
 		if err != nil {
+			return
+		}
+		if !c.proven && !c.prove(f, peer.Gateway, stream) {
 			return
 		}
 		if err := c.handle(f); err != nil {
 			c.reply(TypeError, ErrorMsg{Message: err.Error()})
 		}
 	}
+}
+
+// prove checks the gateway's first frame after the hellos: an attach with
+// the proof that the gateway has this holder's key (proof.go). Until then
+// the holder takes nothing from it (no input, resize, client count, reset
+// or end) and counts none of its clients; a gateway that sends anything
+// else, or a wrong proof, is told so and the connection closes. On success
+// the hello's clients count from now on.
+func (c *conn) prove(f Frame, gateway, stream string) bool {
+	var m AttachMsg
+	if f.Type != TypeAttach || DecodeControl(f, &m) != nil ||
+		!proofOK(m.Proof, gatewayProof(c.h.cfg.Key, c.peerNonce, c.nonce)) {
+		c.h.log.Warn("refused a gateway without this holder's key (another deployment's, or a fake)",
+			"gateway", clip(gateway), "frame", string(f.Type))
+		c.reply(TypeError, ErrorMsg{Message: errNotOurs})
+		c.closeAfterQueue()
+		return false
+	}
+	c.proven = true
+	c.h.mu.Lock()
+	c.clients = c.helloClients
+	c.h.armIdleLocked()
+	c.h.mu.Unlock()
+	c.h.log.Info("gateway attached", "gateway", clip(gateway), "stream", stream)
+	return true
 }
 
 func (c *conn) reply(typ byte, msg any) {

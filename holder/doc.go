@@ -11,7 +11,13 @@
 // (an exec's stdin/stdout), versioned by a Hello each side sends first; a
 // side that meets a version it does not speak says so and leaves the
 // session alone. Frames over MaxPayload are refused. Client (client.go) is
-// the gateway's end of it.
+// the gateway's end of it. Version 2: each holder has a key that only its
+// deployment's gateways can compute, and both ends prove they have it with
+// the hellos' nonces and the attach (proof.go) before anything else is
+// taken; a gateway leaves a holder without the proof alone (ErrForeign),
+// a holder refuses a gateway without it. The key reaches the holder on the
+// start exec's stdin, never in its command line or environment
+// (cmd/termgate-holder serve --key-stdin).
 //
 // Serve (serve.go) runs the daemon on a unix socket only (a 0700
 // directory, a 0600 socket; no network port); its lock file (lock.go)

@@ -13,7 +13,7 @@ import (
 func TestGatewayBehindABurstLosesNothing(t *testing.T) {
 	sock, _ := startHolder(t, time.Minute)
 	a := dial(t, sock, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	a.send(ClientsFrame(1))
 	a.until("$ ")
 	const n = 20 << 20 // well past connQueue
@@ -57,9 +57,9 @@ func TestStuckGatewayIsDroppedAfterTheStall(t *testing.T) {
 	t.Cleanup(func() { connStall = old })
 	sock, _ := startHolder(t, time.Minute)
 	stuck := dial(t, sock, Version)
-	stuck.send(mustControl(TypeAttach, AttachMsg{}))
+	stuck.attach(AttachMsg{})
 	live := dial(t, sock, Version)
-	live.send(mustControl(TypeAttach, AttachMsg{}))
+	live.attach(AttachMsg{})
 	live.send(ClientsFrame(1))
 	live.until("$ ")
 	live.input("head -c 12582912 /dev/zero | tr '\\0' x; echo; echo DO\"\"NE\n")

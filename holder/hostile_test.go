@@ -10,7 +10,8 @@ import (
 )
 
 // hostileHolder plays a holder over one end of a net.Pipe: it reads the
-// gateway's hello, answers with hello, waits for the attach and then sends
+// gateway's hello, answers with hello (proved with testKey: a holder whose
+// key its instance's root user read), waits for the attach and then sends
 // the frames of script as they are. It returns the gateway's end.
 func hostileHolder(t *testing.T, hello HelloMsg, script ...[]byte) net.Conn {
 	t.Helper()
@@ -25,9 +26,14 @@ func hostileHolder(t *testing.T, hello HelloMsg, script ...[]byte) net.Conn {
 		defer close(done)
 		defer h.Close()
 		r := NewReader(h)
-		if _, err := r.ReadFrame(); err != nil { // the gateway's hello
+		f, err := r.ReadFrame() // the gateway's hello
+		if err != nil {
 			return
 		}
+		var theirs HelloMsg
+		_ = DecodeControl(f, &theirs)
+		hello.Nonce = newNonce()
+		hello.Proof = HolderProof(testKey, theirs.Nonce, hello.Nonce)
 		if _, err := h.Write(mustControl(TypeHello, hello)); err != nil {
 			return
 		}
@@ -57,7 +63,7 @@ func output(off int64, s string) []byte {
 func dialReplay(t *testing.T, gw net.Conn) (*Client, ReplayMsg, []byte, error) {
 	t.Helper()
 	_ = gw.SetDeadline(time.Now().Add(10 * time.Second))
-	c, rep, err := Dial(gw, "gw", "", 0)
+	c, rep, err := Dial(gw, testKey, "gw", "", 0)
 	if err != nil {
 		return nil, rep, nil, err
 	}

@@ -30,6 +30,11 @@ type HelloMsg struct {
 	// for a client says 1, so a short idle timeout cannot reap the
 	// session before the client is counted.
 	Clients int `json:"clients,omitempty"`
+	// Nonce is the sender's fresh nonce (16 random bytes, hex), and Proof
+	// (holder → gateway) the holder's proof that it has the key of the
+	// deployment that started it (proof.go).
+	Nonce string `json:"nonce,omitempty"`
+	Proof string `json:"proof,omitempty"`
 }
 
 // AttachMsg asks for a replay: of the bytes from Since on when Session is
@@ -38,6 +43,9 @@ type HelloMsg struct {
 type AttachMsg struct {
 	Session string `json:"session,omitempty"`
 	Since   int64  `json:"since,omitempty"`
+	// Proof is the gateway's proof that it has the holder's key
+	// (proof.go): the holder takes nothing else before it.
+	Proof string `json:"proof,omitempty"`
 }
 
 // ReplayMsg answers an AttachMsg; the replay bytes follow in the frame.

@@ -11,8 +11,9 @@ import (
 	"io"
 )
 
-// Version is the protocol version this build speaks.
-const Version = 1
+// Version is the protocol version this build speaks. 2: both ends prove
+// they have the holder's key (proof.go).
+const Version = 2
 
 // MaxPayload bounds one frame, so a broken or hostile peer cannot make the
 // other side allocate without limit.

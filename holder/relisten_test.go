@@ -19,7 +19,7 @@ func TestHolderListensAgainAfterItsSocketIsDeleted(t *testing.T) {
 	sock, _ := startHolder(t, time.Minute)
 	dir := filepath.Dir(sock)
 	a := dial(t, sock, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	pid := strconv.Itoa(a.hello.PID)
 	// answers says the shell behind g is pid: it echoes its $$.
 	answers := func(g *gw, tag string) {
@@ -55,7 +55,7 @@ func TestHolderListensAgainAfterItsSocketIsDeleted(t *testing.T) {
 		if b.hello.Session != "s1" || strconv.Itoa(b.hello.PID) != pid {
 			t.Fatalf("after deleting %s the socket answers for %+v, want session s1, shell %s", c.what, b.hello, pid)
 		}
-		b.send(mustControl(TypeAttach, AttachMsg{}))
+		b.attach(AttachMsg{})
 		answers(b, "again")
 	}
 	answers(a, "still") // the gateway connected before the deletions

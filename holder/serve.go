@@ -3,6 +3,7 @@ package holder
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"os"
@@ -44,6 +45,9 @@ type ServeConfig struct {
 	// passes and serve every gateway over the socket, as holders before
 	// descriptor passing did (tests play such a holder with it).
 	NoPassing bool
+	// Key is this holder's key (KeyLen bytes; see proof.go): only a
+	// gateway that proves it has it is served.
+	Key []byte
 }
 
 // ErrAlreadyHeld is what Serve returns when another holder already holds
@@ -97,6 +101,9 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 	}
 	if cfg.Proto == 0 {
 		cfg.Proto = Version
+	}
+	if len(cfg.Key) != KeyLen {
+		return fmt.Errorf("holder: a key of %d bytes, want %d (serve needs --key-stdin)", len(cfg.Key), KeyLen)
 	}
 	// The lock, held for the daemon's life, decides between racing
 	// holders; only its owner may replace the socket.

@@ -35,6 +35,9 @@ func startHolderWith(t *testing.T, cfg ServeConfig) (sock string, stopped <-chan
 	}
 	sock = filepath.Join(dir, "s.sock")
 	cfg.Socket, cfg.Session, cfg.Build = sock, "s1", "test"
+	if cfg.Key == nil {
+		cfg.Key = testKey
+	}
 	cfg.Shell, cfg.Env = []string{"/bin/sh"}, []string{"PS1=$ ", "TERM=dumb"}
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
@@ -63,11 +66,16 @@ func startHolderWith(t *testing.T, cfg ServeConfig) (sock string, stopped <-chan
 	}
 }
 
+// testKey is the key of the tests' holders (ServeConfig.Key).
+var testKey = bytes.Repeat([]byte{7}, KeyLen)
+
 // gw is a gateway's end of a holder connection, for tests.
 type gw struct {
 	t     *testing.T
 	nc    gwConn
 	r     *Reader
+	key   []byte // what it proves it has (testKey)
+	nonce string // its hello's
 	hello HelloMsg
 	out   bytes.Buffer
 	off   int64 // offset after the last output byte seen
@@ -89,12 +97,19 @@ func dial(t *testing.T, sock string, proto int) *gw {
 	return dialOver(t, nc, proto)
 }
 
-// dialOver says hello over nc, as dial does.
+// dialOver says hello over nc, as dial does, with testKey.
 func dialOver(t *testing.T, nc gwConn, proto int) *gw {
 	t.Helper()
+	return dialKey(t, nc, proto, testKey)
+}
+
+// dialKey says hello over nc as a gateway with key, and checks the
+// holder's proof when key is the holder's.
+func dialKey(t *testing.T, nc gwConn, proto int, key []byte) *gw {
+	t.Helper()
 	t.Cleanup(func() { nc.Close() })
-	g := &gw{t: t, nc: nc, r: NewReader(bufio.NewReader(nc))}
-	g.send(mustControl(TypeHello, HelloMsg{Proto: proto, Gateway: "test"}))
+	g := &gw{t: t, nc: nc, r: NewReader(bufio.NewReader(nc)), key: key, nonce: newNonce()}
+	g.send(mustControl(TypeHello, HelloMsg{Proto: proto, Gateway: "test", Nonce: g.nonce}))
 	f := g.next()
 	if proto != Version {
 		if f.Type != TypeError {
@@ -106,8 +121,18 @@ func dialOver(t *testing.T, nc gwConn, proto int) *gw {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if bytes.Equal(key, testKey) && h.Proof != HolderProof(key, g.nonce, h.Nonce) {
+		t.Fatalf("the holder's hello %+v has no valid proof", h)
+	}
 	g.hello = h
 	return g
+}
+
+// attach sends an attach with the gateway's proof.
+func (g *gw) attach(m AttachMsg) {
+	g.t.Helper()
+	m.Proof = gatewayProof(g.key, g.nonce, g.hello.Nonce)
+	g.send(mustControl(TypeAttach, m))
 }
 
 func mustControl(typ byte, m any) []byte {
@@ -171,7 +196,7 @@ func (g *gw) until(want string) []Frame {
 func TestHolderKeepsTheShellAcrossGateways(t *testing.T) {
 	sock, _ := startHolder(t, time.Minute)
 	a := dial(t, sock, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	a.send(ClientsFrame(1))
 	pid := a.hello.PID
 	a.input("echo pid=$$\n")
@@ -185,7 +210,7 @@ func TestHolderKeepsTheShellAcrossGateways(t *testing.T) {
 	if b.hello.Session != "s1" || b.hello.PID != pid {
 		t.Fatalf("second gateway sees %+v, want session s1 with pid %d", b.hello, pid)
 	}
-	b.send(mustControl(TypeAttach, AttachMsg{Session: "s1", Since: resume}))
+	b.attach(AttachMsg{Session: "s1", Since: resume})
 	b.off = resume
 	b.input("echo again=$$\n")
 	ctl := b.until("again=" + strconv.Itoa(pid))
@@ -203,7 +228,7 @@ func TestHolderKeepsTheShellAcrossGateways(t *testing.T) {
 func TestHolderResetKillsEverything(t *testing.T) {
 	sock, _ := startHolder(t, time.Minute)
 	a := dial(t, sock, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	a.input("sleep 1001 & echo job=$! e\"\"nd\n")
 	a.until(" end\r\n")
 	out := a.out.String()
@@ -241,7 +266,7 @@ func isZombie(pid int) bool {
 func TestHolderReapsIdleSessionWithoutGateway(t *testing.T) {
 	sock, stopped := startHolder(t, 300*time.Millisecond)
 	a := dial(t, sock, Version)
-	a.send(mustControl(TypeAttach, AttachMsg{}))
+	a.attach(AttachMsg{})
 	a.send(ClientsFrame(1))
 	time.Sleep(600 * time.Millisecond) // a client attached: never reaped
 	a.input("echo al\"\"ive\n")
@@ -267,7 +292,7 @@ func TestSecondHolderLeavesTheFirstAlone(t *testing.T) {
 	sock, _ := startHolder(t, time.Minute)
 	started := false
 	err := Serve(context.Background(), ServeConfig{
-		Socket: sock, Session: "s2", Shell: []string{"/bin/sh"}, Build: "test",
+		Socket: sock, Session: "s2", Shell: []string{"/bin/sh"}, Build: "test", Key: testKey,
 		Ready: func() { started = true },
 	})
 	if !errors.Is(err, ErrAlreadyHeld) || started {
@@ -289,7 +314,7 @@ func TestHelloClientsCountAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	c, _, err := DialClients(nc, "test", "", 0, 1)
+	c, _, err := DialClients(nc, testKey, "test", "", 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,7 +342,7 @@ func TestRefusedRequestKeepsTheStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer nc.Close()
-	c, _, err := Dial(nc, "test", "", 0)
+	c, _, err := Dial(nc, testKey, "test", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,9 +24,10 @@
 // authorized.go and options.go (authorized_keys), from.go (from= as OpenSSH
 // with UseDNS=no), usercas.go (--trusted-user-ca-keys), tokens.go and
 // tokenhash.go (the token file; the hash a login cookie carries), seed.go
-// (authorized_keys from ~/.ssh/*.pub on first start), secret.go and files.go
-// (secrets and trust files checked with internal/fileperm), statedir.go,
-// recheck.go (may a live client stay after a reload).
+// (authorized_keys from ~/.ssh/*.pub on first start), holdersecret.go (the
+// durable holders' deployment secret, derived from the host key), secret.go
+// and files.go (secrets and trust files checked with internal/fileperm),
+// statedir.go, recheck.go (may a live client stay after a reload).
 //
 // Goroutines: each KeyStore, CAStore and TokenStore polls its file
 // (Config.Interval, 1 s; watch.go) in one goroutine that Close stops and

@@ -53,6 +53,10 @@ type Config struct {
 	// Holder is the holder binary to copy; nil means holderbin.Load()
 	// (New fails with what to do when Durable and there is none).
 	Holder *holderbin.Binary
+	// HolderSecret is the deployment's secret (keys.HolderSecret, from
+	// the host key; required with Durable): this gateway adopts only the
+	// holders that gateways with the same secret started.
+	HolderSecret []byte
 	// IdleTimeout and BufferSize are a held session's idle timeout and
 	// replay buffer, which its holder enforces even with no gateway
 	// running; zero means 30 minutes and 64 KiB.
@@ -97,7 +101,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	host, err := exechost.New(engine{b}, exechost.Config{
 		Name: "docker", GatewayID: cfg.GatewayID, Shell: cfg.Shell, Logger: b.log,
-		Durable: cfg.Durable, Holder: cfg.Holder, IdleTimeout: cfg.IdleTimeout, BufferSize: cfg.BufferSize,
+		Durable: cfg.Durable, Holder: cfg.Holder, HolderSecret: cfg.HolderSecret, IdleTimeout: cfg.IdleTimeout, BufferSize: cfg.BufferSize,
 		StopGrace: cfg.StopGrace,
 	})
 	if err != nil {

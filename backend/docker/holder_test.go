@@ -62,8 +62,14 @@ func durableBackend(t *testing.T, cfg Config) (*Backend, *termtest.SyncBuffer) {
 	if cfg.GatewayID == "" {
 		cfg.GatewayID = "tgtest" + randomHex(3)
 	}
+	if cfg.HolderSecret == nil {
+		cfg.HolderSecret = testSecret // one deployment, unless the test says otherwise
+	}
 	return newBackend(t, cfg), logs
 }
+
+// testSecret is the tests' deployment secret (Config.HolderSecret).
+var testSecret = []byte("termgate test deployment secret!")
 
 func heldOf(t *testing.T, p sessions.Process) sessions.HeldProcess {
 	t.Helper()
@@ -407,25 +413,29 @@ func TestSweepSparesHeldShells(t *testing.T) {
 	}
 }
 
-// A holder of another protocol version (here 2: what a gateway rolled back
-// after an upgrade meets) is left alone, with its shell: the gateway says so
-// and starts nothing.
+// A holder of another protocol version (here 1: what a gateway upgraded
+// past it meets) is left alone, with its shell: the gateway says so and
+// starts nothing.
 func TestHeldOtherProtocolVersionLeftAlone(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
 	old := filepath.Join(t.TempDir(), "termgate-holder")
-	if err := goBuild(old, "-X", "main.proto=2"); err != nil {
+	if err := goBuild(old, "-X", "main.proto=1"); err != nil {
 		t.Fatal(err)
 	}
 	name, _ := runContainer(t, "--label", runLabel)
 	dockerCLI(t, "exec", name, "mkdir", "-m", "700", "-p", "/tmp/.termgate")
 	dockerCLI(t, "cp", old, name+":/tmp/.termgate/holder-old")
-	dockerCLI(t, "exec", name, "/tmp/.termgate/holder-old", "serve", "--socket", "/tmp/.termgate/holder.sock",
+	serve := exec.Command("docker", "exec", "-i", name, "/tmp/.termgate/holder-old", "serve", "--key-stdin", "--socket", "/tmp/.termgate/holder.sock",
 		"--session", "oldsession", "--", "sleep", "4646")
+	serve.Stdin = strings.NewReader(string(holder.KeyLine(make([]byte, holder.KeyLen))))
+	if out, err := serve.CombinedOutput(); err != nil {
+		t.Fatalf("start the old holder: %v: %s", err, out)
+	}
 	b, _ := durableBackend(t, Config{})
 	inst := lookup(t, b, name)
 	var verr *holder.VersionError
-	if _, err := b.Adopt(testContext(t), inst); !errors.As(err, &verr) || verr.Theirs != 2 || !strings.Contains(err.Error(), "leaving that session alone") {
+	if _, err := b.Adopt(testContext(t), inst); !errors.As(err, &verr) || verr.Theirs != 1 || !strings.Contains(err.Error(), "leaving that session alone") {
 		t.Fatalf("Adopt = %v, want a VersionError saying the session is left alone", err)
 	}
 	if _, err := b.Start(testContext(t), inst, sessions.StartSpec{SessionID: randomHex(8), Size: sessions.DefaultSize}); !errors.As(err, &verr) {

@@ -78,7 +78,8 @@ func TestHeldNeverAdoptsAPlantedSocket(t *testing.T) {
 	dockerCLI(t, "cp", local, name+":/home/u/h")
 	dockerCLI(t, "exec", name, "chown", "1000", "/home/u/h")
 	for i, dir := range []string{"/tmp", "/var/tmp"} {
-		out := asUser(t, name, "mkdir -m 700 "+dir+"/.termgate && /home/u/h serve --socket "+dir+
+		// A key of the user's own: the gateway's is nothing they can read.
+		out := asUser(t, name, "mkdir -m 700 "+dir+"/.termgate && printf '%064d\\n' 0 | /home/u/h serve --key-stdin --socket "+dir+
 			"/.termgate/holder.sock --session 00000000000000a"+string(rune('a'+i))+" --env PS1=USER1000$ -- /bin/sh")
 		if !strings.HasPrefix(out, "holder ") {
 			t.Fatalf("the user's holder in %s: %q", dir, out)

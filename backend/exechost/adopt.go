@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/termgate/termgate/sessions"
 )
 
 // Adopt connects to the session the instance's holder holds. Without a
-// live holder the error wraps sessions.ErrNotHeld; a holder of another
-// protocol version gives a *holder.VersionError and is left alone. A Host
-// that is not durable holds nothing.
+// live holder of this deployment the error wraps sessions.ErrNotHeld (and
+// ErrForeign when another deployment's holds one: left alone); a holder of
+// another protocol version gives a *holder.VersionError and is left alone.
+// A Host that is not durable holds nothing.
 func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.HeldProcess, error) {
 	if h.held == nil {
 		return nil, fmt.Errorf("instance %q: durable sessions are off: %w", inst.Name, sessions.ErrNotHeld)
@@ -27,9 +29,13 @@ func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.Held
 		}
 		return nil, fmt.Errorf("adopt in %q: %w", inst.Name, err)
 	}
-	var stale error
-	for _, dir := range dirs {
+	var stale, foreign error
+	for _, dir := range h.foreignLast(inst, dirs) {
 		p, err := h.connect(ctx, inst, dir)
+		if errors.Is(err, ErrForeign) {
+			foreign = err
+			continue
+		}
 		if errors.Is(err, sessions.ErrNotHeld) {
 			stale = err
 			continue
@@ -40,7 +46,14 @@ func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.Held
 		return p, nil
 	}
 	if stale != nil {
-		h.endOrphans(ctx, inst) // a holder died here: its jobs go before a new session starts
+		// A holder died here: its jobs go before a new session starts
+		// (a live holder's, another deployment's too, are left alone).
+		h.endOrphans(ctx, inst)
+	}
+	if foreign != nil {
+		return nil, foreign
+	}
+	if stale != nil {
 		return nil, stale
 	}
 	return nil, fmt.Errorf("instance %q: %w", inst.Name, sessions.ErrNotHeld)
@@ -66,8 +79,11 @@ func (h *Host) holderSockets(ctx context.Context, inst sessions.Instance) ([]str
 }
 
 // HeldInstances lists the running instances with a holder's socket (a
-// holder that died by SIGKILL leaves one behind: Adopt then says
-// ErrNotHeld).
+// holder that died by SIGKILL leaves one behind, and another deployment's
+// holder has one too: Adopt then says ErrNotHeld, which AdoptAll counts as
+// nothing). Telling the holders apart takes a connection to each, so only
+// the directories an Adopt already found another deployment's are left
+// out.
 func (h *Host) HeldInstances(ctx context.Context) ([]sessions.Instance, error) {
 	if h.held == nil {
 		return nil, nil
@@ -85,7 +101,7 @@ func (h *Host) HeldInstances(ctx context.Context) ([]sessions.Instance, error) {
 		if err != nil {
 			return fmt.Errorf("instance %q: %w", inst.Name, err)
 		}
-		if len(dirs) > 0 {
+		if slices.ContainsFunc(dirs, func(d string) bool { return !h.knownForeign(inst, d) }) {
 			mu.Lock()
 			out = append(out, inst)
 			mu.Unlock()

@@ -18,7 +18,10 @@
 //     HolderDirs where it lands and runs, the caches of instances that
 //     cannot host it and of the directory that worked, the start ("serve
 //     --attach"), Adopt, HeldInstances, and the connection (conn.go: the
-//     holder protocol, its hello and replay, and how it ended).
+//     holder protocol, its hello and replay, and how it ended);
+//   - deployments kept apart (deployment.go): every holder is keyed per
+//     instance from Config.HolderSecret, and a holder without the proof is
+//     another deployment's: never adopted, listed, reset or ended.
 //
 // Goroutines: a HeldShell's connection owns one, which sends the client
 // count whenever it changes (Release stops and waits for it). Sweep and
@@ -28,6 +31,6 @@
 //
 // Locks: Shell.kmu and HeldShell.kmu serialize Kill (which does I/O under
 // them: a second Kill waits for the first rather than racing it);
-// Shell.wmu serializes writes to the stream; heldConfig.mu guards the two
+// Shell.wmu serializes writes to the stream; heldConfig.mu guards the
 // caches only. No lock is held while another is taken.
 package exechost

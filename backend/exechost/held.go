@@ -51,8 +51,8 @@ func (p *HeldShell) Dir() string { return p.dir }
 // connect runs an attach exec to the holder in dir and says hello (this
 // build's holder binary is uploaded next to a holder another build
 // started). An error wrapping sessions.ErrNotHeld means no holder answers
-// there; a *holder.VersionError, a holder of another protocol version
-// (left alone).
+// there (ErrForeign too for another deployment's holder); a
+// *holder.VersionError, a holder of another protocol version (left alone).
 func (h *Host) connect(ctx context.Context, inst sessions.Instance, dir string) (*HeldShell, error) {
 	run, install, err := h.holderCommand(ctx, inst, dir)
 	if err != nil {
@@ -79,13 +79,20 @@ var errUntrusted = errors.New("refused: not the exec user's alone")
 func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir string, x *execConn, clients int) (*HeldShell, error) {
 	stop := x.deadline(ctx)
 	x.keepOpen.Store(true)
-	c, rep, err := holder.DialClients(x, h.gatewayID, "", 0, clients)
+	c, rep, err := holder.DialClients(x, h.held.key(inst), h.gatewayID, "", 0, clients)
 	var replay []byte
 	if err == nil {
 		replay, err = c.ReadReplay()
 	}
 	x.keepOpen.Store(false)
 	stop()
+	if errors.Is(err, holder.ErrForeign) {
+		// Another deployment's holder (or a fake): nothing of it is
+		// believed, and it is left alone; the exec has nothing to say.
+		x.shutdown()
+		h.foreignHolder(inst, dir)
+		return nil, fmt.Errorf("instance %q: %w: %w (%s)", inst.Name, sessions.ErrNotHeld, ErrForeign, SocketIn(dir))
+	}
 	if err != nil {
 		var werr error
 		if ctx.Err() == nil {
@@ -112,6 +119,7 @@ func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir string
 		}
 		return nil, fmt.Errorf("connect to the holder in %q: %w %s", inst.Name, err, stderr)
 	}
+	h.ownHolder(inst, dir)
 	p := &HeldShell{h: h, inst: inst, dir: dir, x: x}
 	p.conn = newConn(inst.Name, h.gatewayID, c, rep, replay, clients, connHooks{Lost: p.lost, Exited: p.exited})
 	return p, nil

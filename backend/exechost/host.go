@@ -87,10 +87,14 @@ type Config struct {
 	Shell     []string
 	Logger    *slog.Logger
 	// Durable: hold sessions in a holder (Holder, or holderbin.Load()).
-	Durable     bool
-	Holder      *holderbin.Binary
-	IdleTimeout time.Duration // a held session's; zero means 30 minutes
-	BufferSize  int           // a held session's replay; zero means 64 KiB
+	Durable bool
+	Holder  *holderbin.Binary
+	// HolderSecret is the deployment's secret (keys.HolderSecret: from
+	// the host key), required with Durable: the holders this Host starts
+	// are keyed with it, and it adopts no others (deployment.go).
+	HolderSecret []byte
+	IdleTimeout  time.Duration // a held session's; zero means 30 minutes
+	BufferSize   int           // a held session's replay; zero means 64 KiB
 	// StopGrace is how long a shell killed by a signal (or a holder whose
 	// connection ended) waits for its instance to be seen stopping before
 	// the signal is taken for the shell's own exit status (the connection
@@ -164,7 +168,12 @@ func binaryIn(dir, hash string) string { return path.Join(HomeIn(dir), "holder-"
 
 // CannotHold says why an instance cannot host a holder; Start then falls
 // back to an ordinary session.
-type CannotHold struct{ Why string }
+type CannotHold struct {
+	Why string
+	// passing: for now only (another deployment's holders were in the
+	// way), so the instance is not remembered as one that cannot hold.
+	passing bool
+}
 
 func (e *CannotHold) Error() string { return "the instance cannot host the holder: " + e.Why }
 

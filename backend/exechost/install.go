@@ -34,6 +34,7 @@ type heldConfig struct {
 	bin    *holderbin.Binary
 	idle   time.Duration
 	buffer int
+	secret []byte // the deployment's (Config.HolderSecret)
 
 	// cannot remembers why an instance cannot host the holder (a
 	// read-only root filesystem and noexec mounts are fixed for its
@@ -42,15 +43,21 @@ type heldConfig struct {
 	// directory that fails keeps its upload (not every backend can remove
 	// a file), so it is tried once per instance, not per session. Both are
 	// keyed by instance ID (a restarted container is a new instance).
-	mu     sync.Mutex
-	cannot map[string]string
-	worked map[string]string
+	// foreign remembers, by instance ID and directory, where another
+	// deployment's holder was met (deployment.go).
+	mu      sync.Mutex
+	cannot  map[string]string
+	worked  map[string]string
+	foreign map[string]string
 }
 
 // maxRemembered bounds heldConfig's caches (cleared when full).
 const maxRemembered = 4096
 
 func newHeldConfig(cfg Config) (*heldConfig, error) {
+	if len(cfg.HolderSecret) < holder.KeyLen {
+		return nil, fmt.Errorf("durable sessions need the deployment's holder secret (%d bytes or more, derived from the host key), got %d bytes", holder.KeyLen, len(cfg.HolderSecret))
+	}
 	bin := cfg.Holder
 	if bin == nil {
 		var err error
@@ -58,7 +65,7 @@ func newHeldConfig(cfg Config) (*heldConfig, error) {
 			return nil, err
 		}
 	}
-	h := &heldConfig{bin: bin, idle: cfg.IdleTimeout, buffer: cfg.BufferSize}
+	h := &heldConfig{bin: bin, idle: cfg.IdleTimeout, buffer: cfg.BufferSize, secret: append([]byte(nil), cfg.HolderSecret...)}
 	if h.idle <= 0 {
 		h.idle = 30 * time.Minute
 	}
@@ -165,7 +172,7 @@ func (h *Host) startHeld(ctx context.Context, inst sessions.Instance, spec sessi
 		return nil, &CannotHold{Why: why}
 	}
 	p, err := h.startHeldIn(ctx, inst, spec, sh)
-	if cannot := (*CannotHold)(nil); errors.As(err, &cannot) {
+	if cannot := (*CannotHold)(nil); errors.As(err, &cannot) && !cannot.passing {
 		h.held.set(&h.held.cannot, inst.ID, cannot.Why)
 	}
 	return p, err
@@ -182,6 +189,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		}
 	}
 	var why []string
+	foreign := false
 	for _, dir := range dirs {
 		run, install, err := h.holderCommand(ctx, inst, dir)
 		var cannot *CannotHold
@@ -192,7 +200,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 			why = append(why, err.Error())
 			continue
 		}
-		cmd := append(run, "serve", "--socket", SocketIn(dir), "--session", spec.SessionID, "--attach",
+		cmd := append(run, "serve", "--key-stdin", "--socket", SocketIn(dir), "--session", spec.SessionID, "--attach",
 			"--idle", h.held.idle.String(), "--buffer", strconv.Itoa(h.held.buffer),
 			"--cols", strconv.Itoa(sh.Size.Cols), "--rows", strconv.Itoa(sh.Size.Rows), "--env", "TERM="+sh.Term)
 		if install != "" {
@@ -203,6 +211,10 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		if err != nil {
 			return nil, fmt.Errorf("start the holder: %w", err)
 		}
+		// The key first, on stdin: never in the command line, which the
+		// instance's users can read. A failed write (the exec refused
+		// at once) shows in the status line and the exit below.
+		_, _ = x.Write(holder.KeyLine(h.held.key(inst)))
 		stop := x.deadline(ctx)
 		line, lerr := x.r.ReadString('\n')
 		stop()
@@ -240,21 +252,24 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 			why = append(why, fmt.Sprintf("%s: %s", dir, msg))
 			continue
 		}
-		h.held.set(&h.held.worked, inst.ID, dir)
 		// A Start is for an attaching client: counted from the hello on,
 		// so a short idle timeout cannot reap the session before the
 		// registry says so.
 		p, err := h.handshake(ctx, inst, dir, x, 1)
-		if errors.Is(err, errUntrusted) {
+		if errors.Is(err, errUntrusted) || errors.Is(err, ErrForeign) {
+			// Not ours to use (another user's directory, or a live
+			// holder of another deployment): hold it elsewhere.
+			foreign = foreign || errors.Is(err, ErrForeign)
 			why = append(why, fmt.Sprintf("%s: %v", dir, err))
 			continue
 		}
 		if err != nil {
 			return h.heldStartFailed(ctx, inst, outcome, dir, err)
 		}
+		h.held.set(&h.held.worked, inst.ID, dir)
 		return p, nil
 	}
-	return nil, &CannotHold{Why: "no writable directory lets it run: " + strings.Join(why, "; ")}
+	return nil, &CannotHold{Why: "no writable directory lets it run: " + strings.Join(why, "; "), passing: foreign}
 }
 
 // execResult is what a start exec printed, and its status when it ended.

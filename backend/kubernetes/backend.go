@@ -58,6 +58,10 @@ type Config struct {
 	Durable bool
 	// Holder is the holder binary to copy; nil means holderbin.Load().
 	Holder *holderbin.Binary
+	// HolderSecret is the deployment's secret (keys.HolderSecret, from
+	// the host key; required with Durable): this gateway adopts only the
+	// holders that gateways with the same secret started.
+	HolderSecret []byte
 	// IdleTimeout and BufferSize are a held session's idle timeout and
 	// replay buffer, which its holder enforces even with no gateway
 	// running; zero means 30 minutes and 64 KiB.
@@ -110,7 +114,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	host, err := exechost.New(pods{b}, exechost.Config{
 		Name: "kubernetes", GatewayID: cfg.GatewayID, Shell: cfg.Shell, Logger: b.log,
-		Durable: cfg.Durable, Holder: cfg.Holder, IdleTimeout: cfg.IdleTimeout, BufferSize: cfg.BufferSize,
+		Durable: cfg.Durable, Holder: cfg.Holder, HolderSecret: cfg.HolderSecret, IdleTimeout: cfg.IdleTimeout, BufferSize: cfg.BufferSize,
 		SweepWorkers: 4,
 	})
 	if err != nil {

@@ -63,7 +63,7 @@ func durableBackend(t *testing.T) (*Backend, *termtest.SyncBuffer) {
 	needHolder(t)
 	logs := &termtest.SyncBuffer{}
 	b := clusterBackend(t, Config{
-		Durable: true, GatewayID: "tgtest" + randomHex(3),
+		Durable: true, GatewayID: "tgtest" + randomHex(3), HolderSecret: []byte("termgate test deployment secret!"),
 		Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	return b, logs

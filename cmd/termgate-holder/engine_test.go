@@ -23,6 +23,9 @@ import (
 
 const testImage = "termgate-test:busybox"
 
+// testKey is the tests' holder key.
+var testKey = bytes.Repeat([]byte{5}, holder.KeyLen)
+
 func needDocker(t *testing.T) {
 	t.Helper()
 	err := exec.Command("docker", "image", "inspect", testImage).Run()
@@ -115,14 +118,16 @@ func TestHolderInARealContainerSurvivesItsGateway(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", ctr).Run() })
 	docker(t, "cp", bin, ctr+":/tmp/.termgate-holder")
 	sock := "/tmp/.termgate/s1.sock"
-	out := docker(t, "exec", ctr, "/tmp/.termgate-holder", "serve", "--socket", sock, "--session", "s1",
+	serve := exec.Command("docker", "exec", "-i", ctr, "/tmp/.termgate-holder", "serve", "--key-stdin", "--socket", sock, "--session", "s1",
 		"--env", "TERM=dumb", "--env", "PS1=$ ", "--", "/bin/sh")
-	if !strings.HasPrefix(out, "holder ") {
-		t.Fatalf("serve printed %q", out)
+	serve.Stdin = bytes.NewReader(holder.KeyLine(testKey))
+	out, err := serve.CombinedOutput()
+	if !strings.HasPrefix(string(out), "holder ") {
+		t.Fatalf("serve printed %q (%v)", out, err)
 	}
 
 	// Gateway 1 attaches, starts a background job, then dies.
-	c1, _, err := holder.Dial(attachExec(t, ctr, sock), "gw1", "", 0)
+	c1, _, err := holder.Dial(attachExec(t, ctr, sock), testKey, "gw1", "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +141,7 @@ func TestHolderInARealContainerSurvivesItsGateway(t *testing.T) {
 	c1.Close() // kill the exec: what a gateway crash does to it
 
 	// Gateway 2 resumes exactly where gateway 1 stopped, in the same shell.
-	c2, rep2, err := holder.Dial(attachExec(t, ctr, sock), "gw2", "s1", resume)
+	c2, rep2, err := holder.Dial(attachExec(t, ctr, sock), testKey, "gw2", "s1", resume)
 	if err != nil {
 		t.Fatal(err)
 	}

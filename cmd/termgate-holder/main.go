@@ -2,9 +2,13 @@
 // package holder). The gateway copies this static binary into the instance
 // and runs it with execs:
 //
-//	termgate-holder serve --socket PATH --session ID [--idle D] [--buffer N] [--cols C --rows R] [--install-as PATH] [--env K=V]... -- SHELL [ARGS...]
-//	    starts a holder daemon (in its own session, detached from the
-//	    exec) and prints "holder PID SOCKET" once it listens, or prints
+//	termgate-holder serve --key-stdin --socket PATH --session ID [--idle D] [--buffer N] [--cols C --rows R] [--install-as PATH] [--env K=V]... -- SHELL [ARGS...]
+//	    reads the holder's key from the front of stdin (a line of 64 hex
+//	    digits, nothing more: see holder.KeyLine), starts a holder daemon
+//	    (in its own session, detached from the exec) with that key, which
+//	    it passes on a pipe (never in an argument or the environment: the
+//	    instance's users can read the one, the shell inherits the other),
+//	    and prints "holder PID SOCKET" once it listens, or prints
 //	    "already held SOCKET" and starts nothing when a live holder holds
 //	    the socket (a gateway then connects to that one); with --attach it
 //	    then goes on as "attach SOCKET" (the gateway's start is one exec);
@@ -91,7 +95,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | version")
 	os.Exit(2)
 }
 
@@ -105,6 +109,7 @@ func serve(args []string) error {
 	rows := fs.Int("rows", 24, "initial rows")
 	attachToo := fs.Bool("attach", false, "after the status line, bridge stdin/stdout to the socket as attach does (one exec instead of two)")
 	installAs := fs.String("install-as", "", "first rename this binary to PATH (atomically: an upload under a temporary name never leaves a half-written PATH for a racing gateway to run)")
+	keyStdin := fs.Bool("key-stdin", false, "first read the holder's key from stdin: 64 hex digits and a newline (required)")
 	var env multiFlag
 	fs.Var(&env, "env", "KEY=VALUE for the shell (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -113,6 +118,11 @@ func serve(args []string) error {
 	shell := fs.Args()
 	if *sock == "" || *session == "" || len(shell) == 0 {
 		return errors.New("serve needs --socket, --session and a shell command after --")
+	}
+	if !*keyStdin {
+		// A holder without a key would serve any gateway (and its
+		// proofs would mean nothing): see holder/proof.go.
+		return errors.New("serve needs --key-stdin: the gateway writes the holder's key first on its stdin")
 	}
 	// Only a directory and a binary of this user's (holder.CheckHome).
 	if err := holder.MakeHome(filepath.Dir(*sock)); err != nil {
@@ -128,13 +138,18 @@ func serve(args []string) error {
 		if err != nil {
 			return err
 		}
+		// Exactly the key line: what follows is the attach's stream.
+		key, err := holder.ReadKeyLine(os.Stdin)
+		if err != nil {
+			return fmt.Errorf("--key-stdin: %w", err)
+		}
 		if *installAs != "" {
 			if err := install(*installAs); err != nil {
 				return err
 			}
 			self = *installAs
 		}
-		if err := startDaemon(self, *sock); err != nil || !*attachToo {
+		if err := startDaemon(self, *sock, key); err != nil || !*attachToo {
 			return err
 		}
 		return attach(*sock, os.Stdin, os.Stdout)
@@ -150,6 +165,17 @@ func serve(args []string) error {
 	// it, or startDaemon would wait for the shell's end.
 	syscall.CloseOnExec(3)
 	ready := os.NewFile(3, "ready")
+	// fd 4 carries the key (startDaemon): read, then closed, so neither
+	// the shell nor anything it starts ever has it.
+	syscall.CloseOnExec(4)
+	keyPipe := os.NewFile(4, "key")
+	key, err := holder.ReadKeyLine(keyPipe)
+	keyPipe.Close()
+	if err != nil {
+		fmt.Fprintln(ready, "error: the key from the serve process:", err)
+		ready.Close()
+		return err
+	}
 	logf, err := os.OpenFile(*sock+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return err
@@ -169,7 +195,7 @@ func serve(args []string) error {
 	err = holder.Serve(ctx, holder.ServeConfig{
 		Socket: *sock, Session: *session, Shell: shell, Env: env,
 		Cols: *cols, Rows: *rows, BufferSize: *buffer, IdleTimeout: *idle, Build: build,
-		Logger: logger, Proto: protoVersion(), NoPassing: !passing(),
+		Logger: logger, Proto: protoVersion(), NoPassing: !passing(), Key: key,
 		Ready: func() {
 			fmt.Fprintln(ready, "ready")
 			ready.Close()
@@ -226,14 +252,28 @@ func protoVersion() int {
 
 // startDaemon re-executes this program as the daemon in a session of its
 // own (so it outlives the exec that started it and the gateway behind it),
-// and returns once the daemon says on a pipe (its fd 3) that it listens,
-// that another holder holds the socket, or why it failed.
-func startDaemon(self, sock string) error {
+// hands it key on a pipe (its fd 4), and returns once the daemon says on
+// another (its fd 3) that it listens, that another holder holds the socket,
+// or why it failed.
+func startDaemon(self, sock string, key []byte) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return err
 	}
 	defer r.Close()
+	kr, kw, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	// 65 bytes fit any pipe's buffer: written now, read by the daemon.
+	_, err = kw.Write(holder.KeyLine(key))
+	kw.Close()
+	if err != nil {
+		kr.Close()
+		w.Close()
+		return fmt.Errorf("hand the key to the holder daemon: %w", err)
+	}
 	// The daemon runs the installed copy and attaches nothing: drop those
 	// flags (before "--": what follows is the shell's).
 	args := slices.Clone(os.Args[1:])
@@ -252,9 +292,10 @@ func startDaemon(self, sock string) error {
 	cmd.Env = append(os.Environ(), daemonEnv+"=1")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	cmd.Dir = "/"
-	cmd.ExtraFiles = []*os.File{w}
+	cmd.ExtraFiles = []*os.File{w, kr}
 	err = cmd.Start()
 	w.Close()
+	kr.Close()
 	if err != nil {
 		return fmt.Errorf("start the holder daemon: %w", err)
 	}

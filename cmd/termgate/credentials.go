@@ -20,13 +20,16 @@ import (
 // key, authorized keys, API tokens, login cookie key, trusted user CAs and
 // TLS certificate. Generated ones are created on first start.
 type credentials struct {
-	hostKey   gossh.Signer
-	keys      *keys.KeyStore
-	tokens    *keys.TokenStore
-	newToken  string // set when the token file was just created
-	cookieKey []byte
-	userCAs   sshd.CertAuthorizer // nil: certificates are refused
-	tls       *tls.Config         // nil: plain HTTP
+	hostKey gossh.Signer
+	// holderSecret keys the durable holders (with --durable; see
+	// keys.HolderSecret): the same for every gateway with this host key.
+	holderSecret []byte
+	keys         *keys.KeyStore
+	tokens       *keys.TokenStore
+	newToken     string // set when the token file was just created
+	cookieKey    []byte
+	userCAs      sshd.CertAuthorizer // nil: certificates are refused
+	tls          *tls.Config         // nil: plain HTTP
 
 	reloaders []interface{ Reload() error } // SIGHUP
 	closers   []func() error                // file watchers
@@ -59,6 +62,11 @@ func loadCredentials(o *options, log *slog.Logger) (_ *credentials, err error) {
 	}
 	if created {
 		log.Info("generated SSH host key", "path", o.hostKey)
+	}
+	if o.durable {
+		if c.holderSecret, err = keys.HolderSecret(o.hostKey); err != nil {
+			return nil, fmt.Errorf("--durable: %w", err)
+		}
 	}
 	seedAuthorizedKeys(o.authorizedKeys, log)
 	if c.keys, err = keys.NewKeyStore(keys.Config{Path: o.authorizedKeys, Logger: log, OnReload: c.reloaded}); err != nil {

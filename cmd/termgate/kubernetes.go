@@ -14,7 +14,7 @@ import (
 // newKubernetesBackend connects to the API server (--kubeconfig, KUBECONFIG,
 // the pod's service account, ~/.kube/config), checks that it answers and
 // ends the shells an earlier run left in the namespace's pods.
-func newKubernetesBackend(ctx context.Context, o *options, id string, log *slog.Logger) (sessions.Backend, func(), error) {
+func newKubernetesBackend(ctx context.Context, o *options, id backendIDs, log *slog.Logger) (sessions.Backend, func(), error) {
 	// client-go reports stream troubles through klog (plain text on
 	// stderr by default): into the gateway's structured log with them.
 	klog.SetSlogLogger(log.With("component", "client-go"))
@@ -33,10 +33,10 @@ func newKubernetesBackend(ctx context.Context, o *options, id string, log *slog.
 		Shell:     shellArgv(o.shell),
 		Logger:    log,
 		SelfPod:   loaded.SelfPod,
-		GatewayID: id,
+		GatewayID: id.gateway,
 		// With --durable the holders enforce the idle timeout and keep
 		// the replay themselves, so they get the same settings.
-		Durable: o.durable, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize,
+		Durable: o.durable, HolderSecret: id.holderSecret, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize,
 	})
 	if err != nil {
 		return nil, nil, err

@@ -89,7 +89,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	defer creds.close()
 
-	backend, closeBackend, err := newBackend(ctx, o, gatewayID(creds.hostKey.PublicKey()), log)
+	backend, closeBackend, err := newBackend(ctx, o, backendIDs{gateway: gatewayID(creds.hostKey.PublicKey()), holderSecret: creds.holderSecret}, log)
 	if err != nil {
 		return err
 	}
@@ -252,7 +252,14 @@ func gatewayID(hostKey gossh.PublicKey) string {
 	return "tg" + hex.EncodeToString(sum[:6])
 }
 
-func newBackend(ctx context.Context, o *options, id string, log *slog.Logger) (sessions.Backend, func(), error) {
+// backendIDs is who this gateway is to its backend: its shells' markers
+// (gateway) and, with --durable, the secret its holders are keyed with.
+type backendIDs struct {
+	gateway      string
+	holderSecret []byte
+}
+
+func newBackend(ctx context.Context, o *options, id backendIDs, log *slog.Logger) (sessions.Backend, func(), error) {
 	if o.backend == "local" {
 		log.Warn("local backend: instances are shells on this host, as the gateway's user")
 		b := local.New(local.Config{Instances: o.localInstances, Logger: log})
@@ -264,8 +271,8 @@ func newBackend(ctx context.Context, o *options, id string, log *slog.Logger) (s
 	// With --durable the holders enforce the idle timeout and keep the
 	// replay themselves, so they get the same settings.
 	b, err := docker.New(docker.Config{
-		Label: o.instanceLabel, Shell: shellArgv(o.shell), Logger: log, GatewayID: id,
-		Durable: o.durable, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize,
+		Label: o.instanceLabel, Shell: shellArgv(o.shell), Logger: log, GatewayID: id.gateway,
+		Durable: o.durable, HolderSecret: id.holderSecret, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize,
 	})
 	if err != nil {
 		return nil, nil, err

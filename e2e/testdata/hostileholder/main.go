@@ -3,14 +3,19 @@
 // with what no genuine holder sends. It reads the socket with read(2), so
 // the attach process's passed descriptors are dropped and it bridges.
 //
-//	hostileholder SOCKET huge          every replay announces 2^62 bytes
-//	hostileholder SOCKET reset-loop    an empty replay, then a reset 50 ms later, forever
-//	hostileholder SOCKET reset-then-huge  the first connection resets after 6 s; then huge
+//	hostileholder SOCKET huge KEY          every replay announces 2^62 bytes
+//	hostileholder SOCKET reset-loop KEY    an empty replay, then a reset 50 ms later, forever
+//	hostileholder SOCKET reset-then-huge KEY  the first connection resets after 6 s; then huge
+//
+// KEY (hex) is the instance's holder key, which root in the instance can
+// read from its genuine holder's memory: with it this holder proves itself
+// as a genuine one would, and the gateway gets as far as its answers.
 //
 // Each connection is logged to stdout (one line), so a test can count them.
 package main
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -21,11 +26,16 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: hostileholder SOCKET huge|reset-loop|reset-then-huge")
+	if len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: hostileholder SOCKET huge|reset-loop|reset-then-huge KEY")
 		os.Exit(2)
 	}
 	sock, mode := os.Args[1], os.Args[2]
+	key, err := hex.DecodeString(os.Args[3])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "KEY:", err)
+		os.Exit(2)
+	}
 	_ = os.Remove(sock)
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -41,7 +51,7 @@ func main() {
 		}
 		i := n.Add(1)
 		fmt.Printf("connection %d\n", i)
-		go serve(c, mode, i)
+		go serve(c, mode, i, key)
 	}
 }
 
@@ -53,14 +63,20 @@ func frame(typ byte, m any) []byte {
 	return b
 }
 
-func serve(c net.Conn, mode string, i int64) {
+func serve(c net.Conn, mode string, i int64, key []byte) {
 	defer c.Close()
 	r := holder.NewReader(c)
-	if _, err := r.ReadFrame(); err != nil { // the gateway's hello
+	f, err := r.ReadFrame() // the gateway's hello
+	if err != nil {
 		return
 	}
+	var gw holder.HelloMsg
+	_ = holder.DecodeControl(f, &gw)
 	id := fmt.Sprintf("%016x", 0xcc+i)
-	if _, err := c.Write(frame(holder.TypeHello, holder.HelloMsg{Proto: holder.Version, Session: id, PID: 1, Cols: 80, Rows: 24})); err != nil {
+	nonce := fmt.Sprintf("%032x", i)
+	hello := holder.HelloMsg{Proto: holder.Version, Session: id, PID: 1, Cols: 80, Rows: 24,
+		Nonce: nonce, Proof: holder.HolderProof(key, gw.Nonce, nonce)}
+	if _, err := c.Write(frame(holder.TypeHello, hello)); err != nil {
 		return
 	}
 	if _, err := r.ReadFrame(); err != nil { // the attach
