@@ -62,7 +62,9 @@ func HolderDirArg(dir string) string { return "--holder-dir=" + dir }
 // /proc/PID/exe is the same file (test -ef) as a DIR/.termgate/holder-*
 // that is a file of the script's user, not a link, in a .termgate directory
 // of that user's that is no link and not writable by group or others (ls
-// -ldn, where ls exists). TERMGATE_HELD=1 is honoured nowhere else: a
+// -ldn, where ls exists), or, where readlink exists, a deleted
+// DIR/.termgate/holder-* in such a directory (a holder whose directory a
+// tmp cleaner removed makes it again). TERMGATE_HELD=1 is honoured nowhere else: a
 // process that sets it in an ordinary session, or a held job whose holder
 // died, is matched like any other.
 //
@@ -93,6 +95,7 @@ prefixes=
 all=0
 orphans=0
 bins=
+homes=
 trusted_home() {
 	[ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ] || return 1
 	command -v ls >/dev/null 2>&1 || return 0
@@ -112,6 +115,7 @@ for a do
 		h=${a#--holder-dir=}
 		h=${h%/}/.termgate
 		trusted_home "$h" || continue
+		homes="$homes$h$nl"
 		for f in "$h"/holder-*; do
 			[ -f "$f" ] && [ ! -L "$f" ] && [ -O "$f" ] && bins="$bins$f$nl"
 		done ;;
@@ -170,7 +174,7 @@ matches() {
 	return 1
 }
 is_holder() {
-	[ -n "$bins" ] || return 1
+	[ -n "$homes" ] || return 1
 	case $hl in *" $1 "*) return 0 ;; esac
 	case $nothl in *" $1 "*) return 1 ;; esac
 	_i=$IFS
@@ -182,12 +186,27 @@ is_holder() {
 			return 0
 		fi
 	done
+	# A live holder whose binary was deleted (a tmp cleaner took its
+	# whole directory, which it then made again: holder/relisten.go) runs
+	# "HOME/holder-HASH (deleted)", HOME one of the trusted homes.
+	if command -v readlink >/dev/null 2>&1; then
+		_x=$(readlink "/proc/$1/exe" 2>/dev/null)
+		case $_x in
+		*" (deleted)")
+			_x=${_x% (deleted)}
+			for _h in $homes; do
+				case ${_x%/*}/${_x##*/} in
+				"$_h"/holder-*) [ "${_x%/*}" = "$_h" ] && { IFS=$_i; hl="$hl$1 "; return 0; } ;;
+				esac
+			done ;;
+		esac
+	fi
 	IFS=$_i
 	nothl="$nothl$1 "
 	return 1
 }
 below_holder() {
-	[ -n "$bins" ] || return 1
+	[ -n "$homes" ] || return 1
 	_a=$1
 	_n=0
 	while [ "$_n" -lt 4096 ]; do
