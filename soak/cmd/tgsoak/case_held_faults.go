@@ -104,7 +104,7 @@ func caseHolderKill(ctx context.Context, r *runner, res *result) {
 		return
 	}
 	s.rec = nil
-	c, err := r.e.main.waitCensus(ctx, s.inst, 20*time.Second, func(c census) bool { return jobs(c) == 0 })
+	_, err = r.e.main.waitCensus(ctx, s.inst, 20*time.Second, func(c census) bool { return jobs(c) == 0 })
 	res.check(err, "no job of the dead holder's session left")
 	t, err := g.attachWS(ctx, s.inst)
 	if !res.check(err, "attach after the holder died") {
@@ -114,7 +114,7 @@ func caseHolderKill(ctx context.Context, r *runner, res *result) {
 	if ev := t.events[0]; ev.Session == s.session {
 		res.failf("attached %+v after the holder died: the old session", ev)
 	}
-	c = r.oneShell(ctx, r.e.main, s.inst, res)
+	c := r.oneShell(ctx, r.e.main, s.inst, res)
 	if n := jobs(c); n > 0 {
 		res.failf("%d jobs of the dead holder's session beside the new shell: %s", n, c)
 	}
