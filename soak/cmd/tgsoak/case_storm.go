@@ -85,17 +85,6 @@ func caseResizeStorm(ctx context.Context, r *runner, res *result) {
 	_ = w.c.SetWriteDeadline(time.Time{})
 	peak, _, _ := procStatus(g.pid())
 
-	// The session answers, at the last size, through a second client.
-	t1 := time.Now()
-	a, err := g.attachWS(ctx, inst)
-	if res.check(err, "attach after the storm") {
-		_, err = command(a, "stty size", stormBound)
-		res.check(err, "the session answers after the storm")
-		_ = a.Leave(closeRST)
-	}
-	answered := time.Since(t1)
-	close(stop)
-	wg.Wait()
 	// The last size sent wins: within a bound, the shell's terminal has it.
 	var size string
 	t2 := time.Now()
@@ -111,6 +100,18 @@ func caseResizeStorm(ctx context.Context, r *runner, res *result) {
 	} else {
 		res.notef("the last size sent is the terminal's %s after the storm", time.Since(t2).Round(time.Millisecond))
 	}
+	// (before a second client attaches: its own size may then win)
+	// The session answers, at the last size, through a second client.
+	t1 := time.Now()
+	a, err := g.attachWS(ctx, inst)
+	if res.check(err, "attach after the storm") {
+		_, err = command(a, "stty size", stormBound)
+		res.check(err, "the session answers after the storm")
+		_ = a.Leave(closeRST)
+	}
+	answered := time.Since(t1)
+	close(stop)
+	wg.Wait()
 	mu.Lock()
 	res.notef("%d resizes in %s (%.0f/s); /metrics at worst %s, /api/sessions %s; reattach and stty size %s after; RSS %d MiB at the storm's end",
 		sent, stormTook.Round(time.Millisecond), float64(sent)/stormTook.Seconds(),
@@ -146,4 +147,4 @@ const stormBound = 5 * time.Second
 // storm (the session itself: its ring and scrollback); a 1000x1000
 // screen and its alternate screen kept would be 2 million cells, over
 // 30 MiB.
-const stormHeap = 16 << 10 // KiB
+const stormHeap = 24 << 10 // KiB
