@@ -14,6 +14,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -40,6 +41,15 @@ type Config struct {
 	Audit *audit.Log
 	// Registry holds the sessions (required).
 	Registry *sessions.Registry
+	// Remote runs what goes beside a session in an instance: commands,
+	// the sftp subsystem and forwarded connections (nil: refused, with a
+	// reason the client prints).
+	Remote remote.Runner
+	// NoPortForwarding refuses every direct-tcpip channel
+	// (--port-forwarding=false); NoFileTransfer the sftp subsystem
+	// (--file-transfer=false).
+	NoPortForwarding bool
+	NoFileTransfer   bool
 	// Logger receives the server's log (default: discard).
 	Logger *slog.Logger
 	// MaxAuthTries is the number of failed authentication attempts allowed

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -28,6 +29,12 @@ const maxMessage = 1 << 20
 type Config struct {
 	// Registry is the shared session registry (required).
 	Registry *sessions.Registry
+	// Remote serves the files routes through an SFTP server in the
+	// instance (nil, or NoFileTransfer: they answer 403).
+	Remote         remote.Runner
+	NoFileTransfer bool
+	// MaxUploadSize bounds a PUT to the files route (default 1 GiB).
+	MaxUploadSize int64
 	// Tokens checks bearer tokens (required).
 	Tokens TokenChecker
 	// AllowedOrigins are browser origins ("https://example.com:8443")

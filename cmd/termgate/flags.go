@@ -48,13 +48,16 @@ type options struct {
 	kubeconfig          string
 	kubeNamespace       string
 	sshCompat           bool
+	portForwarding      bool
+	fileTransfer        bool
+	maxUploadSize       int64
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("termgate", flag.ContinueOnError)
 	fs.SetOutput(os.Stderr)
-	var buffer, origins, locals, scrollback, recordMax, recordTotal string
+	var buffer, origins, locals, scrollback, recordMax, recordTotal, maxUpload string
 	fs.StringVar(&o.sshAddr, "ssh-addr", ":2222", "SSH listener address")
 	fs.BoolVar(&o.sshCompat, "ssh-compat-algorithms", false, "also offer the NIST ECDH key exchanges (ecdh-sha2-nistp256/384/521) and the encrypt-and-MAC MACs (hmac-sha2-256/512), for SSH clients that have nothing better; ssh-audit fails them")
 	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "HTTP + WebSocket listener address")
@@ -86,6 +89,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.StringVar(&recordTotal, "record-max-total", defaultRecordMaxTotal, "with --record-dir: what all recordings in it may hold together (bytes, or KiB/MiB/GiB; 0: unlimited); past it recordings are cut and new sessions not recorded until old recordings are removed")
 	fs.BoolVar(&o.recordInput, "record-input", false, "with --record-dir: also record what clients type (\"i\" events); off by default because input holds passwords")
 	fs.BoolVar(&o.durable, "durable", false, "hold each session inside its instance (a holder program the gateway copies there), so that shells outlive gateway restarts, upgrades and crashes and several gateways can serve them; needs --backend docker or kubernetes")
+	fs.BoolVar(&o.portForwarding, "port-forwarding", true, "let SSH clients forward TCP connections into instances (ssh -L, -D, -W: dialled from inside the instance); false refuses every forward")
+	fs.BoolVar(&o.fileTransfer, "file-transfer", true, "let clients read and write instances' files (sftp, scp, the HTTP files routes); false refuses them")
+	fs.StringVar(&maxUpload, "max-upload-size", "1GiB", "the largest file PUT /api/instances/NAME/files takes (bytes, or KiB/MiB/GiB)")
 	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
 
 	if err := fs.Parse(args); err != nil {
@@ -121,6 +127,9 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	}
 	if o.recordMaxTotal, err = parseRecordSize(recordTotal); err != nil {
 		return nil, fmt.Errorf("--record-max-total: %w", err)
+	}
+	if o.maxUploadSize, err = parseRecordSize(maxUpload); err != nil || o.maxUploadSize <= 0 {
+		return nil, fmt.Errorf("--max-upload-size %q: use a positive size such as 1GiB or 100MiB", maxUpload)
 	}
 	if o.bufferSize, err = parseSize(buffer); err != nil {
 		return nil, fmt.Errorf("--buffer-size: %w", err)

@@ -28,6 +28,7 @@ import (
 	"github.com/termgate/termgate/backend/local"
 	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/metrics"
+	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 	"github.com/termgate/termgate/sshd"
 	"github.com/termgate/termgate/web"
@@ -123,12 +124,22 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	recheck := reg.Recheck
 	creds.recheck.Store(&recheck)
 
-	sshSrv, err := sshd.New(sshd.Config{HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat, Audit: auditLog, Registry: reg, Logger: log})
+	// Commands, files and forwarding: the container backends (and local)
+	// implement remote.Runner.
+	runner, _ := backend.(remote.Runner)
+	sshSrv, err := sshd.New(sshd.Config{
+		HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat,
+		Audit: auditLog, Registry: reg, Logger: log,
+		Remote: runner, NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer,
+	})
 	if err != nil {
 		return err
 	}
 	webSrv, err := websock.New(websock.Config{
 		Registry:       reg,
+		Remote:         runner,
+		NoFileTransfer: !o.fileTransfer,
+		MaxUploadSize:  o.maxUploadSize,
 		Tokens:         creds.tokens,
 		CookieKey:      creds.cookieKey,
 		AllowedOrigins: o.allowedOrigins,

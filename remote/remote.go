@@ -1,0 +1,85 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/termgate/termgate/sessions"
+)
+
+// Command is a one-off process to run in an instance (ssh INSTANCE@HOST
+// CMD...).
+type Command struct {
+	// Line is the command line as the client sent it: the instance's
+	// /bin/sh -c gets it, as OpenSSH gives it to the login shell; an
+	// instance without /bin/sh gets its words run directly.
+	Line string
+	// TTY gives the process a terminal of its own, of Size (zero: 80x24)
+	// and Term.
+	TTY  bool
+	Size sessions.Size
+	Term string
+	// Env is KEY=VALUE for the process (the listener filtered it).
+	Env []string
+	// Stderr receives the process's stderr (without a TTY; nil
+	// discards it).
+	Stderr io.Writer
+}
+
+// Exit is how a process ended: its exit status, or the signal that killed
+// it when the backend knows (Signal is then its name without "SIG", as
+// SSH's exit-signal wants: "KILL").
+type Exit struct {
+	Code   int
+	Signal string
+}
+
+// Process is a started command.
+type Process interface {
+	io.Reader // stdout (with a TTY, the terminal)
+	io.Writer // stdin
+	// CloseWrite ends the process's stdin (the client sent EOF).
+	CloseWrite() error
+	Resize(ctx context.Context, size sessions.Size) error
+	// Wait returns how the process ended, once its output was read to
+	// its end.
+	Wait(ctx context.Context) (Exit, error)
+	// Close ends the process and everything it started, if still
+	// running, and drops the stream. It is idempotent and waits for the
+	// kill.
+	Close() error
+}
+
+// Conn is a byte stream into an instance: an SFTP server's, or a
+// forwarded TCP connection's.
+type Conn interface {
+	io.ReadWriteCloser
+	// CloseWrite ends what the gateway sends (the peer reads EOF) and
+	// leaves the other direction open.
+	CloseWrite() error
+}
+
+// Runner is what a backend offers besides sessions. Every method takes an
+// instance resolved by the registry's Lookup (so never the gateway's own
+// container).
+type Runner interface {
+	// Run starts a one-off command.
+	Run(ctx context.Context, inst sessions.Instance, cmd Command) (Process, error)
+	// SFTP starts an SFTP server in the instance, as the user its shell
+	// runs as, and returns its stream (the SFTP protocol, version 3).
+	SFTP(ctx context.Context, inst sessions.Instance) (Conn, error)
+	// Dial connects to host:port from inside the instance's network
+	// namespace.
+	Dial(ctx context.Context, inst sessions.Instance, host string, port int) (Conn, error)
+}
+
+// ErrUnsupported: this backend cannot do what was asked.
+var ErrUnsupported = errors.New("not supported by this backend")
+
+// Unavailable says why an instance cannot do what was asked (no holder can
+// run there and the instance has no sftp-server of its own, say): what the
+// user reads.
+type Unavailable struct{ Why string }
+
+func (e *Unavailable) Error() string { return e.Why }
