@@ -50,6 +50,14 @@ type Config struct {
 	// (--file-transfer=false).
 	NoPortForwarding bool
 	NoFileTransfer   bool
+	// MaxRemotePerKey and MaxRemotePerInstance cap the commands,
+	// transfers and forwarded connections running at once per key and
+	// per instance (defaults 32 and 64; negative: no cap).
+	MaxRemotePerKey      int
+	MaxRemotePerInstance int
+	// ForwardIdleTimeout closes a forwarded connection that moved no
+	// byte either way for this long (default 15m; negative: never).
+	ForwardIdleTimeout time.Duration
 	// Logger receives the server's log (default: discard).
 	Logger *slog.Logger
 	// MaxAuthTries is the number of failed authentication attempts allowed
@@ -119,6 +127,7 @@ type Server struct {
 	track    tracker                  // every goroutine this package starts
 	nextID   atomic.Uint64
 	lim      *limits
+	remote   remoteOps // commands, transfers and forwards (remoteops.go)
 
 	mu        sync.Mutex              // guards the fields below; taken before limits.mu
 	conns     map[net.Conn]*connState // every connection, from accept to close
@@ -159,6 +168,11 @@ func New(cfg Config) (*Server, error) {
 	defaultInt(&cfg.MaxConnsPerKey, 20)
 	defaultInt(&cfg.MaxSessionsPerKey, 20)
 	defaultInt(&cfg.MaxChannelsPerConn, 10)
+	defaultInt(&cfg.MaxRemotePerKey, defaultMaxRemotePerKey)
+	defaultInt(&cfg.MaxRemotePerInstance, defaultMaxRemotePerInstance)
+	if cfg.ForwardIdleTimeout == 0 {
+		cfg.ForwardIdleTimeout = 15 * time.Minute
+	}
 	if cfg.ChannelStartTimeout <= 0 {
 		cfg.ChannelStartTimeout = 5 * time.Second
 	}

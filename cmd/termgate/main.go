@@ -120,10 +120,6 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		holder.SetReplayLimit(o.bufferSize)
 		adoptHeld(ctx, reg)
 	}
-	// Every reload of keys, tokens or CAs re-checks the attached clients.
-	recheck := reg.Recheck
-	creds.recheck.Store(&recheck)
-
 	// Commands, files and forwarding: the container backends (and local)
 	// implement remote.Runner.
 	runner, _ := backend.(remote.Runner)
@@ -135,6 +131,13 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	// Every reload of keys, tokens or CAs re-checks the attached clients
+	// and what runs beside their sessions.
+	recheck := func() {
+		reg.Recheck()
+		sshSrv.Recheck()
+	}
+	creds.recheck.Store(&recheck)
 	webSrv, err := websock.New(websock.Config{
 		Registry:       reg,
 		Remote:         runner,
