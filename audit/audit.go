@@ -28,6 +28,12 @@ const (
 	SessionEnd  = "session_end"
 	// Recording: a recording served over HTTP (GET /api/recordings/…).
 	Recording = "recording"
+	// Command, Transfer and Forward: what ran beside a session (an SSH
+	// command, an SFTP session or an HTTP file transfer, a forwarded
+	// connection).
+	Command  = "command"
+	Transfer = "transfer"
+	Forward  = "forward"
 )
 
 // Log is the audit trail.

@@ -60,8 +60,11 @@ func (s *Server) limitRequests(h http.Handler) http.Handler {
 // limitBody refuses a declared body over MaxBodyBytes with 413 and caps
 // what any handler can read of an undeclared (chunked) one.
 func (s *Server) limitBody(h http.Handler) http.Handler {
-	max := s.cfg.MaxBodyBytes
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		max := s.cfg.MaxBodyBytes
+		if isUpload(r) {
+			max = s.cfg.MaxUploadSize
+		}
 		if r.ContentLength > max {
 			writeError(w, http.StatusRequestEntityTooLarge, bodyTooLarge(max))
 			return

@@ -213,6 +213,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.AuthFailureEvery <= 0 {
 		cfg.AuthFailureEvery = 30 * time.Second
 	}
+	if cfg.MaxUploadSize <= 0 {
+		cfg.MaxUploadSize = defaultMaxUpload
+	}
 	if cfg.MaxBodyBytes <= 0 {
 		cfg.MaxBodyBytes = 64 << 10
 	}
@@ -282,6 +285,8 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /api/instances/{name}/terminal", s.authed(actRoute, s.handleTerminal))
 	mux.Handle("POST /api/instances/{name}/terminal/reset", s.authed(actRoute, s.handleReset))
+	mux.Handle("GET /api/instances/{name}/files", s.authed(readRoute, s.handleFileGet))
+	mux.Handle("PUT /api/instances/{name}/files", s.authed(actRoute, s.handleFilePut))
 	mux.Handle("GET /api/sessions", s.authed(readRoute, s.handleSessions))
 	mux.Handle("GET /api/instances", s.authed(readRoute, s.handleInstances))
 	mux.Handle("GET /api/whoami", s.authed(readRoute, s.handleWhoami))

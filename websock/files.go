@@ -1,0 +1,249 @@
+package websock
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/remote"
+	"github.com/termgate/termgate/sessions"
+)
+
+// The files routes (GET and PUT /api/instances/{name}/files?path=P) read
+// and write an instance's files through the same SFTP server that sftp and
+// scp reach (remote.Runner.SFTP: the holder in the instance, as the user
+// its shell runs as): one way into an instance's files, with its own
+// permissions. Both stream: nothing holds a whole file. An upload is
+// written beside its target and renamed over it once complete, so a cut
+// or short upload never leaves a truncated file.
+
+const (
+	msgReadOnlyFiles = "file transfer refused: this token is read-only"
+	msgFilesOff      = "file transfer is turned off on this gateway (--file-transfer=false)"
+	// fileIdle bounds a stall of either side of a transfer (the
+	// server's 30 s ReadTimeout would cut any large one).
+	fileIdle = time.Minute
+	// defaultMaxUpload is MaxUploadSize's default.
+	defaultMaxUpload = 1 << 30
+)
+
+// isUpload reports a PUT to a files route: its body is bounded by
+// MaxUploadSize, not MaxBodyBytes.
+func isUpload(r *http.Request) bool {
+	return r.Method == http.MethodPut && path.Base(r.URL.Path) == "files" && path.Dir(path.Dir(path.Dir(r.URL.Path))) == "/api"
+}
+
+// filesTarget checks the caller and the request, resolves the instance and
+// opens an SFTP client on it, or answers. The caller closes the client and
+// then the connection (done).
+func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string) (c caller, name, p string, cl *sftp.Client, done func(), ok bool) {
+	c, _ = callerFrom(r.Context())
+	name, ok = s.instanceFor(w, r, c)
+	if !ok {
+		return c, "", "", nil, nil, false
+	}
+	p = r.URL.Query().Get("path")
+	deny := func(status int, reason, msg string) {
+		s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", dir, "result", "denied", "reason", reason)
+		writeError(w, status, msg)
+	}
+	switch {
+	case c.id.ReadOnly:
+		deny(http.StatusForbidden, "read-only token", msgReadOnlyFiles)
+		return c, "", "", nil, nil, false
+	case s.cfg.NoFileTransfer || s.cfg.Remote == nil:
+		deny(http.StatusForbidden, "file transfer off", msgFilesOff)
+		return c, "", "", nil, nil, false
+	case p == "" || len(p) > 4096:
+		writeError(w, http.StatusBadRequest, "give the file as ?path=/absolute/path (at most 4096 bytes)")
+		return c, "", "", nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
+	defer cancel()
+	inst, err := s.cfg.Registry.Lookup(ctx, name)
+	if err != nil {
+		status, msg := s.attachFailure(ctx, name, err)
+		writeError(w, status, msg)
+		return c, "", "", nil, nil, false
+	}
+	conn, err := s.cfg.Remote.SFTP(ctx, inst)
+	if err != nil {
+		s.filesFailed(w, r, c, name, p, dir, err)
+		return c, "", "", nil, nil, false
+	}
+	cl, err = sftp.NewClientPipe(conn, conn, sftp.UseConcurrentWrites(true))
+	if err != nil {
+		_ = conn.Close()
+		s.filesFailed(w, r, c, name, p, dir, fmt.Errorf("the SFTP server in the instance did not answer: %w", err))
+		return c, "", "", nil, nil, false
+	}
+	return c, name, p, cl, func() { _ = cl.Close(); _ = conn.Close() }, true
+}
+
+// filesFailed answers a transfer that could not start.
+func (s *Server) filesFailed(w http.ResponseWriter, r *http.Request, c caller, name, p, dir string, err error) {
+	var un *remote.Unavailable
+	status, msg := http.StatusServiceUnavailable, fmt.Sprintf("cannot reach the files of instance %q right now; see the gateway log", name)
+	switch {
+	case errors.As(err, &un):
+		msg = un.Why
+	case errors.Is(err, sessions.ErrNotFound):
+		status, msg = http.StatusNotFound, sessions.NotFoundMessage(name)
+	case errors.Is(err, remote.ErrUnsupported):
+		status, msg = http.StatusNotImplemented, "this backend does not serve files"
+	}
+	s.log.Warn("file transfer failed to start", "instance", name, "err", err)
+	s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", dir, "result", "failed", "reason", err.Error())
+	writeError(w, status, msg)
+}
+
+// handleFileGet serves GET /api/instances/{name}/files?path=P.
+func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
+	c, name, p, cl, done, ok := s.filesTarget(w, r, "download")
+	if !ok {
+		return
+	}
+	defer done()
+	f, err := cl.Open(p)
+	if err != nil {
+		s.fileError(w, r, c, name, p, "download", 0, err)
+		return
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		s.fileError(w, r, c, name, p, "download", 0, err)
+		return
+	}
+	if !st.Mode().IsRegular() {
+		s.fileError(w, r, c, name, p, "download", 0, errNotRegular)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(p)))
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	n, err := io.Copy(deadlineWriter{w: w, rc: rc}, io.LimitReader(f, st.Size()))
+	result := "ok"
+	if err != nil || n != st.Size() {
+		// Too late for a status: the short body (Content-Length) says
+		// the download failed.
+		result = "failed"
+		s.log.Info("download cut short", "instance", name, "bytes", n, "err", err)
+	}
+	s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", "download", "bytes", n, "result", result)
+}
+
+// handleFilePut serves PUT /api/instances/{name}/files?path=P.
+func (s *Server) handleFilePut(w http.ResponseWriter, r *http.Request) {
+	c, name, p, cl, done, ok := s.filesTarget(w, r, "upload")
+	if !ok {
+		return
+	}
+	defer done()
+	tmp := path.Join(path.Dir(p), "."+path.Base(p)+".termgate-upload-"+randomHex())
+	f, err := cl.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		s.fileError(w, r, c, name, p, "upload", 0, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	n, err := io.Copy(f, deadlineReader{r: r.Body, rc: rc})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil && r.ContentLength >= 0 && n != r.ContentLength {
+		err = fmt.Errorf("the body ended after %d of its %d bytes", n, r.ContentLength)
+	}
+	if err == nil {
+		// Keep the mode of a file it replaces (as an editor's save does).
+		if st, serr := cl.Stat(p); serr == nil && st.Mode().IsRegular() {
+			_ = cl.Chmod(tmp, st.Mode().Perm())
+		}
+		err = cl.PosixRename(tmp, p)
+	}
+	if err != nil {
+		_ = cl.Remove(tmp)
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", "upload", "bytes", n, "result", "denied", "reason", "too large")
+			writeError(w, http.StatusRequestEntityTooLarge, bodyTooLarge(tooBig.Limit))
+			return
+		}
+		s.fileError(w, r, c, name, p, "upload", n, err)
+		return
+	}
+	s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", "upload", "bytes", n, "result", "ok")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+var errNotRegular = errors.New("not a regular file")
+
+// fileError answers a failed transfer with what the user can act on.
+func (s *Server) fileError(w http.ResponseWriter, r *http.Request, c caller, name, p, dir string, n int64, err error) {
+	status, msg := http.StatusBadGateway, fmt.Sprintf("%s %s failed: %v", dir, p, err)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		status, msg = http.StatusNotFound, fmt.Sprintf("no file %s in instance %q", p, name)
+	case errors.Is(err, fs.ErrPermission):
+		status, msg = http.StatusForbidden, fmt.Sprintf("%s: permission denied in the instance", p)
+	case errors.Is(err, errNotRegular):
+		status, msg = http.StatusBadRequest, fmt.Sprintf("%s is not a regular file (a directory?)", p)
+	case r.Context().Err() != nil:
+		status, msg = http.StatusBadRequest, "the request was cut off"
+	}
+	s.log.Info("file transfer failed", "instance", name, "direction", dir, "err", err)
+	s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", dir, "bytes", n, "result", "failed", "reason", err.Error())
+	writeError(w, status, msg)
+}
+
+// deadlineReader reads a request body, moving the connection's read
+// deadline on before every read: a slow upload goes on as long as it
+// moves; one that stalls for fileIdle ends.
+type deadlineReader struct {
+	r  io.Reader
+	rc *http.ResponseController
+}
+
+func (d deadlineReader) Read(p []byte) (int, error) {
+	_ = d.rc.SetReadDeadline(time.Now().Add(fileIdle))
+	return d.r.Read(p)
+}
+
+// deadlineWriter is deadlineReader's counterpart for a download: a client
+// that stops reading is dropped after fileIdle.
+type deadlineWriter struct {
+	w  io.Writer
+	rc *http.ResponseController
+}
+
+func (d deadlineWriter) Write(p []byte) (int, error) {
+	_ = d.rc.SetWriteDeadline(time.Now().Add(fileIdle))
+	return d.w.Write(p)
+}
+
+func clipPath(p string) string {
+	if len(p) > 512 {
+		return p[:512] + "…"
+	}
+	return p
+}
+
+func randomHex() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,169 @@
+package websock
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pkg/sftp"
+
+	"github.com/termgate/termgate/remote"
+	"github.com/termgate/termgate/sessions"
+)
+
+// pipeSFTP is a remote.Runner whose SFTP server runs in this process over
+// a pipe, on this host's files: the files routes' own logic under test
+// (the holder's server in real instances is e2e's).
+type pipeSFTP struct {
+	wg sync.WaitGroup
+}
+
+type pipeConn struct{ net.Conn }
+
+func (c pipeConn) CloseWrite() error { return c.Conn.Close() }
+
+func (p *pipeSFTP) SFTP(context.Context, sessions.Instance) (remote.Conn, error) {
+	a, b := net.Pipe()
+	srv, err := sftp.NewServer(b)
+	if err != nil {
+		return nil, err
+	}
+	p.wg.Go(func() {
+		_ = srv.Serve()
+		_ = srv.Close()
+	})
+	return pipeConn{a}, nil
+}
+
+func (p *pipeSFTP) Run(context.Context, sessions.Instance, remote.Command) (remote.Process, error) {
+	return nil, remote.ErrUnsupported
+}
+
+func (p *pipeSFTP) Dial(context.Context, sessions.Instance, string, int) (remote.Conn, error) {
+	return nil, remote.ErrUnsupported
+}
+
+func filesEnv(t *testing.T, cfg func(*Config)) *env {
+	r := &pipeSFTP{}
+	t.Cleanup(r.wg.Wait)
+	return newEnv(t, localBackend(), nil, func(c *Config) {
+		c.Remote = r
+		if cfg != nil {
+			cfg(c)
+		}
+	})
+}
+
+func filesPath(p string) string { return "/api/instances/web1/files?path=" + p }
+
+func TestFilesUploadAndDownloadAreByteExact(t *testing.T) {
+	e := filesEnv(t, nil)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "blob.bin")
+	data := make([]byte, 5<<20+123)
+	_, _ = rand.Read(data)
+
+	resp := e.do("PUT", filesPath(target), bearerHeader(tokAll), bytes.NewReader(data))
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT: %d %s", resp.StatusCode, respText(resp))
+	}
+	got, err := os.ReadFile(target)
+	if err != nil || sha256.Sum256(got) != sha256.Sum256(data) {
+		t.Fatalf("the uploaded file differs (%d bytes, err %v)", len(got), err)
+	}
+	resp = e.do("GET", filesPath(target), bearerHeader(tokAll), nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "application/octet-stream" {
+		t.Fatalf("GET: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	back, err := io.ReadAll(resp.Body)
+	if err != nil || sha256.Sum256(back) != sha256.Sum256(data) {
+		t.Fatalf("the downloaded file differs (%d bytes, err %v)", len(back), err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("the upload left %d entries in its directory, want only the file", len(entries))
+	}
+}
+
+func TestFilesReplaceKeepsModeAndNeverTruncates(t *testing.T) {
+	e := filesEnv(t, func(c *Config) { c.MaxUploadSize = 64 << 10 })
+	dir := t.TempDir()
+	target := filepath.Join(dir, "app.conf")
+	if err := os.WriteFile(target, []byte("old contents\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	// Over the limit: 413, and the old file is untouched.
+	resp := e.do("PUT", filesPath(target), bearerHeader(tokAll), bytes.NewReader(make([]byte, 65<<10)))
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("PUT over the limit: %d %s", resp.StatusCode, respText(resp))
+	}
+	// An undeclared (chunked) body over the limit: the same.
+	resp = e.do("PUT", filesPath(target), bearerHeader(tokAll), io.MultiReader(strings.NewReader("x"), bytes.NewReader(make([]byte, 65<<10))))
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("chunked PUT over the limit: %d %s", resp.StatusCode, respText(resp))
+	}
+	if got, _ := os.ReadFile(target); string(got) != "old contents\n" {
+		t.Fatalf("a refused upload changed the file: %q", got)
+	}
+	resp = e.do("PUT", filesPath(target), bearerHeader(tokAll), strings.NewReader("new\n"))
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT: %d %s", resp.StatusCode, respText(resp))
+	}
+	st, err := os.Stat(target)
+	if got, _ := os.ReadFile(target); err != nil || string(got) != "new\n" || st.Mode().Perm() != 0o640 {
+		t.Fatalf("replaced file: %q mode %v err %v", got, st.Mode(), err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("%d entries left beside the file", len(entries))
+	}
+}
+
+func TestFilesRefusals(t *testing.T) {
+	e := filesEnv(t, nil)
+	target := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(target, []byte("secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		what, method, path, token string
+		status                    int
+	}{
+		{"read-only GET", "GET", filesPath(target), tokRO, http.StatusForbidden},
+		{"read-only PUT", "PUT", filesPath(target), tokRO, http.StatusForbidden},
+		{"instances= GET", "GET", "/api/instances/db1/files?path=" + target, tokWeb, http.StatusNotFound},
+		{"no token", "GET", filesPath(target), "", http.StatusUnauthorized},
+		{"missing file", "GET", filesPath(target + ".nope"), tokAll, http.StatusNotFound},
+		{"a directory", "GET", filesPath(filepath.Dir(target)), tokAll, http.StatusBadRequest},
+		{"no path", "GET", "/api/instances/web1/files", tokAll, http.StatusBadRequest},
+		{"bad name", "GET", "/api/instances/-x/files?path=/etc/hosts", tokAll, http.StatusBadRequest},
+	} {
+		h := http.Header{}
+		if c.token != "" {
+			h = bearerHeader(c.token)
+		}
+		var body io.Reader
+		if c.method == "PUT" {
+			body = strings.NewReader("overwritten")
+		}
+		resp := e.do(c.method, c.path, h, body)
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: %d %s, want %d", c.what, resp.StatusCode, respText(resp), c.status)
+		}
+	}
+	if got, _ := os.ReadFile(target); string(got) != "secret" {
+		t.Fatalf("a refused PUT wrote the file: %q", got)
+	}
+	off := filesEnv(t, func(c *Config) { c.NoFileTransfer = true })
+	if resp := off.do("GET", filesPath(target), bearerHeader(tokAll), nil); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("--file-transfer=false: %d", resp.StatusCode)
+	}
+}
