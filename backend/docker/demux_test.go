@@ -24,7 +24,7 @@ func FuzzDemux(f *testing.F) {
 	f.Add([]byte{7, 0, 0, 0, 0, 0, 0, 0}, 5)
 	f.Fuzz(func(t *testing.T, in []byte, chunk int) {
 		chunk = 1 + (chunk&0xffff)%4096
-		d := newDemuxReader(bytes.NewReader(in))
+		d := newDemuxReader(bytes.NewReader(in), nil)
 		var got bytes.Buffer
 		buf := make([]byte, chunk)
 		var err error

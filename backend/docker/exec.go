@@ -60,7 +60,7 @@ func (e engine) Exec(ctx context.Context, inst sessions.Instance, argv []string,
 	}
 	s := &stream{e: e, name: inst.Name, id: created.ID, hr: hr, r: hr.Reader}
 	if !opts.TTY {
-		s.demux = newDemuxReader(hr.Reader)
+		s.demux = newDemuxReader(hr.Reader, opts.Stderr)
 		s.r = s.demux
 	}
 	if !opts.TTY || consoleSizeAtCreate(e.cli.ClientVersion()) {
