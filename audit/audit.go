@@ -28,6 +28,9 @@ const (
 	SessionEnd  = "session_end"
 	// Recording: a recording served over HTTP (GET /api/recordings/…).
 	Recording = "recording"
+	// Command: a one-off command run in an instance (ssh INSTANCE@HOST
+	// CMD...), with its command line and exit code.
+	Command = "command"
 )
 
 // Log is the audit trail.
