@@ -124,7 +124,14 @@ func (c *command) Write(b []byte) (int, error) {
 	return c.s.Write(b)
 }
 
+// CloseWrite ends stdin. A terminal has no end of input of its own (with
+// OpenSSH's sshd the client's EOF changes nothing there), and the Docker
+// engine hangs a TTY exec's terminal up on it, losing the output not yet
+// read: with a TTY it does nothing.
 func (c *command) CloseWrite() error {
+	if c.tty {
+		return nil
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	return c.s.CloseWrite()
