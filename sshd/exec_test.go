@@ -2,6 +2,7 @@ package sshd
 
 import (
 	"errors"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -121,3 +122,52 @@ func TestExecTTY(t *testing.T) {
 func asExit(err error, ee **gossh.ExitError) bool { return errors.As(err, ee) }
 
 func reSize(s string) *regexp.Regexp { return regexp.MustCompile(regexp.QuoteMeta(s)) }
+
+// TestExecSignalAndRevoke: a command killed by a signal reports it with
+// exit-signal; a command of a key that is revoked is cut (its channel
+// closed, its processes killed) at the next Recheck.
+func TestExecSignalAndRevoke(t *testing.T) {
+	f := newCommandFixture(t, &auditLog{})
+	c := f.dial(t, "admin", "web1")
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ee *gossh.ExitError
+	if err := s.Run(`kill -TERM $$`); !asExit(err, &ee) || ee.Signal() != "TERM" {
+		t.Fatalf("kill -TERM $$: %v, want exit-signal TERM", err)
+	}
+
+	wc := f.dial(t, "web", "web1")
+	ws, err := wc.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := newStream()
+	ws.Stdout, ws.Stderr = out, out
+	if err := ws.Start(`echo $$; exec sleep 1000`); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := out.waitFor(regexp.MustCompile(`(\d+)\n`), 0)
+	if m == nil {
+		t.Fatalf("no pid: %q", out.String())
+	}
+	done := make(chan error, 1)
+	go func() { done <- ws.Wait() }()
+	f.setKeys(t, map[string]string{"admin": ""})
+	f.srv.Recheck()
+	select {
+	case <-done:
+	case <-time.After(revokeWithin):
+		t.Fatal("the revoked key's command still runs")
+	}
+	if !strings.Contains(out.String(), "termgate: ") {
+		t.Errorf("no revocation notice: %q", out.String())
+	}
+	eventually(t, "the command's process to end", func() bool {
+		_, err := os.Stat("/proc/" + m[1] + "/cmdline")
+		b, _ := os.ReadFile("/proc/" + m[1] + "/stat")
+		return err != nil || strings.Contains(string(b), ") Z ")
+	})
+	eventually(t, "the op to end", func() bool { return f.srv.remoteRunning() == 0 })
+}
