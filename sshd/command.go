@@ -98,7 +98,9 @@ usage:
   ssh INSTANCE@HOST reset     the same
   ssh HOST list               the sessions this key may see
   ssh HOST help               this text
-  (HOST alone or termgate@HOST: the gateway's commands, whatever else)
+
+list, help and reset are the gateway's whatever the user name; termgate@HOST
+always means the gateway.
 
 Add -p PORT when the gateway does not listen on port 22.
 `

@@ -69,19 +69,20 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string) int {
 		tty = false
 		sess.errorf("termgate: this key may not open terminals (no-pty); running the command without one")
 	}
-	op, refused := s.beginRemote(sess.conn, opCommand, name, func(why string) {
-		sess.errorf("termgate: " + why)
-		_ = sess.ch.Close()
-	})
+	ctx, cancel := context.WithTimeout(sess.ctx, commandTimeout)
+	cut := &commandCut{srv: s, cancel: cancel}
+	op, refused := s.beginRemote(sess.conn, opCommand, name, cut.cut)
 	if refused != "" {
+		cancel()
 		return deny("over the cap", refused)
 	}
 	defer op.end()
-
-	ctx, cancel := context.WithTimeout(sess.ctx, commandTimeout)
 	inst, err := s.cfg.Registry.Lookup(ctx, name)
 	if err != nil {
 		cancel()
+		if why := cut.reason(); why != "" {
+			return s.commandRevoked(sess, w, name, line, why)
+		}
 		return s.commandFailed(sess, w, name, line, err)
 	}
 	rc := remote.Command{Line: line, TTY: tty, Env: append([]string(nil), sess.env...)}
@@ -95,11 +96,21 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string) int {
 	}
 	p, err := s.cfg.Remote.Run(ctx, inst, rc)
 	cancel()
+	if err == nil && !cut.started(p) {
+		_ = p.Close()
+		err = errors.New("revoked while starting")
+	}
+	if why := cut.reason(); why != "" {
+		return s.commandRevoked(sess, w, name, line, why)
+	}
 	if err != nil {
 		return s.commandFailed(sess, w, name, line, err)
 	}
 	sess.log.Info("command started", "instance", name, "tty", tty)
 	code, sig := s.relayCommand(sess, p, tty)
+	if why := cut.reason(); why != "" {
+		return s.commandRevoked(sess, w, name, line, why)
+	}
 	result := []any{"argv", clip(line, 1024), "result", "ok", "exit_code", code}
 	if sig != "" {
 		result = append(result, "signal", sig)
@@ -178,6 +189,63 @@ func (s *Server) relayCommand(sess *session, p remote.Process, tty bool) (code i
 	sess.discardInput() // ends the stdin copy
 	wg.Wait()
 	return code, signal
+}
+
+// commandCut is how Recheck ends a command whose key lost its access: it
+// kills the process (on a goroutine of the server's tracker: the kill is
+// I/O, which Recheck must not wait for), or cancels its start; the
+// session's goroutine then tells the user and ends the connection, as for
+// an attached client.
+type commandCut struct {
+	srv    *Server
+	cancel context.CancelFunc
+
+	mu  sync.Mutex // guards the fields below; held for no I/O
+	why string
+	p   remote.Process
+}
+
+func (c *commandCut) cut(why string) {
+	c.mu.Lock()
+	first := c.why == ""
+	if first {
+		c.why = why
+	}
+	p := c.p
+	c.mu.Unlock()
+	if !first {
+		return
+	}
+	c.cancel()
+	if p != nil {
+		c.srv.track.Go(func() { _ = p.Close() })
+	}
+}
+
+// started records p; false when the command was cut meanwhile (the caller
+// closes p).
+func (c *commandCut) started(p remote.Process) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.p = p
+	return c.why == ""
+}
+
+func (c *commandCut) reason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.why
+}
+
+// commandRevoked tells the user a command was cut by a revocation, audits
+// it, and closes the connection (a revoked key keeps nothing open).
+func (s *Server) commandRevoked(sess *session, w audit.Who, name, line, why string) int {
+	sess.log.Info("command cut: access revoked", "instance", name, "cause", why)
+	sess.errorf("termgate: " + why)
+	s.cfg.Audit.Event(audit.Command, w, name, "", "argv", clip(line, 1024), "result", "revoked", "reason", why)
+	sess.end(1)
+	sess.closeConn()
+	return 1
 }
 
 // readErr remembers its reader's error other than io.EOF, which io.Copy

@@ -170,4 +170,11 @@ func TestExecSignalAndRevoke(t *testing.T) {
 		return err != nil || strings.Contains(string(b), ") Z ")
 	})
 	eventually(t, "the op to end", func() bool { return f.srv.remoteRunning() == 0 })
+	closed := make(chan error, 1)
+	go func() { closed <- wc.Wait() }()
+	select {
+	case <-closed:
+	case <-time.After(revokeWithin):
+		t.Error("the connection of a revoked key stayed open")
+	}
 }
