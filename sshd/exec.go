@@ -107,7 +107,10 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string) int {
 		return s.commandFailed(sess, w, name, line, err)
 	}
 	sess.log.Info("command started", "instance", name, "tty", tty)
-	code, sig := s.relayCommand(sess, p, tty)
+	code, sig, finish := s.relayCommand(sess, p, tty)
+	// The client has its exit status before the kill exec for what the
+	// command left running: `ssh I@HOST true` costs it no second exec.
+	defer finish()
 	if why := cut.reason(); why != "" {
 		return s.commandRevoked(sess, w, name, line, why)
 	}
@@ -121,16 +124,18 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string) int {
 	s.cfg.Audit.Event(audit.Command, w, name, "", result...)
 	if sig != "" {
 		sendExitSignal(sess, sig)
-		return exitDetached // the exit-signal is the status
+		code = exitDetached // the exit-signal is the status
 	}
+	sess.end(code)
 	return code
 }
 
-// relayCommand moves the bytes until the command's output ended, then
-// ends it (Close: what it left running dies too) and waits for every
-// goroutine it started. It returns the exit code and signal, or
-// exitDetached when the channel closed first.
-func (s *Server) relayCommand(sess *session, p remote.Process, tty bool) (code int, signal string) {
+// relayCommand moves the bytes until the command's output ended and
+// returns the exit code and signal, or exitDetached when the channel
+// closed first. finish ends the command (Close: what it left running dies
+// too) and waits for every goroutine relayCommand started; the caller
+// calls it once it sent the status.
+func (s *Server) relayCommand(sess *session, p remote.Process, tty bool) (code int, signal string, finish func()) {
 	var wg sync.WaitGroup
 	done := make(chan struct{})
 	// The channel closed: the client went away, so the command ends.
@@ -182,13 +187,14 @@ func (s *Server) relayCommand(sess *session, p remote.Process, tty bool) (code i
 		}
 	}
 	stopResize()
-	if err := p.Close(); err != nil {
-		sess.log.Warn("ending the command's processes failed", "err", err)
+	return code, signal, func() {
+		if err := p.Close(); err != nil {
+			sess.log.Warn("ending the command's processes failed", "err", err)
+		}
+		close(done)
+		sess.discardInput() // ends the stdin copy
+		wg.Wait()
 	}
-	close(done)
-	sess.discardInput() // ends the stdin copy
-	wg.Wait()
-	return code, signal
 }
 
 // commandCut is how Recheck ends a command whose key lost its access: it
