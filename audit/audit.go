@@ -1,6 +1,6 @@
 // Package audit writes termgate's audit trail: one structured event per
 // authentication success or failure, attach, detach, reset, reap, session
-// end and recording served, saying who (key fingerprint or token name), from
+// end, recording served and command run in an instance, saying who (key fingerprint or token name), from
 // where, which instance and session, and when. Events are JSON lines when written to
 // their own file (--audit-log), or records with audit=true in the main log.
 //

@@ -194,36 +194,66 @@ func (s *Server) windowChange(sess *session, req *gossh.Request) (bool, func()) 
 }
 
 // envRequest accepts an env request (RFC 4254 6.4) for TERM, LANG and
-// LC_* only, and drops even those: the shell's environment is the
-// instance's own (a new session gets TERM from the PTY request;
-// sessions.AttachOptions carries nothing else), so nothing a client sends
-// reaches a shell, and nothing is kept.
+// LC_* only, before the session starts, and keeps it for a command
+// (ssh INSTANCE@HOST CMD: remote.Command.Env). A shell never gets it: its
+// environment is the instance's own (a new session gets TERM from the PTY
+// request; sessions.AttachOptions carries nothing else).
 func (s *Server) envRequest(sess *session, req *gossh.Request) (bool, func()) {
-	ok := envAllowed(req.Payload)
+	kv, ok := envAllowed(req.Payload)
 	if !ok {
 		sess.log.Debug("refused an environment variable", "request", req.Type)
+		return false, nil
 	}
-	return ok, nil
+	if !sess.started { // the handler reads env once started: too late then
+		sess.env = keepEnv(sess.env, kv)
+	}
+	return true, nil
+}
+
+// Bounds of what a session keeps of env requests: a client sends a few.
+const (
+	maxEnvVars  = 32
+	maxEnvValue = 1024
+)
+
+// keepEnv sets kv (NAME=VALUE) in env, replacing an earlier value of the
+// same name; past maxEnvVars names, new ones are dropped.
+func keepEnv(env []string, kv string) []string {
+	name, _, _ := strings.Cut(kv, "=")
+	for i, e := range env {
+		if n, _, _ := strings.Cut(e, "="); n == name {
+			env[i] = kv
+			return env
+		}
+	}
+	if len(env) >= maxEnvVars {
+		return env
+	}
+	return append(env, kv)
 }
 
 // envAllowed reports whether an env request's payload names TERM, LANG or
-// LC_*.
-func envAllowed(payload []byte) bool {
+// LC_* with a value that can be passed on (bounded, no NUL, which no
+// environment can hold), and returns it as NAME=VALUE.
+func envAllowed(payload []byte) (string, bool) {
 	var kv struct{ Name, Value string }
 	if err := gossh.Unmarshal(payload, &kv); err != nil {
-		return false
+		return "", false
+	}
+	if len(kv.Value) > maxEnvValue || strings.ContainsRune(kv.Value, 0) {
+		return "", false
 	}
 	if kv.Name == "TERM" || kv.Name == "LANG" {
-		return true
+		return kv.Name + "=" + kv.Value, true
 	}
 	rest, ok := strings.CutPrefix(kv.Name, "LC_")
 	if !ok || rest == "" {
-		return false
+		return "", false
 	}
 	for _, c := range rest {
 		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
-			return false
+			return "", false
 		}
 	}
-	return true
+	return kv.Name + "=" + kv.Value, true
 }

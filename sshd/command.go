@@ -89,11 +89,18 @@ usage:
   ssh -t INSTANCE@HOST        attach to INSTANCE's shell (created if none);
                               ~. or closing the client detaches, the shell
                               keeps running
+  ssh INSTANCE@HOST CMD...    run CMD in INSTANCE beside its shell (-t: on a
+                              terminal of its own); closing the client ends
+                              it and everything it started ("exec list" runs
+                              a program named like a command below)
   ssh HOST reset INSTANCE     kill INSTANCE's shell and everything it started,
                               start a fresh one
   ssh INSTANCE@HOST reset     the same
   ssh HOST list               the sessions this key may see
   ssh HOST help               this text
+
+list, help and reset are the gateway's whatever the user name; termgate@HOST
+always means the gateway.
 
 Add -p PORT when the gateway does not listen on port 22.
 `

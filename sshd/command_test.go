@@ -83,12 +83,20 @@ func TestCommandHelp(t *testing.T) {
 	}
 }
 
+// TestCommandUnknown: for the gateway's own user name a command line that
+// is none of its commands is a usage error; for an instance's it is a
+// command to run there (ssh INSTANCE@HOST CMD), which a gateway without a
+// remote.Runner refuses plainly.
 func TestCommandUnknown(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, cmd := range []string{"bash -l", "list web1", "reset web1 web2"} {
-		r := f.run(t, "admin", "web1", cmd)
+		r := f.run(t, "admin", gatewayUser, cmd)
 		if r.code != 2 || r.stdout != "" || !strings.HasSuffix(r.stderr, usage) || !strings.HasPrefix(r.stderr, "termgate: ") {
 			t.Fatalf("%q: status %d, stdout %q, stderr %q", cmd, r.code, r.stdout, r.stderr)
+		}
+		r = f.run(t, "admin", "web1", cmd)
+		if r.code != 1 || r.stdout != "" || r.stderr != "termgate: this gateway's backend cannot run commands in instances\n" {
+			t.Fatalf("web1@ %q without a runner: status %d, stdout %q, stderr %q", cmd, r.code, r.stdout, r.stderr)
 		}
 	}
 }

@@ -109,8 +109,10 @@ func TestOpenSSH(t *testing.T) {
 			t.Fatalf("status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 		}
 	})
+	// For an instance's user name an unknown command line is a command to
+	// run there (exec_test.go); for the gateway's it is a usage error.
 	t.Run("unknown command", func(t *testing.T) {
-		if r := ssh(t, "", "me@127.0.0.1", "frobnicate"); r.code != 2 || !strings.Contains(r.stderr, "usage:") {
+		if r := ssh(t, "", gatewayUser+"@127.0.0.1", "frobnicate"); r.code != 2 || !strings.Contains(r.stderr, "usage:") {
 			t.Fatalf("status %d, stderr %q", r.code, r.stderr)
 		}
 	})

@@ -2,13 +2,14 @@ package sshd
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	gossh "golang.org/x/crypto/ssh"
 )
 
 // allowedEnv is the env policy written as a regular expression, apart
-// from envAllowed.
+// from envAllowed (which also bounds the value and refuses a NUL in it).
 var allowedEnv = regexp.MustCompile(`^(TERM|LANG|LC_[A-Z0-9_]+)$`)
 
 // FuzzEnvRequest feeds env request payloads to the channel filter's check:
@@ -27,12 +28,13 @@ func FuzzEnvRequest(f *testing.F) {
 		payload := raw
 		if len(payload) == 0 {
 			payload = gossh.Marshal(struct{ Name, Value string }{name, value})
-			if got, want := envAllowed(payload), allowedEnv.MatchString(name); got != want {
+			want := allowedEnv.MatchString(name) && len(value) <= maxEnvValue && !strings.ContainsRune(value, 0)
+			if kv, got := envAllowed(payload); got != want || (got && kv != name+"="+value) {
 				t.Fatalf("env %q: accepted %v, want %v", name, got, want)
 			}
 			return
 		}
-		if envAllowed(payload) {
+		if _, ok := envAllowed(payload); ok {
 			var kv struct{ Name, Value string }
 			if err := gossh.Unmarshal(payload, &kv); err != nil || !allowedEnv.MatchString(kv.Name) {
 				t.Fatalf("accepted payload %q (%v)", payload, err)

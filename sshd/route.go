@@ -24,6 +24,10 @@ func (s *Server) route(sess *session) {
 		sess.end(1)
 		return
 	}
+	if isInstanceCommand(sess.user, sess.cmd) { // ssh INSTANCE@HOST CMD...
+		sess.end(s.runCommand(sess, id, sess.user))
+		return
+	}
 	cmd, err := parseCommand(sess.cmd)
 	if err != nil || cmd.verb != verbAttach {
 		sess.discardInput() // commands read no input; do not hold it

@@ -41,6 +41,7 @@ type session struct {
 	cmd     string      // exec's command line; "" for a shell
 	pty     *ptyRequest // nil: no PTY was requested
 	win     *windowWatch
+	env     []string // KEY=VALUE the client sent that envRequest accepted
 
 	id    keys.Identity // set by authenticate
 	hasID bool

@@ -8,15 +8,20 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/termgate/termgate/backend/exechost"
 )
 
 // demuxReader reads the stdout of a non-TTY exec's multiplexed stream
 // (the Engine API's 8-byte frame headers: stream, 3 zero bytes, big-endian
 // length) in the reader's own goroutine, without stdcopy's copying
-// goroutine and pipe. Stderr is kept (its first 4 KiB) for error messages.
+// goroutine and pipe. Stderr goes to errW when set (a command's, written
+// from the reader's goroutine as its frames come), else is kept (its first
+// 4 KiB) for error messages.
 type demuxReader struct {
 	r    *bufio.Reader
-	left int // bytes of the current stdout frame not yet returned
+	errW io.Writer // nil: keep the first 4 KiB
+	left int       // bytes of the current stdout frame not yet returned
 	hdr  [8]byte
 
 	mu     sync.Mutex
@@ -25,12 +30,16 @@ type demuxReader struct {
 
 const demuxStderrMax = 4 << 10
 
-func newDemuxReader(r io.Reader) *demuxReader {
+func newDemuxReader(r io.Reader, stderr io.Writer) *demuxReader {
 	br, ok := r.(*bufio.Reader) // the hijacked response's reader is one
 	if !ok {
 		br = bufio.NewReaderSize(r, 32<<10)
 	}
-	return &demuxReader{r: br}
+	d := &demuxReader{r: br}
+	if stderr != nil {
+		d.errW = exechost.KeepWriting(stderr)
+	}
+	return d
 }
 
 func (d *demuxReader) Read(p []byte) (int, error) {
@@ -46,6 +55,12 @@ func (d *demuxReader) Read(p []byte) (int, error) {
 		case 0, 1: // stdout (stdcopy takes 0, stdin, as stdout too)
 			d.left = size
 		case 2, 3: // stderr; 3 is the engine's own error about the exec
+			if d.hdr[0] == 2 && d.errW != nil {
+				if _, err := io.CopyN(d.errW, d.r, int64(size)); err != nil {
+					return 0, fmt.Errorf("exec stream: truncated frame: %w", io.ErrUnexpectedEOF)
+				}
+				continue
+			}
 			if err := d.keepStderr(size); err != nil {
 				return 0, err
 			}

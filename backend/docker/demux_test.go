@@ -24,7 +24,7 @@ func FuzzDemux(f *testing.F) {
 	f.Add([]byte{7, 0, 0, 0, 0, 0, 0, 0}, 5)
 	f.Fuzz(func(t *testing.T, in []byte, chunk int) {
 		chunk = 1 + (chunk&0xffff)%4096
-		d := newDemuxReader(bytes.NewReader(in))
+		d := newDemuxReader(bytes.NewReader(in), nil)
 		var got bytes.Buffer
 		buf := make([]byte, chunk)
 		var err error
@@ -63,3 +63,30 @@ func FuzzDemux(f *testing.F) {
 		}
 	})
 }
+
+// TestDemuxStderrWriter: with a writer, stderr frames go to it whole and
+// in order (none kept), and a writer that fails does not break stdout.
+func TestDemuxStderrWriter(t *testing.T) {
+	var in bytes.Buffer
+	big := bytes.Repeat([]byte("e"), 3*demuxStderrMax)
+	_, _ = stdcopy.NewStdWriter(&in, stdcopy.Stderr).Write(big)
+	_, _ = stdcopy.NewStdWriter(&in, stdcopy.Stdout).Write([]byte("out"))
+	_, _ = stdcopy.NewStdWriter(&in, stdcopy.Stderr).Write([]byte("tail"))
+	raw := in.Bytes()
+
+	var errOut bytes.Buffer
+	d := newDemuxReader(bytes.NewReader(raw), &errOut)
+	out, err := io.ReadAll(d)
+	if err != nil || string(out) != "out" || errOut.String() != string(big)+"tail" || d.Stderr() != "" {
+		t.Fatalf("stdout %q, %v; stderr %d bytes; kept %q", out, err, errOut.Len(), d.Stderr())
+	}
+
+	d = newDemuxReader(bytes.NewReader(raw), failingWriter{})
+	if out, err := io.ReadAll(d); err != nil || string(out) != "out" {
+		t.Fatalf("with a failing stderr writer: stdout %q, %v", out, err)
+	}
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("gone") }

@@ -60,7 +60,7 @@ func (e engine) Exec(ctx context.Context, inst sessions.Instance, argv []string,
 	}
 	s := &stream{e: e, name: inst.Name, id: created.ID, hr: hr, r: hr.Reader}
 	if !opts.TTY {
-		s.demux = newDemuxReader(hr.Reader)
+		s.demux = newDemuxReader(hr.Reader, opts.Stderr)
 		s.r = s.demux
 	}
 	if !opts.TTY || consoleSizeAtCreate(e.cli.ClientVersion()) {
@@ -73,7 +73,13 @@ func (e engine) Exec(ctx context.Context, inst sessions.Instance, argv []string,
 			_ = s.Close()
 			return nil, fmt.Errorf("%w: %w", exechost.ErrMaybeStarted, ctx.Err())
 		}
-		e.log.Warn("docker: initial resize failed", "instance", inst.Name, "err", err)
+		// A command that already ended (ssh -t I@HOST true) cannot be
+		// resized: nothing is wrong then.
+		if info, ierr := e.cli.ContainerExecInspect(ctx, created.ID); ierr == nil && !info.Running {
+			e.log.Debug("docker: initial resize after the exec ended", "instance", inst.Name)
+		} else {
+			e.log.Warn("docker: initial resize failed", "instance", inst.Name, "err", err)
+		}
 	}
 	return s, nil
 }

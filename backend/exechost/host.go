@@ -21,6 +21,9 @@ type ExecOptions struct {
 	Stdin bool          // attach stdin (Write, CloseWrite)
 	Env   []string      // KEY=VALUE added to the process's environment
 	Size  sessions.Size // with TTY: the terminal's size from the start
+	// Stderr, when set (without a TTY), receives everything the exec
+	// writes to stderr as it comes; Stream.Stderr is then empty.
+	Stderr io.Writer
 }
 
 // Stream is a started exec.

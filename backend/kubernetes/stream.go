@@ -70,10 +70,11 @@ func (p pods) Exec(ctx context.Context, inst sessions.Instance, argv []string, o
 // stream is one exec. Its stream runs on a goroutine the stream owns
 // (run); Close ends it and waits for it.
 type stream struct {
-	b     *Backend
-	t     target
-	tty   bool
-	stdin bool
+	b      *Backend
+	t      target
+	tty    bool
+	stdin  bool
+	stderr io.Writer // a command's stderr sink; nil: keep the first 4 KiB in err
 
 	inR *io.PipeReader // the exec reads its input here
 	inW *io.PipeWriter
@@ -93,7 +94,7 @@ type stream struct {
 }
 
 func newStream(b *Backend, t target, opts exechost.ExecOptions) *stream {
-	s := &stream{b: b, t: t, tty: opts.TTY, stdin: opts.Stdin, sizes: make(chan sessions.Size, 1), up: make(chan struct{}), done: make(chan struct{})}
+	s := &stream{b: b, t: t, tty: opts.TTY, stdin: opts.Stdin, stderr: opts.Stderr, sizes: make(chan sessions.Size, 1), up: make(chan struct{}), done: make(chan struct{})}
 	s.inR, s.inW = io.Pipe()
 	s.out = newOutPipe()
 	s.err.n = 4 << 10
@@ -114,6 +115,8 @@ func (s *stream) run(ex remotecommand.Executor) {
 	}
 	if s.tty {
 		opts.TerminalSizeQueue = sizeQueue{s}
+	} else if s.stderr != nil {
+		opts.Stderr = exechost.KeepWriting(s.stderr)
 	} else {
 		opts.Stderr = &s.err
 	}

@@ -121,8 +121,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		adoptHeld(ctx, reg)
 	}
 	// Commands, files and forwarding: the container backends (and local)
-	// implement remote.Runner.
-	runner, _ := backend.(remote.Runner)
+	// implement remote.Runner (a backend with only some of it gets
+	// ErrUnsupported for the rest).
+	runner := remote.Partial(backend)
 	sshSrv, err := sshd.New(sshd.Config{
 		HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat,
 		Audit: auditLog, Registry: reg, Logger: log,

@@ -1,0 +1,297 @@
+package sshd
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/remote"
+	"github.com/termgate/termgate/sessions"
+)
+
+// gatewayUser is the user name that always means the gateway itself
+// (ssh termgate@HOST list), never an instance.
+const gatewayUser = "termgate"
+
+// commandTimeout bounds the lookup, the start and, once the output ended,
+// the wait for the exit status of a command.
+const commandTimeout = 30 * time.Second
+
+// isInstanceCommand reports whether the session's exec request is a
+// one-off command for the instance its user name names (ssh INSTANCE@HOST
+// CMD...): a command line that is not the gateway's own (list, help,
+// reset: those keep their meaning whatever the user name, so that
+// `ssh HOST list` works for every login; `exec list` runs an instance's
+// list), and a user name that is a valid instance name other than
+// gatewayUser. Whether the key may use it is for runCommand to say.
+func isInstanceCommand(user, line string) bool {
+	if strings.TrimSpace(line) == "" || user == gatewayUser || sessions.CheckName(user) != nil {
+		return false
+	}
+	_, err := parseCommand(line)
+	return err != nil
+}
+
+// runCommand runs the session's command line in the instance name and
+// relays it: the channel's data is its stdin (the client's EOF ends that,
+// and only that), its stdout goes to the channel, its stderr as extended
+// data; a closed channel kills it and everything it started. It returns
+// the exit status to send (exitDetached when the client went away).
+func (s *Server) runCommand(sess *session, id keys.Identity, name string) int {
+	line := sess.cmd
+	w := who(id, sess.remote)
+	deny := func(reason, msg string) int {
+		sess.log.Info("command refused", "instance", name, "reason", reason)
+		sess.errorf(msg)
+		s.cfg.Audit.Event(audit.Command, w, name, "", "argv", clip(line, 1024), "result", "denied", "reason", reason)
+		return 1
+	}
+	if !s.allowed(sess, id, name, audit.Command) {
+		return 1
+	}
+	if id.ReadOnly {
+		return deny("read-only key", "termgate: this key is read-only: it may not run commands in instances (it may attach and watch, and run list)")
+	}
+	if s.cfg.Remote == nil {
+		return deny("backend runs no commands", "termgate: this gateway's backend cannot run commands in instances")
+	}
+	tty := sess.pty != nil
+	if tty && id.NoPTY {
+		// As OpenSSH's sshd does for a no-pty key: the command runs,
+		// without a terminal.
+		tty = false
+		sess.errorf("termgate: this key may not open terminals (no-pty); running the command without one")
+	}
+	ctx, cancel := context.WithTimeout(sess.ctx, commandTimeout)
+	cut := &commandCut{srv: s, cancel: cancel}
+	op, refused := s.beginRemote(sess.conn, opCommand, name, cut.cut)
+	if refused != "" {
+		cancel()
+		return deny("over the cap", refused)
+	}
+	defer op.end()
+	inst, err := s.cfg.Registry.Lookup(ctx, name)
+	if err != nil {
+		cancel()
+		if why := cut.reason(); why != "" {
+			return s.commandRevoked(sess, w, name, line, why)
+		}
+		return s.commandFailed(sess, w, name, line, err)
+	}
+	rc := remote.Command{Line: line, TTY: tty, Env: append([]string(nil), sess.env...)}
+	if tty {
+		rc.Term, rc.Size = sess.pty.term, sess.win.latest()
+		if !rc.Size.Valid() {
+			rc.Size = sessions.Size{} // the default size; a bad one is not worth failing for
+		}
+	} else {
+		rc.Stderr = sess.ch.Stderr()
+	}
+	p, err := s.cfg.Remote.Run(ctx, inst, rc)
+	cancel()
+	if err == nil && !cut.started(p) {
+		_ = p.Close()
+		err = errors.New("revoked while starting")
+	}
+	if why := cut.reason(); why != "" {
+		return s.commandRevoked(sess, w, name, line, why)
+	}
+	if err != nil {
+		return s.commandFailed(sess, w, name, line, err)
+	}
+	sess.log.Info("command started", "instance", name, "tty", tty)
+	code, sig, finish := s.relayCommand(sess, p, tty)
+	// The client has its exit status before the kill exec for what the
+	// command left running: `ssh I@HOST true` costs it no second exec.
+	defer finish()
+	if why := cut.reason(); why != "" {
+		return s.commandRevoked(sess, w, name, line, why)
+	}
+	result := []any{"argv", clip(line, 1024), "result", "ok", "exit_code", code}
+	if sig != "" {
+		result = append(result, "signal", sig)
+	}
+	if code == exitDetached {
+		result = append(result[:4], "cause", "client closed the channel")
+	}
+	s.cfg.Audit.Event(audit.Command, w, name, "", result...)
+	if sig != "" {
+		sendExitSignal(sess, sig)
+		code = exitDetached // the exit-signal is the status
+	}
+	sess.end(code)
+	return code
+}
+
+// relayCommand moves the bytes until the command's output ended and
+// returns the exit code and signal, or exitDetached when the channel
+// closed first. finish ends the command (Close: what it left running dies
+// too) and waits for every goroutine relayCommand started; the caller
+// calls it once it sent the status.
+func (s *Server) relayCommand(sess *session, p remote.Process, tty bool) (code int, signal string, finish func()) {
+	var wg sync.WaitGroup
+	done := make(chan struct{})
+	// The channel closed: the client went away, so the command ends.
+	wg.Go(func() {
+		select {
+		case <-sess.closed:
+			_ = p.Close()
+		case <-done:
+		}
+	})
+	// stdin: the inbox ends with io.EOF on the client's EOF (or once it
+	// discards, when the command is over).
+	wg.Go(func() {
+		if _, err := io.Copy(p, sess.in); err == nil {
+			_ = p.CloseWrite()
+		}
+	})
+	stopResize := func() {}
+	if tty && sess.win != nil {
+		stopResize = sess.win.follow(func(size sessions.Size) {
+			if size.Valid() {
+				_ = p.Resize(sess.ctx, size)
+			}
+		})
+	}
+	// Output goes to the channel byte for byte (sess.Write would turn
+	// "\n" into "\r\n").
+	out := &readErr{r: p}
+	_, werr := io.Copy(sess.ch, out)
+	code = exitDetached
+	select {
+	case <-sess.closed:
+	default:
+		if out.err != nil { // the stream broke, not the channel
+			sess.log.Warn("the command's output stream broke", "err", out.err)
+			sess.errorf("termgate: the connection to the command broke; the gateway log has the details")
+			code = 255
+		} else if werr == nil {
+			ctx, cancel := context.WithTimeout(sess.ctx, commandTimeout)
+			exit, err := p.Wait(ctx)
+			cancel()
+			if err != nil {
+				sess.log.Warn("no exit status for the command", "err", err)
+				sess.errorf("termgate: the command's exit status is unknown; the gateway log has the details")
+				code = 255
+			} else {
+				code, signal = exit.Code, exit.Signal
+			}
+		}
+	}
+	stopResize()
+	return code, signal, func() {
+		if err := p.Close(); err != nil {
+			sess.log.Warn("ending the command's processes failed", "err", err)
+		}
+		close(done)
+		sess.discardInput() // ends the stdin copy
+		wg.Wait()
+	}
+}
+
+// commandCut is how Recheck ends a command whose key lost its access: it
+// kills the process (on a goroutine of the server's tracker: the kill is
+// I/O, which Recheck must not wait for), or cancels its start; the
+// session's goroutine then tells the user and ends the connection, as for
+// an attached client.
+type commandCut struct {
+	srv    *Server
+	cancel context.CancelFunc
+
+	mu  sync.Mutex // guards the fields below; held for no I/O
+	why string
+	p   remote.Process
+}
+
+func (c *commandCut) cut(why string) {
+	c.mu.Lock()
+	first := c.why == ""
+	if first {
+		c.why = why
+	}
+	p := c.p
+	c.mu.Unlock()
+	if !first {
+		return
+	}
+	c.cancel()
+	if p != nil {
+		c.srv.track.Go(func() { _ = p.Close() })
+	}
+}
+
+// started records p; false when the command was cut meanwhile (the caller
+// closes p).
+func (c *commandCut) started(p remote.Process) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.p = p
+	return c.why == ""
+}
+
+func (c *commandCut) reason() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.why
+}
+
+// commandRevoked tells the user a command was cut by a revocation, audits
+// it, and closes the connection (a revoked key keeps nothing open).
+func (s *Server) commandRevoked(sess *session, w audit.Who, name, line, why string) int {
+	sess.log.Info("command cut: access revoked", "instance", name, "cause", why)
+	sess.errorf("termgate: " + why)
+	s.cfg.Audit.Event(audit.Command, w, name, "", "argv", clip(line, 1024), "result", "revoked", "reason", why)
+	sess.end(1)
+	sess.closeConn()
+	return 1
+}
+
+// readErr remembers its reader's error other than io.EOF, which io.Copy
+// does not tell apart from the writer's.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(b []byte) (int, error) {
+	n, err := r.r.Read(b)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
+}
+
+// commandFailed reports a lookup or start that failed.
+func (s *Server) commandFailed(sess *session, w audit.Who, name, line string, err error) int {
+	var un *remote.Unavailable
+	switch {
+	case errors.As(err, &un):
+		sess.errorf("termgate: " + un.Why)
+	case errors.Is(err, remote.ErrUnsupported):
+		sess.errorf("termgate: this gateway's backend cannot run commands in instances")
+	default:
+		sess.errorf(s.userError(sess, "run a command in", name, err))
+	}
+	s.cfg.Audit.Event(audit.Command, w, name, "", "argv", clip(line, 1024), "result", "failed", "reason", err.Error())
+	return 1
+}
+
+// sendExitSignal tells the client the command was killed by sig (RFC 4254
+// 6.10), then closes the channel.
+func sendExitSignal(sess *session, sig string) {
+	msg := struct {
+		Signal string
+		Core   bool
+		Msg    string
+		Lang   string
+	}{Signal: sig}
+	_, _ = sess.ch.SendRequest("exit-signal", false, gossh.Marshal(&msg))
+}
