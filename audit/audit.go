@@ -28,6 +28,9 @@ const (
 	SessionEnd  = "session_end"
 	// Recording: a recording served over HTTP (GET /api/recordings/…).
 	Recording = "recording"
+	// Transfer: a file transfer session (the sftp subsystem), with the
+	// bytes each way and its result.
+	Transfer = "transfer"
 )
 
 // Log is the audit trail.

@@ -24,6 +24,10 @@ func (s *Server) route(sess *session) {
 		sess.end(1)
 		return
 	}
+	if sess.subsys != "" {
+		sess.end(s.subsystem(sess, id))
+		return
+	}
 	cmd, err := parseCommand(sess.cmd)
 	if err != nil || cmd.verb != verbAttach {
 		sess.discardInput() // commands read no input; do not hold it

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+
+	"github.com/termgate/termgate/holder"
 )
 
 // The tool subcommands: what the gateway runs in an instance beside its
@@ -22,7 +24,9 @@ import (
 //	    network namespace and copies stdin to it and it to stdout, each
 //	    direction half-closed when its source ends.
 //
-// --install-as is attach's: the gateway uploaded this binary under a
+// Each writes holder.ToolReady and a newline first, once it runs (dial:
+// once connected), so the gateway tells "cannot run here" from the tool's
+// own failure. --install-as is attach's: the gateway uploaded this binary under a
 // temporary name (launchScript checked it), and it renames itself into
 // .termgate first, so the next tool or session finds it there.
 
@@ -71,6 +75,9 @@ func serveSFTP(in io.ReadCloser, out io.WriteCloser, dir string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := io.WriteString(out, holder.ToolReady+"\n"); err != nil {
+		return err
+	}
 	err = srv.Serve()
 	_ = srv.Close()
 	if errors.Is(err, io.EOF) { // the client is done
@@ -96,6 +103,9 @@ func dial(addr string, in io.Reader, out io.WriteCloser) error {
 		return err
 	}
 	defer conn.Close()
+	if _, err := io.WriteString(out, holder.ToolReady+"\n"); err != nil {
+		return err
+	}
 	up := make(chan error, 1)
 	go func() { // ends with in's EOF or the connection's end
 		_, err := io.Copy(conn, in)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/pkg/sftp"
+
+	"github.com/termgate/termgate/holder"
 )
 
 // TestSFTPServesFilesOnItsStream runs serveSFTP over two pipes, as an exec's
@@ -23,7 +26,7 @@ func TestSFTPServesFilesOnItsStream(t *testing.T) {
 	outR, outW := io.Pipe() // the replies: its stdout
 	done := make(chan error, 1)
 	go func() { done <- serveSFTP(inR, outW, dir) }()
-	c, err := sftp.NewClientPipe(outR, inW)
+	c, err := sftp.NewClientPipe(readyFirst(t, outR), inW)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +81,7 @@ func TestDialCopiesBothWaysWithHalfClose(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- dial(ln.Addr().String(), bytes.NewReader(data), outW) }()
-	got, err := io.ReadAll(outR)
+	got, err := io.ReadAll(readyFirst(t, outR))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("echoed %d bytes of %d (err %v)", len(got), len(data), err)
 	}
@@ -105,4 +108,15 @@ func TestDialFailureSaysWhy(t *testing.T) {
 	if err := dial("no-port", strings.NewReader(""), outW); err == nil || !strings.Contains(err.Error(), "HOST:PORT") {
 		t.Fatalf("dial without a port: %v", err)
 	}
+}
+
+// readyFirst reads the ready line off r and returns what follows.
+func readyFirst(t *testing.T, r io.Reader) io.Reader {
+	t.Helper()
+	br := bufio.NewReader(r)
+	line, err := br.ReadString('\n')
+	if err != nil || line != holder.ToolReady+"\n" {
+		t.Fatalf("first line %q (err %v), want the ready line", line, err)
+	}
+	return br
 }
