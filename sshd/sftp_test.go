@@ -11,12 +11,17 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/pkg/sftp"
+
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/backend/local"
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
@@ -212,5 +217,66 @@ func TestSFTPRefusals(t *testing.T) {
 				t.Fatalf("sftp: status %d, output %q; want a failure saying %q", code, out, tc.want)
 			}
 		})
+	}
+}
+
+// sftpClient opens the sftp subsystem on a new session of c.
+func sftpClient(t *testing.T, c *gossh.Client) *sftp.Client {
+	t.Helper()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := s.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RequestSubsystem("sftp"); err != nil {
+		t.Fatalf("subsystem sftp: %v", err)
+	}
+	sc, err := sftp.NewClientPipe(r, w)
+	if err != nil {
+		t.Fatalf("sftp client: %v", err)
+	}
+	t.Cleanup(func() { _ = sc.Close(); _ = s.Close() })
+	return sc
+}
+
+// TestSFTPAuditedAndRevoked: a transfer is one audit record with the bytes
+// each way and its result; revoking the key (Recheck) cuts a transfer in
+// progress and frees its slot.
+func TestSFTPAuditedAndRevoked(t *testing.T) {
+	var trail termtest.SyncBuffer
+	f := newFilesFixture(t, t.TempDir(), func(c *Config) { c.Audit = audit.New(&trail) })
+	sc := sftpClient(t, f.dial(t, "web", "web1"))
+	w, err := sc.Create("a.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(make([]byte, 300<<10)); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	_ = sc.Close()
+	eventually(t, "the transfer's audit record", func() bool {
+		return regexp.MustCompile(`"event":"transfer".*"result":"ok".*"bytes_in":3\d{5}`).MatchString(trail.String())
+	})
+
+	live := sftpClient(t, f.dial(t, "web", "web1"))
+	if _, err := live.Getwd(); err != nil {
+		t.Fatal(err)
+	}
+	f.setKeys(t, map[string]string{"admin": ""})
+	f.srv.Recheck()
+	eventually(t, "the revoked transfer to be cut", func() bool {
+		_, err := live.Getwd()
+		return err != nil && f.srv.remoteRunning() == 0
+	})
+	if !strings.Contains(trail.String(), `"result":"cut"`) {
+		t.Fatalf("no cut transfer in the audit trail:\n%s", trail.String())
 	}
 }
