@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/pem"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -261,10 +262,24 @@ func TestSFTPAuditedAndRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = w.Close()
+	r, err := sc.Open("a.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := io.Copy(io.Discard, r); err != nil || n != 300<<10 {
+		t.Fatalf("read back %d bytes: %v", n, err)
+	}
+	_ = r.Close()
 	_ = sc.Close()
 	eventually(t, "the transfer's audit record", func() bool {
 		return regexp.MustCompile(`"event":"transfer".*"result":"ok".*"bytes_in":3\d{5}`).MatchString(trail.String())
 	})
+	if !regexp.MustCompile(`"event":"transfer".*"path":"a.bin","direction":"upload","bytes":307200,"result":"ok"`).MatchString(trail.String()) {
+		t.Fatalf("no record of the upload in the audit trail:\n%s", trail.String())
+	}
+	if !regexp.MustCompile(`"event":"transfer".*"path":"a.bin","direction":"download","bytes":307200,"result":"ok"`).MatchString(trail.String()) {
+		t.Fatalf("no record of the download in the audit trail:\n%s", trail.String())
+	}
 
 	live := sftpClient(t, f.dial(t, "web", "web1"))
 	if _, err := live.Getwd(); err != nil {

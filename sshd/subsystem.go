@@ -43,7 +43,9 @@ const (
 // subsystem serves the sftp subsystem: the instance named by the login
 // user name, an SFTP server in it (Remote.SFTP), the channel and the
 // server's stream copied both ways until the server ends or the channel
-// closes. Its exit status: 0 when the server ended, 1 when refused or cut.
+// closes. Audit: a record per file opened (path, direction, bytes:
+// sftpaudit.go) and one for the transfer (bytes each way, result). Its
+// exit status: 0 when the server ended, 1 when refused or cut.
 func (s *Server) subsystem(sess *session, id keys.Identity) int {
 	name := sess.user
 	w := who(id, sess.remote)
@@ -97,7 +99,18 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 		return 1
 	}
 	sess.log.Info("file transfer started", "instance", name)
-	up, down := s.relayTransfer(sess, conn)
+	files := newSFTPWatch(func(f sftpFile, complete bool) {
+		dir, result := "download", "ok"
+		if f.upload {
+			dir = "upload"
+		}
+		if !complete {
+			result = "incomplete" // still open when the transfer ended
+		}
+		s.cfg.Audit.Event(audit.Transfer, w, name, "", "path", clip(f.path, 1024), "direction", dir, "bytes", f.bytes, "result", result)
+	})
+	up, down := s.relayTransfer(sess, conn, files)
+	files.end()
 	result, code := "ok", 0
 	if why := cutWhy.Load(); why != nil {
 		result, code = "cut", 1
@@ -110,14 +123,14 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 
 // relayTransfer copies the channel's input (through its inbox) to conn
 // and conn to the channel until conn's output ends (the server exited) or
-// the channel is gone, then closes conn. up and down count the bytes each
-// way. Both goroutines are waited for.
-func (s *Server) relayTransfer(sess *session, conn remote.Conn) (up, down int64) {
+// the channel is gone, then closes conn; files reads the packets each way.
+// up and down count the bytes each way. Both goroutines are waited for.
+func (s *Server) relayTransfer(sess *session, conn remote.Conn, files *sftpWatch) (up, down int64) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	s.track.Go(func() {
 		defer wg.Done()
-		up, _ = io.Copy(conn, sess.in) // until the client's EOF or the channel's end
+		up, _ = io.Copy(conn, io.TeeReader(sess.in, files.client())) // until the client's EOF or the channel's end
 		_ = conn.CloseWrite()
 	})
 	stop := make(chan struct{})
@@ -130,7 +143,7 @@ func (s *Server) relayTransfer(sess *session, conn remote.Conn) (up, down int64)
 		case <-stop:
 		}
 	})
-	down, _ = io.Copy(sess.ch, conn)
+	down, _ = io.Copy(sess.ch, io.TeeReader(conn, files.server()))
 	close(stop)
 	_ = conn.Close()
 	sess.in.setDiscard() // unblocks the upload's read
