@@ -7,6 +7,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -133,5 +136,45 @@ func TestDialThroughTheHolder(t *testing.T) {
 	_, err = b.Dial(testContext(t), inst, "127.0.0.1", 7001)
 	if err == nil || !strings.Contains(err.Error(), "refused") {
 		t.Fatalf("Dial to a closed port: %v, want connection refused", err)
+	}
+}
+
+// TestSFTPFallsBackToTheInstancesServer: where the holder cannot run (a
+// read-only root), the instance's own sftp-server serves (a stand-in at
+// /usr/lib/sftp-server: testdata/sftpserver), byte for byte.
+func TestSFTPFallsBackToTheInstancesServer(t *testing.T) {
+	needEngine(t)
+	t.Parallel()
+	server := filepath.Join(t.TempDir(), "sftp-server")
+	cmd := exec.Command("go", "build", "-trimpath", "-o", server, "./testdata/sftpserver")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build the stand-in sftp-server: %v: %s", err, out)
+	}
+	name, _ := runContainer(t, "--label", runLabel, "--read-only", "-v", server+":/usr/lib/sftp-server:ro", "--tmpfs", "/data")
+	b := plainBackend(t)
+	conn, err := b.SFTP(testContext(t), lookup(t, b, name))
+	if err != nil {
+		t.Fatalf("SFTP: %v", err)
+	}
+	defer conn.Close()
+	c, err := sftp.NewClientPipe(conn, conn)
+	if err != nil {
+		t.Fatalf("sftp client: %v", err)
+	}
+	defer c.Close()
+	data := make([]byte, 2<<20+1)
+	_, _ = rand.Read(data)
+	f, err := c.Create("/data/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	_ = f.Close()
+	sum := sha256.Sum256(data)
+	if got := dockerCLI(t, "exec", name, "sha256sum", "/data/x"); !strings.HasPrefix(got, hex.EncodeToString(sum[:])) {
+		t.Fatalf("in the container: %s", got)
 	}
 }
