@@ -178,3 +178,71 @@ func TestSFTPFallsBackToTheInstancesServer(t *testing.T) {
 		t.Fatalf("in the container: %s", got)
 	}
 }
+
+// scratchImage builds (once per run) an image with no shell: a static
+// busybox at /busybox, and /tmp. No /bin/sh, so no launchScript.
+func scratchImage(t *testing.T) string {
+	t.Helper()
+	const image = "termgate-test:noshell"
+	if exec.Command("docker", "image", "inspect", image).Run() == nil {
+		return image
+	}
+	root := t.TempDir()
+	script := `set -e
+mkdir -p "$1/proc" "$1/dev" "$1/sys" "$1/etc" "$1/root"
+install -d -m 1777 "$1/tmp"
+cp /bin/busybox "$1/busybox"
+tar -C "$1" -c . | docker import --change 'CMD ["/busybox","sleep","1000000"]' - "$2" >/dev/null`
+	if out, err := exec.Command("bash", "-c", script, "scratch-image", root, image).CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v: %s", image, err, out)
+	}
+	return image
+}
+
+// TestSFTPWithoutAShell: in an image with no /bin/sh (FROM scratch and a
+// static program), the holder is uploaded afresh and run by its path; it
+// serves, installs itself, and leaves no upload directory behind.
+func TestSFTPWithoutAShell(t *testing.T) {
+	needEngine(t)
+	t.Parallel()
+	image := scratchImage(t)
+	name := "tgtest-" + randomHex(6)
+	dockerCLI(t, "run", "-d", "--init", "--network", "none", "--label", runLabel, "--name", name, image)
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	b := plainBackend(t)
+	inst := lookup(t, b, name)
+	data := make([]byte, 3<<20+1)
+	_, _ = rand.Read(data)
+	for round := range 2 {
+		conn, err := b.SFTP(testContext(t), inst)
+		if err != nil {
+			t.Fatalf("round %d: SFTP: %v", round, err)
+		}
+		c, err := sftp.NewClientPipe(conn, conn)
+		if err != nil {
+			t.Fatalf("sftp client: %v", err)
+		}
+		f, err := c.Create("/tmp/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		_ = f.Close()
+		r, err := c.Open("/tmp/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := io.ReadAll(r)
+		_ = r.Close()
+		if err != nil || !bytes.Equal(back, data) {
+			t.Fatalf("round %d: read back %d bytes (err %v), differ", round, len(back), err)
+		}
+		_ = c.Close()
+		_ = conn.Close()
+	}
+	if out := dockerCLI(t, "exec", name, "/busybox", "ls", "-a", "/tmp"); strings.Contains(out, ".termgate-upload-") {
+		t.Fatalf("upload directories left in /tmp:\n%s", out)
+	}
+}

@@ -57,9 +57,12 @@ type holderSite struct {
 	// remove a file), so it is tried once per instance, not per session.
 	// Both are keyed by instance ID (a restarted container is a new
 	// instance).
+	// shell remembers whether an instance has /bin/sh ("yes", "no"):
+	// tools run without launchScript where it has none (tool.go).
 	mu     sync.Mutex
 	cannot map[string]string
 	worked map[string]string
+	shell  map[string]string
 }
 
 // binary is the holder binary, loaded on first use (a Host that is not

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -72,9 +73,18 @@ func (h *Host) runToolIn(ctx context.Context, inst sessions.Instance, args []str
 			dirs = append([]string{d}, slices.Delete(slices.Clone(dirs), i, i+1)...)
 		}
 	}
+	shell, err := h.hasShell(ctx, inst)
+	if err != nil {
+		return nil, err
+	}
 	var why []string
 	for _, dir := range dirs {
-		run, install, err := h.holderCommand(ctx, inst, dir)
+		var cmd []string
+		if shell {
+			cmd, err = h.toolCommand(ctx, inst, dir, args)
+		} else {
+			cmd, err = h.toolCommandNoShell(ctx, inst, dir, args)
+		}
 		var cannot *CannotHold
 		switch {
 		case errors.As(err, &cannot) || err != nil && (ctx.Err() != nil || !errors.Is(err, ErrRefused)):
@@ -83,11 +93,6 @@ func (h *Host) runToolIn(ctx context.Context, inst sessions.Instance, args []str
 			why = append(why, err.Error())
 			continue
 		}
-		cmd := append(run, args[0])
-		if install != "" {
-			cmd = append(cmd, "--install-as", install)
-		}
-		cmd = append(cmd, args[1:]...)
 		t, res, err := h.startTool(ctx, inst, cmd)
 		if err != nil {
 			return nil, err
@@ -113,6 +118,57 @@ func (h *Host) runToolIn(ctx context.Context, inst sessions.Instance, args []str
 		return nil, fmt.Errorf("%s in %q: %s", args[0], inst.Name, msg)
 	}
 	return nil, &CannotHold{Why: "no writable directory lets it run: " + strings.Join(why, "; ")}
+}
+
+// toolCommand is the command that runs the tool in dir through
+// launchScript, as a session's holder is run.
+func (h *Host) toolCommand(ctx context.Context, inst sessions.Instance, dir string, args []string) ([]string, error) {
+	run, install, err := h.holderCommand(ctx, inst, dir)
+	if err != nil {
+		return nil, err
+	}
+	cmd := append(run, args[0])
+	if install != "" {
+		cmd = append(cmd, "--install-as", install)
+	}
+	return append(cmd, args[1:]...), nil
+}
+
+// toolCommandNoShell is the command for an instance without /bin/sh (a
+// FROM scratch image), where launchScript cannot run: the binary is always
+// uploaded afresh into a new directory of its own (created 0700 for the
+// exec user by Upload, under an unguessable name, so nothing planted can
+// be at its path) and run by that path; it then installs itself over
+// .termgate's copy (--install-as: holder.MakeHome checks the directory),
+// which removes the upload directory, so nothing piles up.
+func (h *Host) toolCommandNoShell(ctx context.Context, inst sessions.Instance, dir string, args []string) ([]string, error) {
+	hb, err := h.site.binary()
+	if err != nil {
+		return nil, err
+	}
+	up := path.Join(dir, uploadPrefix+randomSuffix())
+	if err := h.x.Upload(ctx, inst, up, "holder", hb.Data); err != nil {
+		return nil, err
+	}
+	cmd := []string{path.Join(up, "holder"), args[0], "--install-as", binaryIn(dir, hb.Hash)}
+	return append(cmd, args[1:]...), nil
+}
+
+// hasShell reports whether the instance has /bin/sh (remembered per
+// instance: an image does not grow one).
+func (h *Host) hasShell(ctx context.Context, inst sessions.Instance) (bool, error) {
+	switch h.site.get(&h.site.shell, inst.ID) {
+	case "yes":
+		return true, nil
+	case "no":
+		return false, nil
+	}
+	have, err := h.x.Exists(ctx, inst, []string{"/bin/sh"})
+	if err != nil {
+		return false, err
+	}
+	h.site.set(&h.site.shell, inst.ID, map[bool]string{true: "yes", false: "no"}[have[0]])
+	return have[0], nil
 }
 
 // startTool starts cmd (marked, so that Close can kill what it left) and
