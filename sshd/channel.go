@@ -79,14 +79,16 @@ func (s *Server) channelSlot(cs *connState) (release func(), refused string) {
 type requestHandler func(s *Server, sess *session, req *gossh.Request) (ok bool, then func())
 
 // sessionRequests are the session requests termgate answers; every other
-// type is refused. x11-req, auth-agent-req@openssh.com and subsystem are
-// refused like the rest, with a log line naming what was asked for.
+// type is refused. x11-req and auth-agent-req@openssh.com are refused like
+// the rest, with a log line naming what was asked for; subsystem serves
+// only "sftp" (subsystem.go).
 var sessionRequests = map[string]requestHandler{
 	"pty-req":       (*Server).ptyRequest,
 	"window-change": (*Server).windowChange,
 	"env":           (*Server).envRequest,
 	"shell":         (*Server).startRequest,
 	"exec":          (*Server).startRequest,
+	"subsystem":     (*Server).subsystemRequest,
 }
 
 // refusedRequests names, for the log, what a refused request would have
@@ -94,7 +96,6 @@ var sessionRequests = map[string]requestHandler{
 var refusedRequests = map[string]string{
 	"auth-agent-req@openssh.com": "agent forwarding",
 	"x11-req":                    "X11 forwarding",
-	"subsystem":                  "subsystem",
 }
 
 // requests is the channel's request loop: each request is answered in

@@ -24,6 +24,10 @@ func (s *Server) route(sess *session) {
 		sess.end(1)
 		return
 	}
+	if sess.subsys != "" {
+		sess.end(s.subsystem(sess, id))
+		return
+	}
 	if isInstanceCommand(sess.user, sess.cmd) { // ssh INSTANCE@HOST CMD...
 		sess.end(s.runCommand(sess, id, sess.user))
 		return

@@ -145,8 +145,8 @@ func TestForwardingRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.RequestSubsystem("sftp"); err == nil {
-		t.Error("sftp subsystem accepted")
+	if err := s.RequestSubsystem("netconf"); err == nil { // only sftp is served (subsystem.go)
+		t.Error("netconf subsystem accepted")
 	}
 	_ = s.Close()
 

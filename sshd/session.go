@@ -39,6 +39,7 @@ type session struct {
 	// Set by the request loop before the handler starts, read-only after.
 	started bool
 	cmd     string      // exec's command line; "" for a shell
+	subsys  string      // the subsystem asked for ("sftp"); "" for a shell or exec
 	pty     *ptyRequest // nil: no PTY was requested
 	win     *windowWatch
 	env     []string // KEY=VALUE the client sent that envRequest accepted

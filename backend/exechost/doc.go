@@ -19,6 +19,11 @@
 //     cannot host it and of the directory that worked, the start ("serve
 //     --attach"), Adopt, HeldInstances, and the connection (conn.go: the
 //     holder protocol, its hello and replay, and how it ended);
+//   - tools (tool.go, sftp.go): the holder's one-exec subcommands on any
+//     Host, durable or not: SFTP ("termgate-holder sftp", else the
+//     instance's own sftp-server, else a remote.Unavailable) and Dial
+//     ("termgate-holder dial"), uploaded and launched as the holder is,
+//     sharing its holderSite (the binary, the cannot and worked caches);
 //   - deployments kept apart (deployment.go): every holder is keyed per
 //     instance from Config.HolderSecret, and a holder without the proof is
 //     another deployment's: never adopted, listed, reset or ended.
@@ -31,6 +36,6 @@
 //
 // Locks: Shell.kmu and HeldShell.kmu serialize Kill (which does I/O under
 // them: a second Kill waits for the first rather than racing it);
-// Shell.wmu serializes writes to the stream; heldConfig.mu guards the
+// Shell.wmu serializes writes to the stream; holderSite.mu guards the
 // caches only. No lock is held while another is taken.
 package exechost

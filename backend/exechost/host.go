@@ -115,6 +115,7 @@ type Host struct {
 	shell     []string
 	log       *slog.Logger
 	held      *heldConfig // nil unless durable
+	site      *holderSite // the holder binary, for held sessions and tools
 	stopGrace time.Duration
 	workers   int
 	kills     procmark.Grouper // one kill exec at a time per instance
@@ -141,8 +142,9 @@ func New(x Executor, cfg Config) (*Host, error) {
 		h.workers = 8
 	}
 	h.kills.Run = h.runKill
+	h.site = &holderSite{given: cfg.Holder}
 	if cfg.Durable {
-		held, err := newHeldConfig(cfg)
+		held, err := newHeldConfig(cfg, h.site)
 		if err != nil {
 			return nil, err
 		}

@@ -31,41 +31,63 @@ import (
 
 // heldConfig is what a durable Host holds sessions with.
 type heldConfig struct {
-	bin    *holderbin.Binary
-	idle   time.Duration
-	buffer int
-	secret []byte // the deployment's (Config.HolderSecret)
+	*holderSite // the Host's: the binary and where it runs
+	idle        time.Duration
+	buffer      int
+	secret      []byte // the deployment's (Config.HolderSecret)
 
-	// cannot remembers why an instance cannot host the holder (a
-	// read-only root filesystem and noexec mounts are fixed for its
-	// life): its later sessions skip the futile uploads. worked remembers
-	// the directory the holder ran from, tried first next time: a
-	// directory that fails keeps its upload (not every backend can remove
-	// a file), so it is tried once per instance, not per session. Both are
-	// keyed by instance ID (a restarted container is a new instance).
 	// foreign remembers, by instance ID and directory, where another
-	// deployment's holder was met (deployment.go).
-	mu      sync.Mutex
-	cannot  map[string]string
-	worked  map[string]string
+	// deployment's holder was met (deployment.go); under holderSite.mu.
 	foreign map[string]string
 }
 
-// maxRemembered bounds heldConfig's caches (cleared when full).
+// holderSite is what every Host, durable or not, runs this build's holder
+// binary with: its sessions and its tools (tool.go) alike.
+type holderSite struct {
+	given *holderbin.Binary // Config.Holder; nil: holderbin.Load()
+	load  sync.Once
+	bin   *holderbin.Binary
+	err   error
+
+	// cannot remembers why an instance cannot run the holder (a
+	// read-only root filesystem and noexec mounts are fixed for its
+	// life): its later sessions and tools skip the futile uploads. worked
+	// remembers the directory the holder ran from, tried first next time:
+	// a directory that fails keeps its upload (not every backend can
+	// remove a file), so it is tried once per instance, not per session.
+	// Both are keyed by instance ID (a restarted container is a new
+	// instance).
+	// shell remembers whether an instance has /bin/sh ("yes", "no"):
+	// tools run without launchScript where it has none (tool.go).
+	mu     sync.Mutex
+	cannot map[string]string
+	worked map[string]string
+	shell  map[string]string
+}
+
+// binary is the holder binary, loaded on first use (a Host that is not
+// durable needs it only once a tool runs).
+func (c *holderSite) binary() (*holderbin.Binary, error) {
+	c.load.Do(func() {
+		c.bin = c.given
+		if c.bin == nil {
+			c.bin, c.err = holderbin.Load()
+		}
+	})
+	return c.bin, c.err
+}
+
+// maxRemembered bounds the caches (cleared when full).
 const maxRemembered = 4096
 
-func newHeldConfig(cfg Config) (*heldConfig, error) {
+func newHeldConfig(cfg Config, site *holderSite) (*heldConfig, error) {
 	if len(cfg.HolderSecret) < holder.KeyLen {
 		return nil, fmt.Errorf("durable sessions need the deployment's holder secret (%d bytes or more, derived from the host key), got %d bytes", holder.KeyLen, len(cfg.HolderSecret))
 	}
-	bin := cfg.Holder
-	if bin == nil {
-		var err error
-		if bin, err = holderbin.Load(); err != nil {
-			return nil, err
-		}
+	if _, err := site.binary(); err != nil {
+		return nil, err
 	}
-	h := &heldConfig{bin: bin, idle: cfg.IdleTimeout, buffer: cfg.BufferSize, secret: append([]byte(nil), cfg.HolderSecret...)}
+	h := &heldConfig{holderSite: site, idle: cfg.IdleTimeout, buffer: cfg.BufferSize, secret: append([]byte(nil), cfg.HolderSecret...)}
 	if h.idle <= 0 {
 		h.idle = 30 * time.Minute
 	}
@@ -75,13 +97,13 @@ func newHeldConfig(cfg Config) (*heldConfig, error) {
 	return h, nil
 }
 
-func (c *heldConfig) get(m *map[string]string, k string) string {
+func (c *holderSite) get(m *map[string]string, k string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return (*m)[k]
 }
 
-func (c *heldConfig) set(m *map[string]string, k, v string) {
+func (c *holderSite) set(m *map[string]string, k, v string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if *m == nil || len(*m) >= maxRemembered {
@@ -146,15 +168,19 @@ const uploadPrefix = ".termgate-upload-"
 // --install-as, a rename, so a gateway racing this one never runs a
 // half-written file).
 func (h *Host) holderCommand(ctx context.Context, inst sessions.Instance, dir string) (cmd []string, install string, err error) {
-	bin := binaryIn(dir, h.held.bin.Hash)
+	hb, err := h.site.binary()
+	if err != nil {
+		return nil, "", err
+	}
+	bin := binaryIn(dir, hb.Hash)
 	have, err := h.x.Exists(ctx, inst, []string{bin})
 	if err != nil {
 		return nil, "", err
 	}
-	rel := holderHome + "/holder-" + h.held.bin.Hash
+	rel := holderHome + "/holder-" + hb.Hash
 	if !have[0] {
 		up := uploadPrefix + randomSuffix()
-		if err := h.x.Upload(ctx, inst, path.Join(dir, up), "holder", h.held.bin.Data); err != nil {
+		if err := h.x.Upload(ctx, inst, path.Join(dir, up), "holder", hb.Data); err != nil {
 			return nil, "", err
 		}
 		rel, install = up+"/holder", bin

@@ -16,6 +16,8 @@
 //	    connects the exec's stdin/stdout to the holder's socket: passes
 //	    them to the holder and waits, or copies when the holder does not
 //	    take them (see holder.Attach), until either side ends;
+//	termgate-holder sftp | dial HOST:PORT
+//	    the tools beside sessions (see tools.go);
 //	termgate-holder version
 //	    prints the protocol version and build.
 //
@@ -80,6 +82,22 @@ func main() {
 		if err == nil {
 			err = attach(args[0], os.Stdin, os.Stdout)
 		}
+	case "sftp":
+		var args []string
+		if args, err = toolArgs(os.Args[2:]); err == nil {
+			if len(args) != 0 {
+				usage()
+			}
+			err = serveSFTP(os.Stdin, os.Stdout, workDir())
+		}
+	case "dial":
+		var args []string
+		if args, err = toolArgs(os.Args[2:]); err == nil {
+			if len(args) != 1 {
+				usage()
+			}
+			err = dial(args[0], os.Stdin, os.Stdout)
+		}
 	case "version":
 		fmt.Printf("termgate-holder protocol %d build %s\n", protoVersion(), build)
 	default:
@@ -95,7 +113,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] | dial [--install-as PATH] HOST:PORT | version")
 	os.Exit(2)
 }
 

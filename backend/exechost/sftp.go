@@ -1,0 +1,81 @@
+package exechost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+
+	"github.com/termgate/termgate/remote"
+	"github.com/termgate/termgate/sessions"
+)
+
+// sftpServers are where images keep OpenSSH's sftp-server (Debian, Red
+// Hat, Alpine, others), in the order tried when the holder cannot run.
+var sftpServers = []string{
+	"/usr/lib/openssh/sftp-server",
+	"/usr/libexec/openssh/sftp-server",
+	"/usr/lib/sftp-server",
+	"/usr/libexec/sftp-server",
+}
+
+// SFTP starts an SFTP server in the instance as its exec user: the
+// holder's (termgate-holder sftp), or, where the holder cannot run
+// (read-only root, only noexec directories), the instance's own
+// sftp-server; a *remote.Unavailable says why neither can.
+func (h *Host) SFTP(ctx context.Context, inst sessions.Instance) (remote.Conn, error) {
+	s, err := h.runTool(ctx, inst, "sftp")
+	var cannot *CannotHold
+	if !errors.As(err, &cannot) {
+		if err != nil {
+			return nil, fmt.Errorf("file transfer: %w", err)
+		}
+		return s, nil
+	}
+	have, err := h.x.Exists(ctx, inst, sftpServers)
+	if err != nil {
+		return nil, fmt.Errorf("file transfer in %q: %w", inst.Name, err)
+	}
+	for i, p := range sftpServers {
+		if !have[i] {
+			continue
+		}
+		// The instance's own program, run as its exec user like any
+		// command there: it speaks SFTP on stdin/stdout from its start.
+		s, err := h.x.Exec(ctx, inst, []string{p}, ExecOptions{Stdin: true})
+		if err != nil {
+			return nil, fmt.Errorf("file transfer in %q: start %s: %w", inst.Name, p, err)
+		}
+		h.log.Info(h.name+": the holder cannot run here; serving SFTP with the instance's sftp-server", "instance", inst.Name, "server", p, "reason", cannot.Why)
+		return &boundStream{Stream: s, stop: context.AfterFunc(ctx, func() { _ = s.Close() })}, nil
+	}
+	return nil, &remote.Unavailable{Why: fmt.Sprintf("file transfer: instance %q cannot run termgate's SFTP server (%s) and has no sftp-server of its own; install openssh-sftp-server in the image, or give it a writable directory that allows exec (a /tmp without noexec)", inst.Name, cannot.Why)}
+}
+
+// Dial connects to host:port from inside the instance's network namespace
+// through the holder (termgate-holder dial). Kubernetes has its own.
+func (h *Host) Dial(ctx context.Context, inst sessions.Instance, host string, port int) (remote.Conn, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("dial: port %d out of range", port)
+	}
+	s, err := h.runTool(ctx, inst, "dial", net.JoinHostPort(host, strconv.Itoa(port)))
+	if cannot := (*CannotHold)(nil); errors.As(err, &cannot) {
+		return nil, &remote.Unavailable{Why: fmt.Sprintf("port forwarding: instance %q cannot run termgate's helper (%s); give it a writable directory that allows exec (a /tmp without noexec)", inst.Name, cannot.Why)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// boundStream is a Stream that ctx's end closes.
+type boundStream struct {
+	Stream
+	stop func() bool
+}
+
+func (b *boundStream) Close() error {
+	b.stop()
+	return b.Stream.Close()
+}

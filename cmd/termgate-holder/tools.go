@@ -1,0 +1,130 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/pkg/sftp"
+
+	"github.com/termgate/termgate/holder"
+)
+
+// The tool subcommands: what the gateway runs in an instance beside its
+// sessions, each one exec long, its stdin and stdout the stream.
+//
+//	termgate-holder sftp [--install-as PATH]
+//	    serves SFTP (version 3, github.com/pkg/sftp) on stdin/stdout, as
+//	    the exec's user, from its home directory (else /);
+//	termgate-holder dial [--install-as PATH] HOST:PORT
+//	    connects to HOST:PORT (TCP, 10 s to connect) from the instance's
+//	    network namespace and copies stdin to it and it to stdout, each
+//	    direction half-closed when its source ends.
+//
+// Each writes holder.ToolReady and a newline first, once it runs (dial:
+// once connected), so the gateway tells "cannot run here" from the tool's
+// own failure. --install-as is attach's: the gateway uploaded this binary under a
+// temporary name (launchScript checked it), and it renames itself into
+// .termgate first, so the next tool or session finds it there.
+
+// dialTimeout bounds a dial's connect.
+const dialTimeout = 10 * time.Second
+
+// toolArgs installs this binary first when args start with --install-as
+// PATH, and returns the rest.
+func toolArgs(args []string) ([]string, error) {
+	if len(args) >= 2 && args[0] == "--install-as" {
+		if err := install(args[1]); err != nil {
+			return nil, err
+		}
+		return args[2:], nil
+	}
+	return args, nil
+}
+
+// stdio is the exec's stdin and stdout as one stream.
+type stdio struct {
+	in  io.ReadCloser
+	out io.WriteCloser
+}
+
+func (s stdio) Read(p []byte) (int, error)  { return s.in.Read(p) }
+func (s stdio) Write(p []byte) (int, error) { return s.out.Write(p) }
+
+func (s stdio) Close() error {
+	return errors.Join(s.in.Close(), s.out.Close())
+}
+
+// workDir is where an SFTP client starts: the user's home when it is a
+// directory, else /.
+func workDir() string {
+	if home, err := os.UserHomeDir(); err == nil {
+		if fi, err := os.Stat(home); err == nil && fi.IsDir() {
+			return home
+		}
+	}
+	return "/"
+}
+
+// serveSFTP serves SFTP on in/out until the client ends the stream.
+func serveSFTP(in io.ReadCloser, out io.WriteCloser, dir string) error {
+	srv, err := sftp.NewServer(stdio{in, out}, sftp.WithServerWorkingDirectory(dir))
+	if err != nil {
+		return err
+	}
+	if _, err := io.WriteString(out, holder.ToolReady+"\n"); err != nil {
+		return err
+	}
+	err = srv.Serve()
+	_ = srv.Close()
+	if errors.Is(err, io.EOF) { // the client is done
+		return nil
+	}
+	return err
+}
+
+// halfCloser is a connection whose write side can be ended alone.
+type halfCloser interface {
+	CloseWrite() error
+}
+
+// dial connects to addr and copies in to the connection and the
+// connection to out until both directions ended: in's EOF half-closes the
+// connection, the peer's EOF closes out.
+func dial(addr string, in io.Reader, out io.WriteCloser) error {
+	if _, _, err := net.SplitHostPort(addr); err != nil {
+		return fmt.Errorf("dial %q: want HOST:PORT: %w", addr, err)
+	}
+	conn, err := net.DialTimeout("tcp", addr, dialTimeout)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(out, holder.ToolReady+"\n"); err != nil {
+		return err
+	}
+	up := make(chan error, 1)
+	go func() { // ends with in's EOF or the connection's end
+		_, err := io.Copy(conn, in)
+		if hc, ok := conn.(halfCloser); ok {
+			_ = hc.CloseWrite()
+		}
+		up <- err
+	}()
+	_, derr := io.Copy(out, conn)
+	_ = out.Close() // the gateway reads EOF
+	// The upload side may go on (the peer half-closed only its own
+	// side); it ends with the gateway's EOF on stdin, which comes at the
+	// latest when the gateway drops the exec.
+	return errors.Join(derr, ignoreClosed(<-up))
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, net.ErrClosed) {
+		return nil
+	}
+	return err
+}
