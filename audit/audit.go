@@ -28,6 +28,10 @@ const (
 	SessionEnd  = "session_end"
 	// Recording: a recording served over HTTP (GET /api/recordings/…).
 	Recording = "recording"
+	// Forward: a forwarded TCP connection (ssh -L, -D, -W) into an
+	// instance, refused or ended: its target, the bytes each way and how
+	// long it lasted.
+	Forward = "forward"
 )
 
 // Log is the audit trail.
