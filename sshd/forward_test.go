@@ -350,3 +350,123 @@ func TestForwardOpenSSH(t *testing.T) {
 		}
 	})
 }
+
+// floodServer listens on loopback and writes to every connection until it
+// is closed. It returns the port.
+func floodServer(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { _ = l.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				buf := make([]byte, 64<<10)
+				for {
+					if _, err := c.Write(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestForwardStalledPeerCostsOnlyItsChannel: a client that never reads a
+// forward's data holds up that channel only; another forward and a
+// command on the same connection go on, and closing the stalled one frees
+// its slot.
+func TestForwardStalledPeerCostsOnlyItsChannel(t *testing.T) {
+	flood, echo := floodServer(t), echoServer(t)
+	f := newForwardFixture(t, nil)
+	c := f.dial(t, "admin", "web1")
+	stalled, err := openForward(t, c, flood)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the flood fill the channel's window
+	conn, err := openForward(t, c, echo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write([]byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 10)
+	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "still here" {
+		t.Fatalf("second forward beside a stalled one: %q, %v", got, err)
+	}
+	conn.Close()
+	stalled.Close()
+	eventually(t, "both forwards end", func() bool { return f.srv.remoteRunning() == 0 })
+}
+
+// TestForwardOpenSSHDynamic: ssh -D is a SOCKS5 proxy whose connections
+// are direct-tcpip channels like -L's.
+func TestForwardOpenSSHDynamic(t *testing.T) {
+	sshBin, err := exec.LookPath("ssh")
+	if err != nil {
+		t.Skip("no OpenSSH client (ssh) installed")
+	}
+	port := echoServer(t)
+	f := newForwardFixture(t, nil)
+	dir := t.TempDir()
+	block, _ := gossh.MarshalPrivateKey(f.privs["admin"], "")
+	keyFile := filepath.Join(dir, "id_ed25519")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, gwPort, _ := net.SplitHostPort(f.addr)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	socksPort := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sshBin, "-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-o", "ExitOnForwardFailure=yes",
+		"-i", keyFile, "-p", gwPort, "-N", "-D", "127.0.0.1:"+socksPort, "web1@127.0.0.1")
+	cmd.Env = append(os.Environ(), "HOME="+dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var conn net.Conn
+	eventually(t, "ssh -D listens", func() bool {
+		conn, err = net.Dial("tcp", "127.0.0.1:"+socksPort)
+		return err == nil
+	})
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(waitFor))
+	// SOCKS5: no authentication, then CONNECT 127.0.0.1:port.
+	req := []byte{5, 1, 0, 5, 1, 0, 1, 127, 0, 0, 1, byte(port >> 8), byte(port)}
+	if _, err := conn.Write(req); err != nil {
+		t.Fatal(err)
+	}
+	reply := make([]byte, 2+10)
+	if _, err := io.ReadFull(conn, reply); err != nil || reply[1] != 0 || reply[3] != 0 {
+		t.Fatalf("SOCKS reply %v, %v", reply, err)
+	}
+	if _, err := conn.Write([]byte("via socks")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 9)
+	if _, err := io.ReadFull(conn, got); err != nil || string(got) != "via socks" {
+		t.Fatalf("echo through ssh -D: %q, %v", got, err)
+	}
+}
