@@ -470,3 +470,31 @@ func TestForwardOpenSSHDynamic(t *testing.T) {
 		t.Fatalf("echo through ssh -D: %q, %v", got, err)
 	}
 }
+
+// TestForwardCertificate: a certificate forwards only with the
+// permit-port-forwarding extension, as in OpenSSH.
+func TestForwardCertificate(t *testing.T) {
+	port := echoServer(t)
+	cf := newCertFixture(t, func(c *Config) { c.Remote = forwardRunner{local.New(local.Config{})} })
+	without := cf.cert(t, nil)
+	c, err := gossh.Dial("tcp", cf.addr, cf.config(without, "web1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	wantRefused(t, c, port, gossh.Prohibited, "certificate without permit-port-forwarding")
+	with := cf.cert(t, func(c *gossh.Certificate) gossh.Signer {
+		c.Extensions["permit-port-forwarding"] = ""
+		return nil
+	})
+	c2, err := gossh.Dial("tcp", cf.addr, cf.config(with, "web1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
+	conn, err := openForward(t, c2, port)
+	if err != nil {
+		t.Fatalf("certificate with permit-port-forwarding: %v", err)
+	}
+	conn.Close()
+}
