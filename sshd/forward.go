@@ -37,8 +37,8 @@ type directTCPIP struct {
 // Every refusal is a rejected channel whose message the client prints.
 func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 	var req directTCPIP
-	if err := gossh.Unmarshal(nc.ExtraData(), &req); err != nil || req.Port == 0 || req.Port > 65535 || req.Host == "" {
-		_ = nc.Reject(gossh.ConnectionFailed, "termgate: malformed direct-tcpip request")
+	if err := gossh.Unmarshal(nc.ExtraData(), &req); err != nil || req.Port == 0 || req.Port > 65535 || !validTargetHost(req.Host) {
+		_ = nc.Reject(gossh.ConnectionFailed, "termgate: malformed direct-tcpip request (want a host name or address and a port in 1-65535)")
 		return
 	}
 	name, port := cs.login, int(req.Port)
@@ -74,6 +74,9 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 		return
 	}
 	if !f.accepted(ch, conn) { // revoked while dialing
+		// x/crypto queues a channel's requests behind the connection's
+		// reads: they are drained until the close is acknowledged.
+		s.track.Go(func() { gossh.DiscardRequests(reqs) })
 		s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "failed", "reason", f.cutWhy())
 		return
 	}
@@ -213,6 +216,22 @@ func (f *forward) cutWhy() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.why
+}
+
+// validTargetHost reports whether a direct-tcpip host can be a host name
+// or an address: 1-255 bytes of printable ASCII without spaces. Anything
+// else could never be dialled, and must not reach a backend (the Docker
+// holder gets it as an argument) or a log.
+func validTargetHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if h[i] <= ' ' || h[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
 }
 
 // safeText makes text from a backend or an instance fit for a client's

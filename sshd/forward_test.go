@@ -174,6 +174,21 @@ func TestForwardRefusals(t *testing.T) {
 		}
 		conn.Close()
 	})
+	t.Run("malformed host", func(t *testing.T) {
+		c := f.dial(t, "admin", "web1")
+		for _, host := range []string{"a b", "x\x00y", strings.Repeat("a", 256), "\x1b[31m"} {
+			payload := gossh.Marshal(directTCPIP{Host: host, Port: uint32(port), OrigHost: "127.0.0.1", OrigPort: 1})
+			ch, reqs, err := c.OpenChannel("direct-tcpip", payload)
+			if err == nil {
+				go gossh.DiscardRequests(reqs)
+				ch.Close()
+				t.Fatalf("host %q accepted", host)
+			}
+			if !strings.Contains(err.Error(), "malformed direct-tcpip request") {
+				t.Fatalf("host %q: %v", host, err)
+			}
+		}
+	})
 	t.Run("audited", func(t *testing.T) {
 		if !strings.Contains(f.logs.String(), "forward refused") {
 			t.Fatal("no log of the refusals")
