@@ -48,6 +48,7 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 		cs.log.Debug("forward refused", // Debug: a flood of opens must not flood the log; the audit trail and the client have it
 			"instance", clip(name, 128), "target", target, "reason", why)
 		s.cfg.Audit.Event(audit.Forward, who(id, cs.remote), clip(name, 128), "", "target", target, "result", "denied", "reason", why)
+		s.fwdStats.refused.Add(1)
 		_ = nc.Reject(gossh.Prohibited, why)
 		return
 	}
@@ -57,6 +58,7 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 	op, why := s.beginRemote(cs, opForward, name, f.cut)
 	if why != "" {
 		s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "denied", "reason", why)
+		s.fwdStats.refused.Add(1)
 		_ = nc.Reject(gossh.ResourceShortage, why)
 		return
 	}
@@ -65,6 +67,7 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 	if why != "" {
 		cs.log.Info("forward failed", "instance", name, "target", target, "reason", why)
 		s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "failed", "reason", why)
+		s.fwdStats.failed.Add(1)
 		_ = nc.Reject(gossh.ConnectionFailed, why)
 		return
 	}
@@ -81,7 +84,10 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 		return
 	}
 	start := time.Now()
+	s.fwdStats.opened.Add(1)
 	r := s.relayForward(ch, reqs, conn)
+	s.fwdStats.toTarget.Add(uint64(r.toTarget))
+	s.fwdStats.fromTarget.Add(uint64(r.fromTarget))
 	cause := r.cause
 	if why := f.cutWhy(); why != "" {
 		cause = why

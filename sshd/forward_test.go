@@ -124,6 +124,9 @@ func TestForwardGoClient(t *testing.T) {
 	eventually(t, "the audit record", func() bool {
 		return strings.Contains(f.logs.String(), "event=forward") && strings.Contains(f.logs.String(), "bytes_to_target=25")
 	})
+	if opened, refused, failed, to, from := f.srv.ForwardStats(); opened != 1 || refused != 0 || failed != 0 || to != 25 || from != 25 {
+		t.Errorf("ForwardStats %d %d %d %d %d, want 1 0 0 25 25", opened, refused, failed, to, from)
+	}
 }
 
 func TestForwardRefusals(t *testing.T) {
@@ -192,6 +195,9 @@ func TestForwardRefusals(t *testing.T) {
 	t.Run("audited", func(t *testing.T) {
 		if !strings.Contains(f.logs.String(), "forward refused") {
 			t.Fatal("no log of the refusals")
+		}
+		if _, refused, failed, _, _ := f.srv.ForwardStats(); refused < 5 || failed < 2 {
+			t.Errorf("ForwardStats refused %d failed %d, want at least 5 and 2", refused, failed)
 		}
 	})
 }

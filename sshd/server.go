@@ -128,6 +128,7 @@ type Server struct {
 	nextID   atomic.Uint64
 	lim      *limits
 	remote   remoteOps // commands, transfers and forwards (remoteops.go)
+	fwdStats forwardStats
 
 	mu        sync.Mutex              // guards the fields below; taken before limits.mu
 	conns     map[net.Conn]*connState // every connection, from accept to close

@@ -153,7 +153,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		TLS:            creds.tls,
 		RequestRate:    requestRate(o.httpRateLimit),
 		RequestBurst:   requestBurst(o.httpRateLimit),
-		Metrics:        metrics.Handler(reg),
+		Metrics:        metrics.Handler(reg, metrics.ForwardCollector(forwardStats(sshSrv))),
 		Page:           web.Handler(),
 		RecordDir:      o.recordDir,
 	})
@@ -393,4 +393,13 @@ func forwardIdle(d time.Duration) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// forwardStats reads the SSH listener's forward counters for /metrics.
+func forwardStats(s *sshd.Server) func() metrics.ForwardStats {
+	return func() metrics.ForwardStats {
+		var st metrics.ForwardStats
+		st.Opened, st.Refused, st.Failed, st.BytesToTarget, st.BytesFromTarget = s.ForwardStats()
+		return st
+	}
 }
