@@ -107,6 +107,7 @@ func ParseAuthorizedKeys(data []byte) (*AuthorizedKeys, []string) {
 			warnings = append(warnings, fmt.Sprintf("line %d (%s): %v: key %s is refused where this line applies", n, name, err, fp))
 		} else {
 			kl.id.Instances, kl.id.NoPTY, kl.id.ReadOnly, kl.from = o.instances, o.noPTY, o.readOnly, o.from
+			kl.id.NoPortForwarding, kl.id.PermitOpen = o.noPortForwarding, o.permitOpen
 			ak.usable++
 		}
 		k := string(key.Marshal())

@@ -38,6 +38,8 @@ func FuzzParseAuthorizedKeys(f *testing.F) {
 		`instances="",from="" ` + l1,
 		"ssh-ed25519 AAAA\nnot a key",
 		`no-pty="x",NO-PTY,Restrict ` + l2 + " \x1b[31mred",
+		`restrict,port-forwarding,permitopen="127.0.0.1:80",permitopen="[::1]:*",permitopen="*:22" ` + l1,
+		`permitopen="[::1",permitopen="a/0",permitopen="*" ` + l2,
 	} {
 		f.Add([]byte(s))
 	}
@@ -72,6 +74,7 @@ func FuzzParseAuthorizedKeys(f *testing.F) {
 				usable++
 				wellFormed(t, kl.id.Instances)
 				kl.id.May("web-1")
+				permitOpenWellFormed(t, kl.id)
 			}
 			for _, a := range addrs {
 				id, err := ak.Authorize(key, tcpAddr(a))
@@ -229,4 +232,26 @@ func mustParseFrom(t *testing.T, list string) *fromList {
 
 func tcpAddr(a netip.Addr) net.Addr {
 	return net.TCPAddrFromAddrPort(netip.AddrPortFrom(a, 22))
+}
+
+// permitOpenWellFormed checks an accepted line's permitopen= targets: each
+// splits into a host and a port MayOpen understands, and allows exactly
+// what it names.
+func permitOpenWellFormed(t *testing.T, id Identity) {
+	t.Helper()
+	for _, p := range id.PermitOpen {
+		h, pt, err := net.SplitHostPort(p)
+		if err != nil || h == "" {
+			t.Fatalf("permitopen target %q: %v", p, err)
+		}
+		port := 443
+		if pt != "*" {
+			if port, err = strconv.Atoi(pt); err != nil || port < 1 || port > 65535 {
+				t.Fatalf("permitopen target %q: bad port", p)
+			}
+		}
+		if !id.MayOpen(h, port) {
+			t.Fatalf("permitopen target %q does not allow %s port %d", p, h, port)
+		}
+	}
 }

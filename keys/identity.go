@@ -2,7 +2,9 @@ package keys
 
 import (
 	"fmt"
+	"net"
 	"path"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -31,6 +33,38 @@ type Identity struct {
 	// input and window size never reach the shell, and refuse its resets.
 	// It combines with Instances.
 	ReadOnly bool
+	// NoPortForwarding refuses direct-tcpip channels (ssh -L, -D, -W):
+	// set by the authorized_keys options no-port-forwarding and restrict
+	// (port-forwarding clears it, as in OpenSSH), and for a certificate
+	// without the permit-port-forwarding extension.
+	NoPortForwarding bool
+	// PermitOpen are the targets of the authorized_keys option
+	// permitopen="HOST:PORT", as "HOST:PORT" (net.JoinHostPort: an IPv6
+	// address in brackets; "*" as HOST or PORT matches any). Empty: any
+	// target. See MayOpen.
+	PermitOpen []string
+}
+
+// MayOpen reports whether the identity's permitopen= list lets a forwarded
+// connection reach host:port. As in OpenSSH, host is compared literally
+// (no pattern matching, no name lookup, case-sensitive: "localhost" is not
+// "127.0.0.1"), an IPv6 address without its brackets; "*" matches any host
+// or port. It does not look at NoPortForwarding.
+func (id Identity) MayOpen(host string, port int) bool {
+	if len(id.PermitOpen) == 0 {
+		return true
+	}
+	want := strconv.Itoa(port)
+	for _, p := range id.PermitOpen {
+		h, pt, err := net.SplitHostPort(p)
+		if err != nil {
+			continue // cannot happen: parsePermitOpen wrote it
+		}
+		if (h == "*" || h == host) && (pt == "*" || pt == want) {
+			return true
+		}
+	}
+	return false
 }
 
 // May reports whether the identity may use the instance. Names outside the

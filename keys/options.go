@@ -12,28 +12,53 @@ type keyOptions struct {
 	from      *fromList // nil: any client address
 	noPTY     bool
 	readOnly  bool
+	// noPortForwarding and permitOpen are OpenSSH's no-port-forwarding
+	// (also set by restrict, cleared by port-forwarding) and
+	// permitopen="HOST:PORT" (repeatable; see permitopen.go).
+	noPortForwarding bool
+	permitOpen       []string
 }
 
 // keyReadOnly is termgate's own authorized_keys option (OpenSSH has no such
 // option and would refuse the line): the key attaches as an observer.
 const keyReadOnly = "read-only"
 
-// flagOptions are the value-less options termgate accepts. Their value says
-// what the option does to the PTY permission: -1 denies, +1 allows, 0 leaves
-// it alone (forwarding and rc files are never available through the gateway,
-// so their options change nothing).
-var flagOptions = map[string]int{
-	"restrict":            -1,
-	"no-pty":              -1,
-	"pty":                 +1,
-	"no-port-forwarding":  0,
-	"no-agent-forwarding": 0,
-	"no-x11-forwarding":   0,
-	"no-user-rc":          0,
-	"port-forwarding":     0,
-	"agent-forwarding":    0,
-	"x11-forwarding":      0,
-	"user-rc":             0,
+// flagEffect is what a value-less option does to one permission: deny,
+// allow, or leave it alone.
+type flagEffect int8
+
+const (
+	leave flagEffect = iota
+	deny
+	allow
+)
+
+// flagOptions are the value-less options termgate accepts and what each does
+// to the PTY and the port-forwarding permissions (agent and X11 forwarding
+// and rc files are never available through the gateway, so their options
+// change nothing).
+var flagOptions = map[string]struct{ pty, forward flagEffect }{
+	"restrict":            {deny, deny},
+	"no-pty":              {deny, leave},
+	"pty":                 {allow, leave},
+	"no-port-forwarding":  {leave, deny},
+	"port-forwarding":     {leave, allow},
+	"no-agent-forwarding": {},
+	"no-x11-forwarding":   {},
+	"no-user-rc":          {},
+	"agent-forwarding":    {},
+	"x11-forwarding":      {},
+	"user-rc":             {},
+}
+
+// apply sets *perm to what effect says (deny sets the "no" flag).
+func (e flagEffect) apply(no *bool) {
+	switch e {
+	case deny:
+		*no = true
+	case allow:
+		*no = false
+	}
 }
 
 // parseOptions interprets the raw options gossh.ParseAuthorizedKey returns
@@ -57,12 +82,23 @@ func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
 			if hasValue {
 				return o, nil, fmt.Errorf("option %q takes no value", displayName(opt, 80))
 			}
-			switch effect {
-			case -1:
-				o.noPTY = true
-			case +1:
-				o.noPTY = false
+			effect.pty.apply(&o.noPTY)
+			effect.forward.apply(&o.noPortForwarding)
+			continue
+		}
+		if name == "permitopen" { // repeatable, as in OpenSSH
+			if !hasValue {
+				return o, nil, fmt.Errorf("option permitopen needs a quoted value")
 			}
+			v, err := dequote(value)
+			if err != nil {
+				return o, nil, fmt.Errorf("option permitopen=: %w", err)
+			}
+			target, err := parsePermitOpen(v)
+			if err != nil {
+				return o, nil, err
+			}
+			o.permitOpen = append(o.permitOpen, target)
 			continue
 		}
 		switch name {

@@ -23,7 +23,7 @@ func TestParseOptions(t *testing.T) {
 		{name: "restrict,pty allows it", raw: []string{"restrict", "pty"}, wantNoPTY: false},
 		{name: "pty,no-pty: last wins", raw: []string{"pty", "no-pty"}, wantNoPTY: true},
 		{name: "case-insensitive names", raw: []string{"No-PTY", "NO-X11-FORWARDING"}, wantNoPTY: true},
-		{name: "forwarding options are no-ops", raw: []string{"no-port-forwarding", "no-agent-forwarding", "no-X11-forwarding", "no-user-rc", "port-forwarding", "agent-forwarding", "x11-forwarding", "user-rc"}},
+		{name: "agent, x11 and rc options are no-ops", raw: []string{"no-agent-forwarding", "no-X11-forwarding", "no-user-rc", "agent-forwarding", "x11-forwarding", "user-rc"}},
 		{name: "instances", raw: []string{`instances="web-*,db"`}, wantInstances: []string{"web-*", "db"}},
 		{name: "instances with restrict", raw: []string{"restrict", `instances="web-*"`}, wantNoPTY: true, wantInstances: []string{"web-*"}},
 		{name: "read-only", raw: []string{"read-only"}, wantReadOnly: true},
@@ -39,7 +39,10 @@ func TestParseOptions(t *testing.T) {
 		{name: "cert-authority fails closed", raw: []string{"cert-authority"}, wantErr: `unsupported option "cert-authority"`},
 		{name: "expiry-time fails closed", raw: []string{`expiry-time="20300101"`}, wantErr: `unsupported option "expiry-time"`},
 		{name: "principals fails closed", raw: []string{`principals="root"`}, wantErr: `unsupported option "principals"`},
-		{name: "permitopen fails closed", raw: []string{`permitopen="localhost:80"`}, wantErr: `unsupported option "permitopen"`},
+		{name: "permitlisten fails closed", raw: []string{`permitlisten="localhost:80"`}, wantErr: `unsupported option "permitlisten"`},
+		{name: "permitopen without value", raw: []string{"permitopen"}, wantErr: "needs a quoted value"},
+		{name: "permitopen unquoted", raw: []string{"permitopen=a:1"}, wantErr: "double quotes"},
+		{name: "permitopen without port", raw: []string{`permitopen="localhost"`}, wantErr: "HOST:PORT"},
 		{name: "no-touch-required fails closed", raw: []string{"no-touch-required"}, wantErr: `unsupported option "no-touch-required"`},
 		{name: "unknown after good ones", raw: []string{"no-pty", "bogus"}, wantErr: `unsupported option "bogus"`},
 		{name: "flag with a value", raw: []string{`no-pty="yes"`}, wantErr: "takes no value"},
@@ -96,5 +99,31 @@ func TestDequoteKeepsEscapedQuote(t *testing.T) {
 	}
 	if o.from.match(netip.MustParseAddr("10.0.0.1")) {
 		t.Error(`from="\"*" matched an address`)
+	}
+}
+
+func TestParseOptionsPortForwarding(t *testing.T) {
+	tests := []struct {
+		raw        []string
+		wantNo     bool
+		wantPermit []string
+	}{
+		{raw: nil},
+		{raw: []string{"no-port-forwarding"}, wantNo: true},
+		{raw: []string{"No-Port-Forwarding"}, wantNo: true},
+		{raw: []string{"restrict"}, wantNo: true},
+		{raw: []string{"restrict", "port-forwarding"}},
+		{raw: []string{"port-forwarding", "no-port-forwarding"}, wantNo: true},
+		{raw: []string{"restrict", "pty"}, wantNo: true},
+		{raw: []string{`permitopen="localhost:80"`, `PermitOpen="[::1]:*"`, `permitopen="*:5432"`}, wantPermit: []string{"localhost:80", "[::1]:*", "*:5432"}},
+	}
+	for _, tt := range tests {
+		o, _, err := parseOptions(tt.raw)
+		if err != nil {
+			t.Fatalf("parseOptions(%q): %v", tt.raw, err)
+		}
+		if o.noPortForwarding != tt.wantNo || strings.Join(o.permitOpen, "|") != strings.Join(tt.wantPermit, "|") {
+			t.Errorf("parseOptions(%q): noPortForwarding %v permitOpen %q, want %v %q", tt.raw, o.noPortForwarding, o.permitOpen, tt.wantNo, tt.wantPermit)
+		}
 	}
 }

@@ -169,7 +169,9 @@ func (c *UserCAs) AuthorizeCert(cert *gossh.Certificate, remote net.Addr) (Ident
 // the extension termgate-read-only (ssh-keygen -O extension:termgate-read-only;
 // an extension, not a critical option, since OpenSSH servers ignore
 // extensions they do not know and the certificate stays usable elsewhere;
-// its value is ignored). The error wraps
+// its value is ignored). NoPortForwarding is set unless it has the
+// permit-port-forwarding extension (ssh-keygen adds it unless told -O
+// no-port-forwarding). The error wraps
 // ErrCertUntrusted, ErrCertRevoked or ErrCertInvalid and is meant for the
 // log.
 func (c *UserCAs) AuthorizeCertAt(cert *gossh.Certificate, remote net.Addr, now time.Time) (Identity, error) {
@@ -228,6 +230,8 @@ func (c *UserCAs) AuthorizeCertAt(cert *gossh.Certificate, remote net.Addr, now 
 	_, id.NoPTY = cert.Extensions["permit-pty"]
 	id.NoPTY = !id.NoPTY
 	_, id.ReadOnly = cert.Extensions[CertReadOnly]
+	_, id.NoPortForwarding = cert.Extensions["permit-port-forwarding"]
+	id.NoPortForwarding = !id.NoPortForwarding
 	return id, nil
 }
 

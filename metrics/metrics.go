@@ -47,9 +47,11 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(idleDesc, prometheus.GaugeValue, float64(idle))
 }
 
-// Handler serves the registry's metrics plus the Go runtime's.
-func Handler(src Source) http.Handler {
+// Handler serves the registry's metrics plus the Go runtime's, and those
+// of more (ForwardCollector, say).
+func Handler(src Source, more ...prometheus.Collector) http.Handler {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collector{src}, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(more...)
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }

@@ -98,6 +98,10 @@ usage:
   ssh INSTANCE@HOST reset     the same
   ssh HOST list               the sessions this key may see
   ssh HOST help               this text
+  ssh -N -L LPORT:127.0.0.1:PORT INSTANCE@HOST
+                              forward local port LPORT to PORT inside INSTANCE
+                              (also -D for SOCKS, -W for stdio); 127.0.0.1 is
+                              the instance's own loopback
 
 list, help and reset are the gateway's whatever the user name; termgate@HOST
 always means the gateway.

@@ -53,7 +53,7 @@ type connState struct {
 
 // serveConn runs one connection from accept to close: admission, the
 // handshake, then its channels, each opened in a goroutine of its own.
-// Global requests are all refused (no tcpip-forward); keepalives go out
+// Global requests are all refused (no tcpip-forward: globalRequests); keepalives go out
 // from their own goroutine.
 func (s *Server) serveConn(nc net.Conn) {
 	cs := s.connOpened(nc)
@@ -69,7 +69,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	defer sc.Close()
 	cs.login = sc.User()
 	s.track.Go(func() { s.keepalive(cs, sc) })
-	s.track.Go(func() { gossh.DiscardRequests(reqs) })
+	s.track.Go(func() { s.globalRequests(cs, reqs) })
 	for nch := range chans { // until the connection ends
 		open, ok := s.channels[nch.ChannelType()]
 		if !ok {
@@ -201,11 +201,11 @@ func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
 	return cfg
 }
 
-// rejectChannel refuses a channel of a type that has no opener: port
-// forwarding (direct-tcpip), agent and X11 channels, anything else.
+// rejectChannel refuses a channel of a type that has no opener: agent
+// (auth-agent@openssh.com), X11, direct-streamlocal, anything else.
 func rejectChannel(cs *connState, nc gossh.NewChannel) {
 	cs.log.Debug("refused a channel", "type", nc.ChannelType())
-	_ = nc.Reject(gossh.Prohibited, "termgate allows terminal sessions only (no port forwarding)")
+	_ = nc.Reject(gossh.Prohibited, "termgate: only sessions and TCP forwarding (ssh -L, -D, -W) into instances; no agent, X11 or socket forwarding")
 }
 
 func (cs *connState) authenticated() {

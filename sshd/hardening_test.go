@@ -568,7 +568,7 @@ type certFixture struct {
 	audit     *auditLog
 }
 
-func newCertFixture(t *testing.T) *certFixture {
+func newCertFixture(t *testing.T, mutate ...func(*Config)) *certFixture {
 	t.Helper()
 	cf := &certFixture{audit: &auditLog{}}
 	cf.ca, _ = newSigner(t)
@@ -580,7 +580,14 @@ func newCertFixture(t *testing.T) *certFixture {
 	}
 	// Every refused certificate below is a failed connection from
 	// 127.0.0.1; the lock-out has tests of its own.
-	cf.fixture = newFixture(t, func(c *Config) { c.UserCAs = cas; c.Audit = audit.New(&cf.audit.buf); c.AuthFailLimit = -1 })
+	cf.fixture = newFixture(t, func(c *Config) {
+		c.UserCAs = cas
+		c.Audit = audit.New(&cf.audit.buf)
+		c.AuthFailLimit = -1
+		for _, m := range mutate {
+			m(c)
+		}
+	})
 	return cf
 }
 

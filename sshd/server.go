@@ -128,6 +128,7 @@ type Server struct {
 	nextID   atomic.Uint64
 	lim      *limits
 	remote   remoteOps // commands, transfers and forwards (remoteops.go)
+	fwdStats forwardStats
 
 	mu        sync.Mutex              // guards the fields below; taken before limits.mu
 	conns     map[net.Conn]*connState // every connection, from accept to close
@@ -204,9 +205,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, host: host, conns: map[net.Conn]*connState{}, listeners: map[net.Listener]struct{}{}}
 	s.lim = newLimits(&s.cfg)
 	s.handler = chain(s.route, recoverer, logging, s.authenticate)
-	// Only "session" channels: port forwarding (direct-tcpip), agent and
-	// X11 channels have no opener and are refused.
-	s.channels = map[string]channelOpener{"session": s.sessionChannel}
+	// Sessions and forwarded connections (direct-tcpip: ssh -L, -D, -W);
+	// agent, X11 and other channels have no opener and are refused.
+	s.channels = map[string]channelOpener{"session": s.sessionChannel, "direct-tcpip": s.forwardChannel}
 	return s, nil
 }
 

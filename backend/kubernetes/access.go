@@ -42,10 +42,19 @@ var Recommended = []Permission{
 	{"get", "pods", "exec"},
 }
 
+// ForwardNeeded is what forwarded connections (ssh -L, -D, -W: Dial) need:
+// the SPDY port-forward is a POST, authorized as create on
+// pods/portforward. Without it the gateway still serves shells; forwards
+// are refused naming the permission. deploy/kubernetes also grants get,
+// which a WebSocket port-forward would be authorized as.
+var ForwardNeeded = []Permission{
+	{"create", "pods", "portforward"},
+}
+
 // CheckAccess asks the API server whether the gateway's account holds every
 // permission in Needed (SelfSubjectAccessReview, which every authenticated
 // account may ask) and fails naming the missing ones; a missing one of
-// Recommended is logged. When the API server does not answer the question
+// Recommended or ForwardNeeded is logged. When the API server does not answer the question
 // (the review itself forbidden), it returns nil: the calls themselves will
 // say what is missing.
 func (b *Backend) CheckAccess(ctx context.Context) error {
@@ -54,6 +63,9 @@ func (b *Backend) CheckAccess(ctx context.Context) error {
 	}
 	if err := b.checkAccess(ctx, Recommended); err != nil {
 		b.log.Warn("kubernetes RBAC: every exec falls back from WebSocket to SPDY", "err", err)
+	}
+	if err := b.checkAccess(ctx, ForwardNeeded); err != nil {
+		b.log.Warn("kubernetes RBAC: port forwarding (ssh -L, -D, -W) into pods will be refused", "err", err)
 	}
 	return nil
 }

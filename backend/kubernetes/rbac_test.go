@@ -37,6 +37,11 @@ func podRules(podVerbs []string, execVerbs ...string) []rbacv1.PolicyRule {
 	return r
 }
 
+// rulesFor grants verbs on one resource (pods/portforward, say).
+func rulesFor(resource string, verbs ...string) []rbacv1.PolicyRule {
+	return []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{resource}, Verbs: verbs}}
+}
+
 // serviceAccount makes a service account bound to a Role with rules and
 // returns a client configuration with a token of it.
 func serviceAccount(t *testing.T, rules []rbacv1.PolicyRule) *rest.Config {

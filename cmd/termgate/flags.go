@@ -49,6 +49,7 @@ type options struct {
 	kubeNamespace       string
 	sshCompat           bool
 	portForwarding      bool
+	forwardIdleTimeout  time.Duration
 	fileTransfer        bool
 	maxUploadSize       int64
 }
@@ -90,6 +91,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.BoolVar(&o.recordInput, "record-input", false, "with --record-dir: also record what clients type (\"i\" events); off by default because input holds passwords")
 	fs.BoolVar(&o.durable, "durable", false, "hold each session inside its instance (a holder program the gateway copies there), so that shells outlive gateway restarts, upgrades and crashes and several gateways can serve them; needs --backend docker or kubernetes")
 	fs.BoolVar(&o.portForwarding, "port-forwarding", true, "let SSH clients forward TCP connections into instances (ssh -L, -D, -W: dialled from inside the instance); false refuses every forward")
+	fs.DurationVar(&o.forwardIdleTimeout, "forward-idle-timeout", 15*time.Minute, "close a forwarded connection that moved no byte either way for this long (0: never)")
 	fs.BoolVar(&o.fileTransfer, "file-transfer", true, "let clients read and write instances' files (sftp, scp, the HTTP files routes); false refuses them")
 	fs.StringVar(&maxUpload, "max-upload-size", "1GiB", "the largest file PUT /api/instances/NAME/files takes (bytes, or KiB/MiB/GiB)")
 	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")

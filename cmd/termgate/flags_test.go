@@ -111,3 +111,19 @@ func TestDurableFlag(t *testing.T) {
 		}
 	}
 }
+
+func TestForwardFlags(t *testing.T) {
+	o, err := parseFlags(nil, env(map[string]string{"TERMGATE_FORWARD_IDLE_TIMEOUT": "2m", "TERMGATE_PORT_FORWARDING": "false"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.forwardIdleTimeout != 2*time.Minute || o.portForwarding {
+		t.Errorf("forward idle %v, port forwarding %v", o.forwardIdleTimeout, o.portForwarding)
+	}
+	if o, err = parseFlags(nil, env(nil)); err != nil || o.forwardIdleTimeout != 15*time.Minute || !o.portForwarding {
+		t.Errorf("defaults: %v %v, %v", o.forwardIdleTimeout, o.portForwarding, err)
+	}
+	if forwardIdle(0) >= 0 || forwardIdle(time.Second) != time.Second {
+		t.Error("--forward-idle-timeout 0 must mean never")
+	}
+}

@@ -128,6 +128,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat,
 		Audit: auditLog, Registry: reg, Logger: log,
 		Remote: runner, NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer,
+		ForwardIdleTimeout: forwardIdle(o.forwardIdleTimeout),
 	})
 	if err != nil {
 		return err
@@ -153,7 +154,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		TLS:            creds.tls,
 		RequestRate:    requestRate(o.httpRateLimit),
 		RequestBurst:   requestBurst(o.httpRateLimit),
-		Metrics:        metrics.Handler(reg),
+		Metrics:        metrics.Handler(reg, metrics.ForwardCollector(forwardStats(sshSrv))),
 		Page:           web.Handler(),
 		RecordDir:      o.recordDir,
 	})
@@ -384,4 +385,22 @@ func requestRate(perSecond float64) float64 {
 
 func requestBurst(perSecond float64) int {
 	return max(1, int(perSecond*5))
+}
+
+// forwardIdle maps --forward-idle-timeout to sshd's ForwardIdleTimeout,
+// where zero means the default and negative never: the flag's 0 is never.
+func forwardIdle(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// forwardStats reads the SSH listener's forward counters for /metrics.
+func forwardStats(s *sshd.Server) func() metrics.ForwardStats {
+	return func() metrics.ForwardStats {
+		var st metrics.ForwardStats
+		st.Opened, st.Refused, st.Failed, st.BytesToTarget, st.BytesFromTarget = s.ForwardStats()
+		return st
+	}
 }

@@ -1,0 +1,270 @@
+package sshd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	gossh "golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/remote"
+	"github.com/termgate/termgate/sessions"
+)
+
+// forwardDialTimeout bounds Remote.Dial: a target that neither accepts nor
+// refuses must not hold a channel open (and a slot taken) for long.
+const forwardDialTimeout = 30 * time.Second
+
+// directTCPIP is the payload of a "direct-tcpip" channel open (RFC 4254
+// 7.2): where to connect, and where the client's connection came from.
+type directTCPIP struct {
+	Host     string
+	Port     uint32
+	OrigHost string
+	OrigPort uint32
+}
+
+// forwardChannel serves a "direct-tcpip" channel (ssh -L, -D, -W): it
+// connects, from inside the instance the login name names, to the host and
+// port asked for, and copies bytes both ways until both sides are done,
+// the connection is idle for ForwardIdleTimeout or the key is revoked.
+// Every refusal is a rejected channel whose message the client prints.
+func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
+	var req directTCPIP
+	if err := gossh.Unmarshal(nc.ExtraData(), &req); err != nil || req.Port == 0 || req.Port > 65535 || !validTargetHost(req.Host) {
+		_ = nc.Reject(gossh.ConnectionFailed, "termgate: malformed direct-tcpip request (want a host name or address and a port in 1-65535)")
+		return
+	}
+	name, port := cs.login, int(req.Port)
+	target := net.JoinHostPort(safeText(req.Host, 255), strconv.Itoa(port))
+	id, why := s.mayForward(cs, name, req.Host, port)
+	if why != "" {
+		cs.log.Debug("forward refused", // Debug: a flood of opens must not flood the log; the audit trail and the client have it
+			"instance", clip(name, 128), "target", target, "reason", why)
+		s.cfg.Audit.Event(audit.Forward, who(id, cs.remote), clip(name, 128), "", "target", target, "result", "denied", "reason", why)
+		s.fwdStats.refused.Add(1)
+		_ = nc.Reject(gossh.Prohibited, why)
+		return
+	}
+	f := &forward{s: s, cs: cs, name: name, target: target, who: who(id, cs.remote)}
+	f.ctx, f.cancel = context.WithCancel(cs.ctx)
+	defer f.cancel()
+	op, why := s.beginRemote(cs, opForward, name, f.cut)
+	if why != "" {
+		s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "denied", "reason", why)
+		s.fwdStats.refused.Add(1)
+		_ = nc.Reject(gossh.ResourceShortage, why)
+		return
+	}
+	defer op.end()
+	conn, why := f.dial(req.Host, port)
+	if why != "" {
+		cs.log.Info("forward failed", "instance", name, "target", target, "reason", why)
+		s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "failed", "reason", why)
+		s.fwdStats.failed.Add(1)
+		_ = nc.Reject(gossh.ConnectionFailed, why)
+		return
+	}
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		_ = conn.Close()
+		return
+	}
+	if !f.accepted(ch, conn) { // revoked while dialing
+		// x/crypto queues a channel's requests behind the connection's
+		// reads: they are drained until the close is acknowledged.
+		s.track.Go(func() { gossh.DiscardRequests(reqs) })
+		s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "failed", "reason", f.cutWhy())
+		return
+	}
+	start := time.Now()
+	s.fwdStats.opened.Add(1)
+	r := s.relayForward(ch, reqs, conn)
+	s.fwdStats.toTarget.Add(uint64(r.toTarget))
+	s.fwdStats.fromTarget.Add(uint64(r.fromTarget))
+	cause := r.cause
+	if why := f.cutWhy(); why != "" {
+		cause = why
+	}
+	cs.log.Info("forward ended", "instance", name, "target", target, "cause", cause, "to_target", r.toTarget, "from_target", r.fromTarget)
+	s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "ok",
+		"originator", net.JoinHostPort(safeText(req.OrigHost, 64), strconv.Itoa(int(req.OrigPort))),
+		"bytes_to_target", r.toTarget, "bytes_from_target", r.fromTarget,
+		"duration_ms", time.Since(start).Milliseconds(), "cause", cause)
+}
+
+// mayForward says why the connection may not forward to host:port in the
+// instance name, or returns its identity (derived again: the file may have
+// changed since the handshake). A key that may not use the instance learns
+// nothing about it; the other reasons name what to change.
+func (s *Server) mayForward(cs *connState, name, host string, port int) (keys.Identity, string) {
+	switch {
+	case s.cfg.NoPortForwarding:
+		return keys.Identity{}, "termgate: port forwarding is turned off on this gateway"
+	case s.cfg.Remote == nil:
+		return keys.Identity{}, "termgate: this gateway cannot forward connections"
+	}
+	key := cs.verifiedKey()
+	if key == nil {
+		return keys.Identity{}, "permission denied"
+	}
+	id, err := s.authorize(key, cs.remote)
+	if err != nil {
+		return keys.Identity{}, "permission denied"
+	}
+	switch {
+	case sessions.CheckName(name) != nil:
+		return id, fmt.Sprintf("termgate: log in as the instance to forward into (ssh -L PORT:HOST:PORT INSTANCE@GATEWAY); %q is not an instance name", clip(name, 64))
+	case !id.May(name):
+		return id, "termgate: " + sessions.NotFoundMessage(name)
+	case id.ReadOnly:
+		return id, "termgate: this key is read-only; read-only keys may not forward connections"
+	case id.NoPortForwarding:
+		return id, "termgate: port forwarding is not allowed for this key (no-port-forwarding, restrict, or a certificate without permit-port-forwarding)"
+	case !id.MayOpen(host, port):
+		return id, fmt.Sprintf("termgate: this key may not connect to %s (its permitopen= options do not list it)", net.JoinHostPort(safeText(host, 255), strconv.Itoa(port)))
+	}
+	return id, ""
+}
+
+// forward is one forwarded connection, for its cut: the channel and the
+// stream into the instance once there are some.
+type forward struct {
+	s      *Server
+	cs     *connState
+	name   string
+	target string
+	who    audit.Who
+	ctx    context.Context // ends with the forward: Dial and the stream run under it
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards the fields below; held for no I/O
+	ch     gossh.Channel
+	conn   remote.Conn
+	why    string // set by cut
+	cutted bool
+}
+
+// dial connects to host:port in the instance, or says why not (what the
+// client reads).
+func (f *forward) dial(host string, port int) (remote.Conn, string) {
+	inst, err := f.s.cfg.Registry.Lookup(f.ctx, f.name)
+	if err != nil {
+		if errors.Is(err, sessions.ErrNotFound) {
+			return nil, "termgate: " + sessions.NotFoundMessage(f.name)
+		}
+		return nil, fmt.Sprintf("termgate: cannot reach instance %q: %s", f.name, safeText(err.Error(), 200))
+	}
+	// The timer, not a context deadline: the stream may live under ctx.
+	timer := time.AfterFunc(forwardDialTimeout, f.cancel)
+	conn, err := f.s.cfg.Remote.Dial(f.ctx, inst, host, port)
+	timedOut := !timer.Stop()
+	var unavailable *remote.Unavailable
+	switch {
+	case err == nil:
+		return conn, ""
+	case f.cutWhy() != "":
+		return nil, "termgate: access revoked: " + f.cutWhy()
+	case timedOut:
+		return nil, fmt.Sprintf("termgate: connecting to %s in %q timed out after %v", f.target, f.name, forwardDialTimeout)
+	case errors.Is(err, remote.ErrUnsupported):
+		return nil, "termgate: this gateway's backend cannot forward connections"
+	case errors.As(err, &unavailable):
+		return nil, "termgate: " + safeText(unavailable.Why, 300)
+	}
+	return nil, fmt.Sprintf("termgate: cannot connect to %s in %q: %s", f.target, f.name, safeText(err.Error(), 300))
+}
+
+// accepted records the open channel and stream; false (both closed) when
+// the forward was cut meanwhile.
+func (f *forward) accepted(ch gossh.Channel, conn remote.Conn) bool {
+	f.mu.Lock()
+	cutted := f.cutted
+	if !cutted {
+		f.ch, f.conn = ch, conn
+	}
+	f.mu.Unlock()
+	if cutted {
+		_ = conn.Close()
+		_ = ch.Close()
+	}
+	return !cutted
+}
+
+// cut ends the forward on revocation (remoteOp.cut): Dial is cancelled,
+// the channel and the stream are closed, which ends the relay.
+func (f *forward) cut(why string) {
+	f.mu.Lock()
+	if f.cutted {
+		f.mu.Unlock()
+		return
+	}
+	f.cutted, f.why = true, why
+	ch, conn := f.ch, f.conn
+	f.mu.Unlock()
+	f.cs.log.Info("forward cut: access revoked", "instance", f.name, "target", f.target, "reason", why)
+	f.cancel()
+	if conn != nil {
+		_ = conn.Close()
+	}
+	if ch != nil {
+		_ = ch.Close()
+	}
+}
+
+func (f *forward) cutWhy() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.why
+}
+
+// validTargetHost reports whether a direct-tcpip host can be a host name
+// or an address: 1-255 bytes of printable ASCII without spaces. Anything
+// else could never be dialled, and must not reach a backend (the Docker
+// holder gets it as an argument) or a log.
+func validTargetHost(h string) bool {
+	if h == "" || len(h) > 255 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		if h[i] <= ' ' || h[i] >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// safeText makes text from a backend or an instance fit for a client's
+// terminal and the log: control characters become '?', at most n bytes.
+func safeText(s string, n int) string {
+	b := []byte(clip(s, n))
+	for i, c := range b {
+		if c < ' ' || c == 0x7f {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
+// globalRequests answers the connection's global requests: all are
+// refused. Remote forwarding (ssh -R: tcpip-forward and its Unix-socket
+// form) would listen on the gateway, which termgate never does; the
+// protocol's refusal carries no text, so the client prints its own
+// ("remote port forwarding failed") and the log says why.
+func (s *Server) globalRequests(cs *connState, reqs <-chan *gossh.Request) {
+	for req := range reqs {
+		switch req.Type {
+		case "tcpip-forward", "streamlocal-forward@openssh.com":
+			cs.log.Info("refused remote port forwarding (ssh -R): termgate only forwards into instances (ssh -L, -D, -W)", "request", req.Type)
+		}
+		if req.WantReply {
+			_ = req.Reply(false, nil)
+		}
+	}
+}
