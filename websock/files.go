@@ -78,7 +78,9 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 		writeError(w, status, msg)
 		return c, "", "", nil, nil, false
 	}
-	conn, err := s.cfg.Remote.SFTP(ctx, inst)
+	// The request's context, not ctx: the stream lives as long as the
+	// transfer (a backend may end it with the context it was opened under).
+	conn, err := s.cfg.Remote.SFTP(r.Context(), inst)
 	if err != nil {
 		s.filesFailed(w, r, c, name, p, dir, err)
 		return c, "", "", nil, nil, false

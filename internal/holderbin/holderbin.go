@@ -76,7 +76,7 @@ func load(env string, executable func() (string, error)) (*Binary, error) {
 		}
 		tried = append(tried, path)
 	}
-	return nil, fmt.Errorf("--durable needs the termgate-holder binary, which this gateway was built without: "+
+	return nil, fmt.Errorf("durable sessions, file transfer and port forwarding on Docker need the termgate-holder binary, which this gateway was built without: "+
 		"build the gateway with `make build` (it embeds the holder), or build the holder with "+
 		"`CGO_ENABLED=0 GOOS=linux go build -o termgate-holder ./cmd/termgate-holder` and put it next to the gateway "+
 		"or name it in %s (looked for %v)", EnvBinary, tried)
