@@ -67,6 +67,7 @@ fuzz:
 bench: build test-image
 	bash scripts/ensure-sshd.sh
 	$(GO) run ./bench/cmd/tgbench -termgate $(BIN)
+	bash bench/remote.sh $(BIN)
 
 # The stress run of docs/RELIABILITY.md: attach/detach cycles, a reset
 # storm, never-reading clients, container, engine and gateway faults,

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The rows of commands, files and forwarding (issue 21) for `make bench`:
+# each path through the gateway against its direct anchor in the same run,
+# printed as a ratio (gateway time / anchor time; below 1 is faster).
+#
+#   ssh I@gw true          vs  docker exec C true              (median of N)
+#   scp up / down (SFTP)   vs  docker cp to / from C            (SIZE MiB)
+#   scp up / down (SFTP)   vs  scp to a plain OpenSSH sshd      (when sshd exists)
+#   ssh -W to nc in C      vs  docker exec -i C nc              (SIZE MiB, one way)
+#
+# Usage: bench/remote.sh BIN [SIZE_MIB] [N]. Needs Docker, OpenSSH and the
+# image termgate-test:busybox (make test-image); everything on loopback.
+set -euo pipefail
+BIN=${1:?usage: bench/remote.sh BIN [SIZE_MIB] [N]}
+SIZE=${2:-100}
+N=${3:-20}
+IMAGE=termgate-test:busybox
+T=$(mktemp -d)
+C=tgbench-remote-$$
+GW=
+SSHD=
+cleanup() {
+	[ -n "$GW" ] && kill "$GW" 2>/dev/null && wait "$GW" 2>/dev/null || true
+	[ -n "$SSHD" ] && kill "$SSHD" 2>/dev/null || true
+	docker rm -f "$C" >/dev/null 2>&1 || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f\n", b - a }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "n/a" }'; }
+median() { sort -n | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+row() { printf '%-34s %10s s %10s s   %s\n' "$1" "$2" "$3" "$(ratio "$2" "$3")"; }
+
+docker run -d --init --network none --label tgbench-remote --name "$C" "$IMAGE" >/dev/null
+ssh-keygen -q -t ed25519 -N '' -f "$T/key"
+mkdir -p "$T/state"
+cp "$T/key.pub" "$T/state/authorized_keys"
+"$BIN" --state-dir "$T/state" --ssh-addr 127.0.0.1:0 --http-addr 127.0.0.1:0 \
+	--instance-label tgbench-remote --log-format json 2>"$T/gw.log" &
+GW=$!
+for _ in $(seq 100); do
+	PORT=$(sed -n 's/.*"msg":"termgate is listening","ssh":"127.0.0.1:\([0-9]*\)".*/\1/p' "$T/gw.log")
+	[ -n "$PORT" ] && break
+	sleep 0.1
+done
+[ -n "${PORT:-}" ] || { cat "$T/gw.log" >&2; echo "remote.sh: the gateway did not start" >&2; exit 1; }
+OPTS=(-F /dev/null -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o BatchMode=yes
+	-o IdentitiesOnly=yes -o LogLevel=ERROR -i "$T/key")
+gssh() { ssh "${OPTS[@]}" -p "$PORT" "$@"; }
+gscp() { scp "${OPTS[@]}" -P "$PORT" "$@"; }
+
+head -c "$((SIZE << 20))" /dev/urandom >"$T/data"
+echo "termgate remote paths ($SIZE MiB transfers, $N commands; ratio = gateway / anchor)"
+printf '%-34s %12s %12s   %s\n' path gateway anchor ratio
+
+# Commands: the first one installs nothing (no holder needed); warm both.
+gssh "$C@127.0.0.1" true
+docker exec "$C" true
+for _ in $(seq "$N"); do a=$(now); gssh "$C@127.0.0.1" true; secs "$a" "$(now)"; done | median >"$T/g"
+for _ in $(seq "$N"); do a=$(now); docker exec "$C" true; secs "$a" "$(now)"; done | median >"$T/d"
+row "ssh I@gw true (median)" "$(cat "$T/g")" "$(cat "$T/d")"
+
+# Files: scp (SFTP) against docker cp. A first scp puts the holder there.
+gscp "$T/key.pub" "$C@127.0.0.1:/tmp/warm"
+a=$(now); gscp "$T/data" "$C@127.0.0.1:/tmp/up"; gup=$(secs "$a" "$(now)")
+a=$(now); docker cp "$T/data" "$C:/tmp/cp"; d=$(secs "$a" "$(now)")
+row "scp upload" "$gup" "$d"
+a=$(now); gscp "$C@127.0.0.1:/tmp/up" "$T/down"; g=$(secs "$a" "$(now)")
+a=$(now); docker cp "$C:/tmp/cp" "$T/cpdown"; d=$(secs "$a" "$(now)")
+row "scp download" "$g" "$d"
+cmp -s "$T/data" "$T/down" || { echo "remote.sh: scp download differs" >&2; exit 1; }
+
+# The same scp to a plain OpenSSH sshd on loopback (ensure-sshd.sh).
+if SSHD_BIN=$(command -v sshd || echo /usr/sbin/sshd) && [ -x "$SSHD_BIN" ] && [ "$(id -u)" = 0 ]; then
+	ssh-keygen -q -t ed25519 -N '' -f "$T/hostkey"
+	cat >"$T/sshd_config" <<CONF
+ListenAddress 127.0.0.1:22922
+HostKey $T/hostkey
+AuthorizedKeysFile $T/key.pub
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile $T/sshd.pid
+Subsystem sftp internal-sftp
+CONF
+	mkdir -p /run/sshd
+	"$SSHD_BIN" -D -f "$T/sshd_config" -E "$T/sshd.log" &
+	SSHD=$!
+	sleep 0.5
+	kill -0 "$SSHD" 2>/dev/null || { cat "$T/sshd.log" >&2; exit 1; }
+	a=$(now); scp "${OPTS[@]}" -P 22922 "$T/data" root@127.0.0.1:"$T/plain"; p=$(secs "$a" "$(now)")
+	row "scp upload vs plain sshd" "$gup" "$p"
+	a=$(now); scp "${OPTS[@]}" -P 22922 root@127.0.0.1:"$T/plain" "$T/plaindown"; p=$(secs "$a" "$(now)")
+	row "scp download vs plain sshd" "$g" "$p"
+fi
+
+# Forwarding: SIZE MiB into nc in the container, through ssh -W against
+# docker exec -i nc (the holder's dial against busybox's nc).
+docker exec -d "$C" sh -c 'nc -ll -p 9000 -e sh -c "cat >/dev/null"'
+sleep 0.3
+a=$(now); gssh -W 127.0.0.1:9000 "$C@127.0.0.1" <"$T/data" >/dev/null; g=$(secs "$a" "$(now)")
+a=$(now); docker exec -i "$C" nc 127.0.0.1 9000 <"$T/data" >/dev/null; d=$(secs "$a" "$(now)")
+row "ssh -W stream (one way)" "$g" "$d"
+# Time to a first byte of a new forwarded connection against a fresh exec.
+docker exec -d "$C" sh -c 'nc -ll -p 9001 -e echo hi'
+sleep 0.3
+for _ in $(seq "$N"); do a=$(now); gssh -W 127.0.0.1:9001 "$C@127.0.0.1" </dev/null | head -c 2 >/dev/null; secs "$a" "$(now)"; done | median >"$T/g"
+for _ in $(seq "$N"); do a=$(now); docker exec "$C" echo hi | head -c 2 >/dev/null; secs "$a" "$(now)"; done | median >"$T/d"
+row "forward first byte (median)" "$(cat "$T/g")" "$(cat "$T/d")"
