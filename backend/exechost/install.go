@@ -188,6 +188,21 @@ func (h *Host) holderCommand(ctx context.Context, inst sessions.Instance, dir st
 	return []string{"/bin/sh", "-c", launchScript, "termgate-holder", dir, rel}, install, nil
 }
 
+// holderDirs are the backend's HolderDirs for inst, the one the holder
+// last ran from first (sessions and tools alike).
+func (h *Host) holderDirs(ctx context.Context, inst sessions.Instance) ([]string, error) {
+	dirs, err := h.x.HolderDirs(ctx, inst)
+	if err != nil {
+		return nil, err
+	}
+	if d := h.site.get(&h.site.worked, inst.ID); d != "" {
+		if i := slices.Index(dirs, d); i > 0 {
+			dirs = append([]string{d}, slices.Delete(slices.Clone(dirs), i, i+1)...)
+		}
+	}
+	return dirs, nil
+}
+
 // startHeld installs the holder where it runs, starts it for a new session
 // and connects to it, all with one exec ("serve --attach": the status
 // line, then the protocol), or connects to the holder a racing gateway just
@@ -205,14 +220,9 @@ func (h *Host) startHeld(ctx context.Context, inst sessions.Instance, spec sessi
 }
 
 func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, sh procmark.Shell) (sessions.Process, error) {
-	dirs, err := h.x.HolderDirs(ctx, inst)
+	dirs, err := h.holderDirs(ctx, inst)
 	if err != nil {
 		return nil, err
-	}
-	if d := h.held.get(&h.held.worked, inst.ID); d != "" {
-		if i := slices.Index(dirs, d); i > 0 {
-			dirs = append([]string{d}, slices.Delete(slices.Clone(dirs), i, i+1)...)
-		}
 	}
 	var why []string
 	foreign := false

@@ -2,8 +2,6 @@ package exechost
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -29,10 +27,7 @@ func (h *Host) Run(ctx context.Context, inst sessions.Instance, cmd remote.Comma
 	if err != nil {
 		return nil, err
 	}
-	marker, err := h.commandMarker()
-	if err != nil {
-		return nil, err
-	}
+	marker := h.oneOffMarker("c")
 	opts := ExecOptions{Stdin: true, TTY: cmd.TTY}
 	opts.Env = append(append(opts.Env, cmd.Env...), procmark.EnvSession+"="+marker)
 	if cmd.TTY {
@@ -67,11 +62,11 @@ func (h *Host) Run(ctx context.Context, inst sessions.Instance, cmd remote.Comma
 // (as OpenSSH hands a command to the login shell), else line's words, run
 // directly (an image without a shell: no quoting to honour).
 func (h *Host) runArgv(ctx context.Context, inst sessions.Instance, line string) ([]string, error) {
-	have, err := h.x.Exists(ctx, inst, []string{"/bin/sh"})
+	shell, err := h.hasShell(ctx, inst)
 	if err != nil {
 		return nil, fmt.Errorf("run in %q: %w", inst.Name, err)
 	}
-	if len(have) == 1 && have[0] {
+	if shell {
 		return []string{"/bin/sh", "-c", line}, nil
 	}
 	words := strings.Fields(line)
@@ -81,19 +76,15 @@ func (h *Host) runArgv(ctx context.Context, inst sessions.Instance, line string)
 	return words, nil
 }
 
-// commandMarker is a fresh marker for one command: c-RANDOM, under the
-// gateway's id as its shells' are (so a sweep at the next start ends
-// commands a gateway that died left running).
-func (h *Host) commandMarker() (string, error) {
-	var b [12]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("command marker: %w", err)
-	}
-	m := "c-" + hex.EncodeToString(b[:])
+// oneOffMarker is a fresh marker for one command ("c") or tool ("t"):
+// KIND-RANDOM under the gateway's id, so that a Sweep after a crash ends
+// what it left.
+func (h *Host) oneOffMarker(kind string) string {
+	m := kind + "-" + randomSuffix()
 	if h.gatewayID != "" {
 		m = h.gatewayID + "." + m
 	}
-	return m, nil
+	return m
 }
 
 // command is a running one-off command: one exec.

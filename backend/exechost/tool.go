@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,14 +63,9 @@ func (h *Host) runTool(ctx context.Context, inst sessions.Instance, args ...stri
 }
 
 func (h *Host) runToolIn(ctx context.Context, inst sessions.Instance, args []string) (Stream, error) {
-	dirs, err := h.x.HolderDirs(ctx, inst)
+	dirs, err := h.holderDirs(ctx, inst)
 	if err != nil {
 		return nil, err
-	}
-	if d := h.site.get(&h.site.worked, inst.ID); d != "" {
-		if i := slices.Index(dirs, d); i > 0 {
-			dirs = append([]string{d}, slices.Delete(slices.Clone(dirs), i, i+1)...)
-		}
 	}
 	shell, err := h.hasShell(ctx, inst)
 	if err != nil {
@@ -174,10 +168,7 @@ func (h *Host) hasShell(ctx context.Context, inst sessions.Instance) (bool, erro
 // startTool starts cmd (marked, so that Close can kill what it left) and
 // reads its ready line: a running tool, or (nil) how the exec ended.
 func (h *Host) startTool(ctx context.Context, inst sessions.Instance, cmd []string) (*toolStream, execResult, error) {
-	marker := "t-" + randomSuffix()
-	if h.gatewayID != "" {
-		marker = h.gatewayID + "." + marker // Sweep ends it after a crash
-	}
+	marker := h.oneOffMarker("t")
 	s, err := h.x.Exec(ctx, inst, cmd, ExecOptions{Stdin: true, Env: []string{procmark.EnvSession + "=" + marker}})
 	if err != nil {
 		if errors.Is(err, ErrMaybeStarted) {
