@@ -122,7 +122,7 @@ func Serve(ctx context.Context, cfg ServeConfig) error {
 		session: cfg.Session, cols: cfg.Cols, rows: cfg.Rows,
 		conns: map[*conn]struct{}{}, done: make(chan struct{}),
 	}
-	if err := h.startShell(); err != nil {
+	if err := h.startShell(nil); err != nil {
 		ln.Close()
 		h.removeSocket()
 		return err
@@ -174,7 +174,11 @@ func (h *holder) drain() {
 }
 
 // startShell starts a shell for the current session. Called without h.mu.
-func (h *holder) startShell() error {
+// startShell starts the session's shell and its pump. announce, when not
+// nil, goes to every gateway before the pump starts (a reset's frame): a
+// gateway must learn of the new session before its first output, or it
+// reads that output as the old session's.
+func (h *holder) startShell(announce []byte) error {
 	h.mu.Lock()
 	id, cols, rows := h.session, h.cols, h.rows
 	h.mu.Unlock()
@@ -187,6 +191,11 @@ func (h *holder) startShell() error {
 	h.mu.Lock()
 	h.shell = sh
 	h.created = time.Now()
+	if announce != nil {
+		for c := range h.conns {
+			c.send(announce)
+		}
+	}
 	h.mu.Unlock()
 	h.wg.Go(func() { h.pump(sh, id) })
 	return nil
@@ -321,16 +330,11 @@ func (h *holder) reset(msg ResetMsg) error {
 	if old != nil {
 		old.kill()
 	}
-	if err := h.startShell(); err != nil {
+	frame, _ := ControlFrame(TypeReset, msg)
+	if err := h.startShell(frame); err != nil {
 		h.finish(ExitMsg{Session: msg.NewSession, Code: -1, Cause: "reset failed: " + err.Error()})
 		return err
 	}
-	frame, _ := ControlFrame(TypeReset, msg)
-	h.mu.Lock()
-	for c := range h.conns {
-		c.send(frame)
-	}
-	h.mu.Unlock()
 	h.log.Info("session reset", "old", msg.OldSession, "new", msg.NewSession, "by", msg.By)
 	return nil
 }
