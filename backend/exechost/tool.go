@@ -177,16 +177,15 @@ func (h *Host) startTool(ctx context.Context, inst sessions.Instance, cmd []stri
 		return nil, execResult{}, fmt.Errorf("in %q: %w", inst.Name, err)
 	}
 	x := &execConn{s: s, r: bufio.NewReaderSize(s, 64<<10)}
-	d := toolReadyTimeout
-	if dl, ok := ctx.Deadline(); ok {
-		d = min(d, time.Until(dl))
-	}
-	t := time.AfterFunc(d, x.shutdown)
-	stopCtx := context.AfterFunc(ctx, x.shutdown)
+	// One context bounds the wait, so that whichever deadline ends it
+	// (the caller's or toolReadyTimeout) is known afterwards: two timers
+	// raced, and a caller's deadline could read as a failed start.
+	rctx, cancel := context.WithTimeout(ctx, toolReadyTimeout)
+	stopCtx := context.AfterFunc(rctx, x.shutdown)
 	line, lerr := readLine(x.r, 256)
-	t.Stop()
-	stopCtx()
-	if lerr == nil && line == holder.ToolReady {
+	timedOut := !stopCtx() // shutdown ran, or runs: the stream is gone
+	cancel()
+	if lerr == nil && line == holder.ToolReady && !timedOut {
 		ts := &toolStream{h: h, inst: inst, marker: marker, x: x}
 		// The caller's context bounds the stream's whole life: a read
 		// that stalls ends with it.
@@ -197,6 +196,11 @@ func (h *Host) startTool(ctx context.Context, inst sessions.Instance, cmd []stri
 		x.shutdown()
 		h.killTool(ctx, inst, marker)
 		return nil, execResult{}, fmt.Errorf("in %q: %w", inst.Name, ctx.Err())
+	}
+	if timedOut {
+		x.shutdown()
+		h.killTool(ctx, inst, marker)
+		return nil, execResult{}, fmt.Errorf("in %q: the holder did not start: it said nothing within %v", inst.Name, toolReadyTimeout)
 	}
 	code, werr := x.exit()
 	res := execResult{Stdout: line, Stderr: s.Stderr(), Code: code}
