@@ -30,13 +30,16 @@ func leave(c *websocket.Conn, i int) {
 
 // Issue 20 D5: the per-address cap counts only connections whose clients
 // are still there. 40 clients on one address (pages behind one NAT)
-// reconnect in a loop, 5 times each, 200 WebSockets in all, each closed
+// reconnect in a loop (after reconnectPause), 5 times each, 200 WebSockets in all, each closed
 // (close frame, FIN or RST in turn) before its client opens the next:
 // none is refused, though at most 40 are ever open. Then the whole cap is
 // there: 64 at once all attach. The 65th gets an HTTP 503 with
 // Retry-After, not a bare TCP reset, every time. (Before, the first part
 // was refused about one time in four, mostly with a reset: connections
 // stayed counted through their teardown after the client had gone.)
+// reconnectPause is half the page's shortest wait before it reconnects.
+const reconnectPause = 100 * time.Millisecond
+
 func TestConnectionCapForgetsClosedConnections(t *testing.T) {
 	s := newServed(t, nil)
 	const ip = "127.0.0.2"
@@ -72,6 +75,11 @@ func TestConnectionCapForgetsClosedConnections(t *testing.T) {
 					continue
 				}
 				leave(c, g+i)
+				// As the page does (app.js waits at least 200 ms): a
+				// server on a loaded machine needs a moment to see a
+				// FIN, and 24 unseen ones would fill the cap. The bug
+				// this guards against held closed ones for seconds.
+				time.Sleep(reconnectPause)
 			}
 		}()
 	}
