@@ -91,8 +91,7 @@ usage:
                               keeps running
   ssh INSTANCE@HOST CMD...    run CMD in INSTANCE beside its shell (-t: on a
                               terminal of its own); closing the client ends
-                              it and everything it started ("exec list" runs
-                              a program named like a command below)
+                              it and everything it started
   ssh HOST reset INSTANCE     kill INSTANCE's shell and everything it started,
                               start a fresh one
   ssh INSTANCE@HOST reset     the same
@@ -103,8 +102,9 @@ usage:
                               (also -D for SOCKS, -W for stdio); 127.0.0.1 is
                               the instance's own loopback
 
-list, help and reset are the gateway's whatever the user name; termgate@HOST
-always means the gateway.
+When the user name is a running instance this key may reach, every command
+but a bare reset runs there; termgate@HOST always means the gateway
+(ssh termgate@HOST list).
 
 Add -p PORT when the gateway does not listen on port 22.
 `

@@ -24,19 +24,28 @@ const gatewayUser = "termgate"
 // the wait for the exit status of a command.
 const commandTimeout = 30 * time.Second
 
-// isInstanceCommand reports whether the session's exec request is a
-// one-off command for the instance its user name names (ssh INSTANCE@HOST
-// CMD...): a command line that is not the gateway's own (list, help,
-// reset: those keep their meaning whatever the user name, so that
-// `ssh HOST list` works for every login; `exec list` runs an instance's
-// list), and a user name that is a valid instance name other than
-// gatewayUser. Whether the key may use it is for runCommand to say.
-func isInstanceCommand(user, line string) bool {
-	if strings.TrimSpace(line) == "" || user == gatewayUser || sessions.CheckName(user) != nil {
-		return false
+// instanceCommand says whether the session's command line runs in the
+// instance its user name names (contract "SSH"): when the user name is an
+// instance this key may reach, every command line but a bare reset does;
+// otherwise (the client's login name, termgate, a stopped instance) the
+// line is one of the gateway's own. inst is the instance found; err a
+// lookup failure that is not "there is none" (a backend down, a paused
+// instance), for runCommand to report. A key's instances= refusal and a
+// missing instance read the same: the key learns nothing.
+func (s *Server) instanceCommand(sess *session, id keys.Identity) (inst sessions.Instance, run bool, err error) {
+	f := strings.Fields(sess.cmd)
+	user := sess.user
+	if len(f) == 0 || len(f) == 1 && f[0] == "reset" || user == gatewayUser ||
+		sessions.CheckName(user) != nil || !id.May(user) {
+		return sessions.Instance{}, false, nil
 	}
-	_, err := parseCommand(line)
-	return err != nil
+	ctx, cancel := context.WithTimeout(sess.ctx, commandTimeout)
+	defer cancel()
+	inst, err = s.cfg.Registry.Lookup(ctx, user)
+	if errors.Is(err, sessions.ErrNotFound) || errors.Is(err, sessions.ErrBadName) {
+		return sessions.Instance{}, false, nil
+	}
+	return inst, true, err
 }
 
 // runCommand runs the session's command line in the instance name and
@@ -44,7 +53,7 @@ func isInstanceCommand(user, line string) bool {
 // and only that), its stdout goes to the channel, its stderr as extended
 // data; a closed channel kills it and everything it started. It returns
 // the exit status to send (exitDetached when the client went away).
-func (s *Server) runCommand(sess *session, id keys.Identity, name string) int {
+func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst sessions.Instance, lookupErr error) int {
 	line := sess.cmd
 	w := who(id, sess.remote)
 	deny := func(reason, msg string) int {
@@ -77,8 +86,7 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string) int {
 		return deny("over the cap", refused)
 	}
 	defer op.end()
-	inst, err := s.cfg.Registry.Lookup(ctx, name)
-	if err != nil {
+	if err := lookupErr; err != nil {
 		cancel()
 		if why := cut.reason(); why != "" {
 			return s.commandRevoked(sess, w, name, line, why)

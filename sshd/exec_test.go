@@ -50,8 +50,18 @@ func TestExecCommand(t *testing.T) {
 	}
 	al.wait(t, audit.Command, map[string]any{"instance": "web1", "result": "ok", "exit_code": float64(3), "who": "admin"})
 
-	if r := f.run(t, "admin", "web1", "list"); r.code != 0 || !strings.Contains(r.stdout, "no sessions") {
-		t.Errorf("web1@ list is the gateway's: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	// As web1@ every command but a bare reset is web1's (contract "SSH");
+	// termgate@ and a user name that is no instance reach the gateway's.
+	if r := f.run(t, "admin", "web1", "list"); r.code != 127 || !strings.Contains(r.stderr, "list: not found") {
+		t.Errorf("web1@ list runs in web1: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, user := range []string{gatewayUser, "alice"} {
+		if r := f.run(t, "admin", user, "list"); r.code != 0 || !strings.Contains(r.stdout, "no sessions") {
+			t.Errorf("%s@ list is the gateway's: status %d, stdout %q, stderr %q", user, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := f.run(t, "admin", "web1", "reset"); r.code != 0 || !strings.HasPrefix(r.stdout, "reset web1: new session") {
+		t.Errorf("web1@ reset is the gateway's: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	// no-pty: the command runs all the same.
 	if r := f.run(t, "nopty", "web2", "echo hi"); r.code != 0 || r.stdout != "hi\n" {
@@ -69,9 +79,14 @@ func TestExecRefused(t *testing.T) {
 		t.Errorf("read-only key: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 	al.wait(t, audit.Command, map[string]any{"instance": "web1", "result": "denied", "reason": "read-only key"})
+	// Out of the key's instances=, db1 is not an instance for it: the
+	// line is an unknown gateway command, with the words a missing
+	// instance gets (nothing learnt about db1).
 	r = f.run(t, "web", "db1", "echo hi")
-	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, sessions.NotFoundMessage("db1")) {
-		t.Errorf("instances= key on db1: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	missing := f.run(t, "web", "web9", "echo hi")
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, `"db1" is not a running instance this key may reach`) ||
+		strings.ReplaceAll(missing.stderr, "web9", "db1") != r.stderr || missing.code != 2 {
+		t.Errorf("instances= key on db1: status %d, stdout %q, stderr %q (a missing instance: %d, %q)", r.code, r.stdout, r.stderr, missing.code, missing.stderr)
 	}
 	if n := f.srv.remoteRunning(); n != 0 {
 		t.Errorf("%d ops still running", n)

@@ -637,8 +637,14 @@ func TestCertificates(t *testing.T) {
 		defer c.Close()
 		tm := cf.attachOn(t, c, 80, 24)
 		tm.pid()
+		// As web1@ these would run in web1: the gateway's own user.
+		gc, err := gossh.Dial("tcp", cf.addr, cf.config(cf.cert(t, nil), gatewayUser))
+		if err != nil {
+			t.Fatalf("valid certificate as %s: %v", gatewayUser, err)
+		}
+		defer gc.Close()
 		for _, cmd := range []string{"reset db1", "reset web2"} {
-			s, err := c.NewSession()
+			s, err := gc.NewSession()
 			if err != nil {
 				t.Fatal(err)
 			}

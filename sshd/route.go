@@ -28,8 +28,8 @@ func (s *Server) route(sess *session) {
 		sess.end(s.subsystem(sess, id))
 		return
 	}
-	if isInstanceCommand(sess.user, sess.cmd) { // ssh INSTANCE@HOST CMD...
-		sess.end(s.runCommand(sess, id, sess.user))
+	if inst, ok, err := s.instanceCommand(sess, id); ok { // ssh INSTANCE@HOST CMD...
+		sess.end(s.runCommand(sess, id, sess.user, inst, err))
 		return
 	}
 	cmd, err := parseCommand(sess.cmd)
@@ -38,7 +38,7 @@ func (s *Server) route(sess *session) {
 	}
 	if err != nil {
 		sess.log.Debug("usage error", "err", err)
-		sess.errorf("termgate: " + err.Error() + "\n\n" + usage)
+		sess.errorf("termgate: " + err.Error() + s.notAnInstance(sess.user) + "\n\n" + usage)
 		sess.end(2)
 		return
 	}
@@ -217,4 +217,16 @@ func (s *Server) userError(sess *session, what, name string, err error) string {
 	}
 	sess.log.Error(what+" failed", "instance", name, "err", err)
 	return fmt.Sprintf("%s %s failed; the gateway log has the details", what, name)
+}
+
+// notAnInstance is the hint an unknown gateway command gets when the user
+// name could have named an instance (ssh web1@HOST uptime with web1
+// stopped, or out of the key's instances=): commands run in an instance
+// only when it is one this key may reach. The same words for both, so
+// the key learns nothing about which instances exist.
+func (s *Server) notAnInstance(user string) string {
+	if user == gatewayUser || sessions.CheckName(user) != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (and %q is not a running instance this key may reach, where it would run)", user)
 }
