@@ -36,8 +36,13 @@ const (
 	Forward  = "forward"
 )
 
-// Log is the audit trail.
-type Log struct{ l *slog.Logger }
+// Log is the audit trail. It also counts the command and transfer
+// records it writes (counts.go), so that /metrics and the trail cannot
+// disagree.
+type Log struct {
+	l *slog.Logger
+	c counter
+}
 
 // New writes audit events as JSON lines to w.
 func New(w io.Writer) *Log {
@@ -99,6 +104,7 @@ func (a *Log) Event(action string, who Who, instance, session string, detail ...
 	if a == nil {
 		return
 	}
+	a.c.count(action, detail)
 	args := append([]any{"event", action}, who.attrs()...)
 	if instance != "" {
 		args = append(args, "instance", instance)

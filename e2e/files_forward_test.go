@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -113,4 +114,35 @@ func TestFilesAndForwarding(t *testing.T) {
 	if sha256.Sum256(out) != sum {
 		t.Fatalf("ssh -W echo: %d bytes back of %d, sha256 differs", len(out), len(data))
 	}
+
+	// /metrics counts what the audit trail recorded: two files up (scp,
+	// PUT) and two down (scp, GET), their bytes, the forward.
+	status, body = g.request(t, "GET", "/metrics", tokAdmin, nil)
+	if status != http.StatusOK {
+		t.Fatalf("/metrics: %d", status)
+	}
+	for series, want := range map[string]float64{
+		`termgate_transfers_total{direction="upload",result="ok"}`:   2,
+		`termgate_transfers_total{direction="download",result="ok"}`: 2,
+		`termgate_transfer_bytes_total{direction="upload"}`:          float64(2 * len(data)),
+		`termgate_transfer_bytes_total{direction="download"}`:        float64(2 * len(data)),
+	} {
+		if got, ok := metricValue(string(body), series); !ok || got != want {
+			t.Errorf("/metrics: %s is %v (found %v), want %v", series, got, ok, want)
+		}
+	}
+	if n, _ := metricValue(string(body), `termgate_forwards_total{result="ok"}`); n < 1 {
+		t.Errorf("/metrics counts %v forwards, want at least 1", n)
+	}
+}
+
+// metricValue is the value of one series in a Prometheus text page.
+func metricValue(page, series string) (float64, bool) {
+	for _, l := range strings.Split(page, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return f, err == nil
+		}
+	}
+	return 0, false
 }

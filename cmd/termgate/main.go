@@ -154,7 +154,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		TLS:            creds.tls,
 		RequestRate:    requestRate(o.httpRateLimit),
 		RequestBurst:   requestBurst(o.httpRateLimit),
-		Metrics:        metrics.Handler(reg, metrics.ForwardCollector(forwardStats(sshSrv))),
+		Metrics:        metrics.Handler(reg, metrics.ForwardCollector(forwardStats(sshSrv)), metrics.AuditCollector(auditLog.Counts)),
 		Page:           web.Handler(),
 		RecordDir:      o.recordDir,
 	})
