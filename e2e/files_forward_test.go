@@ -32,7 +32,6 @@ func TestFilesAndForwarding(t *testing.T) {
 	g := newGateway(t, options{containers: []string{"web-files"}})
 	name := g.name("web-files")
 	host := name + "@127.0.0.1"
-	_, port, _ := net.SplitHostPort(g.sshAddr)
 	dir := t.TempDir()
 	data := make([]byte, 3<<20+5)
 	_, _ = rand.Read(data)
@@ -44,13 +43,7 @@ func TestFilesAndForwarding(t *testing.T) {
 	}
 	scp := func(args ...string) {
 		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-		defer cancel()
-		base := []string{"-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-			"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", g.keyFiles[keyAdmin], "-P", port}
-		cmd := exec.CommandContext(ctx, scpBin, append(base, args...)...)
-		cmd.Env = sshEnv(t.TempDir())
-		if out, err := cmd.CombinedOutput(); err != nil {
+		if out, err := g.scp(t, scpBin, args...); err != nil {
 			t.Fatalf("scp %v: %v: %s", args, err, out)
 		}
 	}
@@ -145,4 +138,17 @@ func metricValue(page, series string) (float64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// scp runs OpenSSH's scp with the admin key against the gateway.
+func (g *gateway) scp(t *testing.T, scpBin string, args ...string) ([]byte, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	_, port, _ := net.SplitHostPort(g.sshAddr)
+	base := []string{"-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", g.keyFiles[keyAdmin], "-P", port}
+	cmd := exec.CommandContext(ctx, scpBin, append(base, args...)...)
+	cmd.Env = sshEnv(t.TempDir())
+	return cmd.CombinedOutput()
 }

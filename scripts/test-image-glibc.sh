@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the local image termgate-test:glibc without pulling anything: this
 # host's dynamically linked /bin/bash with the glibc libraries `ldd` names,
-# plus a static busybox for the usual tools, imported with `docker import`.
+# plus a static busybox for the usual tools and OpenSSH's scp (for legacy
+# `scp -O`, which runs the instance's own scp), imported with `docker import`.
 # The durable-session tests run the holder (a static binary) in it next to
 # a glibc shell. Idempotent: nothing happens when the image exists (set
 # TERMGATE_REBUILD_IMAGE=1 to force).
@@ -12,7 +13,7 @@ busybox=${BUSYBOX:-/bin/busybox}
 bash_bin=$(command -v bash)
 
 # Bumped when the image changes, so that a cached older one is rebuilt.
-version=2
+version=3
 if [[ "${TERMGATE_REBUILD_IMAGE:-}" != 1 ]] &&
 	[[ "$(docker image inspect -f '{{index .Config.Labels "termgate.test-image"}}' "$image" 2>/dev/null)" == "$version" ]]; then
 	exit 0
@@ -33,8 +34,10 @@ for applet in $("$busybox" --list); do
 	ln -s busybox "$root/bin/$applet"
 done
 cp "$bash_bin" "$root/bin/bash"
-# Every library bash links, at the path the loader looks for it.
-for lib in $(ldd "$bash_bin" | grep -o '/[^ ]*'); do
+scp_bin=$(command -v scp)
+cp "$scp_bin" "$root/bin/scp"
+# Every library bash and scp link, at the path the loader looks for it.
+for lib in $({ ldd "$bash_bin"; ldd "$scp_bin"; } | grep -o '/[^ ]*' | sort -u); do
 	mkdir -p "$root$(dirname "$lib")"
 	cp -L "$lib" "$root$lib"
 done
