@@ -13,6 +13,8 @@
 //     for the instance to be seen stopping);
 //   - Kill and Sweep: neither API can kill an exec, so a second exec runs
 //     procmark.KillScript, one at a time per instance (procmark.Grouper);
+//     where the instance has no /bin/sh, the holder's kill subcommand
+//     instead (killnoshell.go: holder.KillMarkers, uploaded as a tool);
 //   - durable sessions: the holder's upload (under a temporary name, which
 //     the holder renames into place with --install-as) into the first of
 //     HolderDirs where it lands and runs, the caches of instances that

@@ -57,14 +57,34 @@ func (p *Shell) waitEnded(ctx context.Context) error {
 func (h *Host) runKill(ctx context.Context, key string, modes []string) ([]procmark.Ended, error) {
 	name, id, _ := strings.Cut(key, "\n")
 	inst := sessions.Instance{Name: name, ID: id}
+	shell, err := h.hasShell(ctx, inst)
+	if err != nil {
+		return nil, h.killFailed(ctx, inst, err)
+	}
+	if !shell {
+		return h.runKillNoShell(ctx, inst, modes)
+	}
 	argv := []string{"/bin/sh", "-c", procmark.KillScript, "termgate-kill"}
 	for _, dir := range HolderDirs {
 		argv = append(argv, procmark.HolderDirArg(dir))
 	}
 	argv = append(argv, modes...)
+	procs, code, stderr, err := h.execKill(ctx, inst, argv)
+	if err == nil && code != 0 {
+		err = fmt.Errorf("kill script exited with status %d: %s", code, stderr)
+	}
+	if err != nil {
+		return procs, h.killFailed(ctx, inst, err)
+	}
+	return procs, nil
+}
+
+// execKill runs a kill exec (the script, or the holder's kill) and reads
+// what it ended, its exit status and its stderr (trimmed, bounded).
+func (h *Host) execKill(ctx context.Context, inst sessions.Instance, argv []string) (procs []procmark.Ended, code int, stderr string, err error) {
 	s, err := h.x.Exec(ctx, inst, argv, ExecOptions{})
 	if err != nil {
-		return nil, h.killFailed(ctx, inst, err)
+		return nil, 0, "", err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = s.Close() })
 	var stdout bytes.Buffer
@@ -72,21 +92,19 @@ func (h *Host) runKill(ctx context.Context, key string, modes []string) ([]procm
 	stop()
 	if ctx.Err() != nil {
 		_ = s.Close()
-		return nil, fmt.Errorf("kill exec: %w", ctx.Err())
+		return nil, 0, "", fmt.Errorf("kill exec: %w", ctx.Err())
 	}
-	procs := procmark.ParseEnded(stdout.String())
-	code, err := s.Wait(ctx)
+	procs = procmark.ParseEnded(stdout.String())
+	code, err = s.Wait(ctx)
 	_ = s.Close()
-	switch {
-	case err == nil && rerr != nil:
+	if err == nil && rerr != nil {
 		err = fmt.Errorf("read kill exec output: %w", rerr)
-	case err == nil && code != 0:
-		err = fmt.Errorf("kill script exited with status %d: %s", code, strings.TrimSpace(s.Stderr()))
 	}
-	if err != nil {
-		return procs, h.killFailed(ctx, inst, err)
+	stderr = strings.TrimSpace(s.Stderr())
+	if len(stderr) > 512 {
+		stderr = stderr[:512] + "..."
 	}
-	return procs, nil
+	return procs, code, stderr, err
 }
 
 // endHolderless ends what is left of session, whose holder in dir died:

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
@@ -17,10 +18,11 @@ import (
 // runExec is an Executor that records its execs; every exec prints
 // nothing and exits 0.
 type runExec struct {
-	hasSh bool
-	mu    sync.Mutex
-	argvs [][]string
-	opts  []ExecOptions
+	hasSh   bool
+	mu      sync.Mutex
+	argvs   [][]string
+	opts    []ExecOptions
+	uploads []string // directories
 }
 
 func (x *runExec) Exec(_ context.Context, _ sessions.Instance, argv []string, opts ExecOptions) (Stream, error) {
@@ -30,8 +32,11 @@ func (x *runExec) Exec(_ context.Context, _ sessions.Instance, argv []string, op
 	return &doneStream{}, nil
 }
 
-func (x *runExec) Upload(context.Context, sessions.Instance, string, string, []byte) error {
-	return &CannotHold{Why: "test"}
+func (x *runExec) Upload(_ context.Context, _ sessions.Instance, dir, _ string, _ []byte) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.uploads = append(x.uploads, dir)
+	return nil
 }
 
 func (x *runExec) Exists(_ context.Context, _ sessions.Instance, paths []string) ([]bool, error) {
@@ -44,7 +49,7 @@ func (x *runExec) Exists(_ context.Context, _ sessions.Instance, paths []string)
 
 func (x *runExec) State(context.Context, sessions.Instance) (State, error) { return Running, nil }
 func (x *runExec) HolderDirs(context.Context, sessions.Instance) ([]string, error) {
-	return nil, &CannotHold{Why: "test"}
+	return []string{"/tmp"}, nil
 }
 func (x *runExec) Instances(context.Context) ([]sessions.Instance, error) { return nil, nil }
 
@@ -65,7 +70,7 @@ func TestRunArgvMarkerAndKill(t *testing.T) {
 	inst := sessions.Instance{Name: "web1", ID: "id1"}
 	for _, hasSh := range []bool{true, false} {
 		x := &runExec{hasSh: hasSh}
-		h, err := New(x, Config{Name: "test", GatewayID: "gw1"})
+		h, err := New(x, Config{Name: "test", GatewayID: "gw1", Holder: holderbin.New([]byte("\x7fELF fake"), "test")})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,8 +102,14 @@ func TestRunArgvMarkerAndKill(t *testing.T) {
 			!slices.Contains(o.Env, "TERM=vt100") || !slices.Contains(o.Env, "LANG=C") || o.Stderr != nil {
 			t.Errorf("exec options %+v (marker %q)", o, marker)
 		}
-		if len(x.argvs) != 2 || !slices.Contains(x.argvs[1], marker) || x.argvs[1][2] != procmark.KillScript {
+		switch {
+		case len(x.argvs) != 2 || !slices.Contains(x.argvs[1], marker):
 			t.Errorf("Close's kill exec %q, want one for %q", x.argvs[1:], marker)
+		case hasSh && x.argvs[1][2] != procmark.KillScript:
+			t.Errorf("Close's kill exec %q, want the kill script", x.argvs[1])
+		case !hasSh && (len(x.uploads) != 1 || x.argvs[1][0] != x.uploads[0]+"/holder" || x.argvs[1][1] != "kill"):
+			// No shell: the holder's kill, from a fresh upload.
+			t.Errorf("Close's kill exec %q (uploads %q), want the uploaded holder's kill", x.argvs[1], x.uploads)
 		}
 	}
 

@@ -98,6 +98,11 @@ func main() {
 			}
 			err = dial(args[0], os.Stdin, os.Stdout)
 		}
+	case "kill":
+		var args []string
+		if args, err = toolArgs(os.Args[2:]); err == nil {
+			err = killCmd(args)
+		}
 	case "version":
 		fmt.Printf("termgate-holder protocol %d build %s\n", protoVersion(), build)
 	default:
@@ -113,7 +118,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] | dial [--install-as PATH] HOST:PORT | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] | dial [--install-as PATH] HOST:PORT | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
 	os.Exit(2)
 }
 
