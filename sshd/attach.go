@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/internal/relaybuf"
@@ -87,8 +88,9 @@ type relay struct {
 	size   sessions.Size // the client's latest valid window size; zero if unknown
 	warned bool          // a bad window size was reported
 
-	revoked bool       // the key lost its access; owned by the output pump until run returns
-	guard   writeGuard // the writes to the channel in progress, for watch
+	revoked bool        // the key lost its access; owned by the output pump until run returns
+	escaped atomic.Bool // the client typed ~. (escape.go): a detach it asked for
+	guard   writeGuard  // the writes to the channel in progress, for watch
 }
 
 func (r *relay) attach(ctx context.Context) (*sessions.Client, error) {
@@ -201,6 +203,8 @@ func (r *relay) output() (code int, cause string) {
 		case errors.As(err, &exit):
 			r.sess.log.Info("shell exited", "instance", r.name, "status", exit.Code)
 			return exit.Code, fmt.Sprintf("shell exited with status %d", exit.Code)
+		case errors.Is(err, sessions.ErrDetached) && r.escaped.Load():
+			return 0, "detached with ~."
 		case errors.Is(err, sessions.ErrDetached):
 			return exitDetached, clientLeft
 		default: // instance stopped, too slow, shutting down, backend lost, idle
@@ -222,6 +226,17 @@ func (r *relay) resetNotice(reset *sessions.ResetError) error {
 		msg = "session reset by " + reset.By + ": fresh shell"
 	}
 	return r.notice(r.out, msg)
+}
+
+// escapeDetach detaches the client that typed ~. (escape.go): it is told,
+// and gets exit status 0 as the channel closes; the shell keeps running.
+func (r *relay) escapeDetach() {
+	if r.escaped.Swap(true) {
+		return
+	}
+	r.sess.log.Info("detached with ~.", "instance", r.name)
+	_ = r.notice(r.sess.stderr(), "detached; the shell keeps running (ssh -t "+r.name+"@HOST to come back)")
+	r.current().Detach()
 }
 
 // channelClosed detaches the client when the SSH channel closes, which

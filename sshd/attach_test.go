@@ -1,6 +1,7 @@
 package sshd
 
 import (
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -217,4 +218,34 @@ func TestAttachResetMovesClient(t *testing.T) {
 	}
 	a.expect(`session reset by admin \(ssh\): fresh shell`)
 	a.pid()
+}
+
+// TestAttachTildeDotDetaches: ~. that reaches the gateway (the client's
+// ssh did not take it: a cursor position report came between the Enter
+// and the ~, as busybox's prompt causes) detaches with a notice and exit
+// status 0; the shell keeps running. A ~ in the middle of a line, and ~~
+// at the start of one, go to the shell.
+func TestAttachTildeDotDetaches(t *testing.T) {
+	f := newFixture(t, nil)
+	a := f.attach(t, "admin", "web1", 80, 24)
+	pid := a.pid()
+	a.send(`echo "a~.b"`)
+	a.expect(`a~\.b`)
+	a.send(`~~.; echo "[tilde]"`) // ~~ sends one ~: the shell gets "~.; echo ..."
+	a.expect(`[^~]~\.; echo "\[tilde\]"`)
+	a.expect(`\[tilde\]`)
+	if _, err := io.WriteString(a.stdin, "\r\x1b[24;1R~."); err != nil {
+		t.Fatal(err)
+	}
+	if code := a.wait(); code != 0 {
+		t.Fatalf("exit status after ~.: %d, want 0", code)
+	}
+	if !strings.Contains(a.errOut.String(), "[termgate] detached; the shell keeps running") {
+		t.Fatalf("no detach notice; stderr %q", a.errOut.String())
+	}
+	eventually(t, "the detach", func() bool { return clientsOf(f.reg, "web1") == 0 })
+	b := f.attach(t, "admin", "web1", 80, 24)
+	if got := b.pid(); got != pid {
+		t.Fatalf("after ~. the shell is %s, want the same %s", got, pid)
+	}
 }

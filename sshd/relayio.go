@@ -24,6 +24,9 @@ import (
 // x/crypto's window holds the client back, as a full inbox did before.
 func (r *relay) input() (stop func()) {
 	w := &inputWriter{r: r}
+	if r.sess.pty != nil { // OpenSSH's escapes work on a terminal only
+		w.esc = newEscScanner()
+	}
 	in := r.sess.in
 	done := make(chan struct{})
 	if in.deliverTo(w.write) {
@@ -56,6 +59,11 @@ func (r *relay) input() (stop func()) {
 type inputWriter struct {
 	r            *relay
 	toldReadOnly atomic.Bool
+	// esc finds ~. at the start of a line (escape.go); nil without a
+	// terminal. escOut is its output buffer. Both are used by write
+	// alone, whose calls never overlap.
+	esc    *escScanner
+	escOut []byte
 
 	mu       sync.Mutex  // guards the fields below
 	stalled  bool        // the last write gave up; input is dropped
@@ -67,6 +75,26 @@ type inputWriter struct {
 // write writes p (which the caller reuses once write returns) or drops it
 // while the shell takes no input.
 func (w *inputWriter) write(p []byte) {
+	if w.esc != nil {
+		var detach bool
+		w.escOut, detach = w.esc.feed(w.escOut[:0], p)
+		p = w.escOut
+		if detach {
+			if len(p) > 0 {
+				w.writeOn(p)
+			}
+			w.r.escapeDetach()
+			return
+		}
+		if len(p) == 0 {
+			return // a held ~
+		}
+	}
+	w.writeOn(p)
+}
+
+// writeOn is write after the escape scan.
+func (w *inputWriter) writeOn(p []byte) {
 	q := bytes.Clone(p) // a write that gives up may still be in the session's queue
 	w.mu.Lock()
 	if w.stalled {
