@@ -162,7 +162,7 @@ func (s *Server) filesFailed(w http.ResponseWriter, r *http.Request, c caller, n
 	writeError(w, status, msg)
 }
 
-// handleFileGet serves GET /api/instances/{name}/files?path=P.
+// handleFileGet serves GET (and HEAD) /api/instances/{name}/files?path=P.
 func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 	c, name, p, cl, done, ok := s.filesTarget(w, r, "download")
 	if !ok {
@@ -188,6 +188,11 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
 	w.Header().Set("Content-Disposition", contentDisposition(path.Base(p)))
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		// The page asks first (a clear error, not a failed download):
+		// nothing is transferred, nothing to audit.
+		return
+	}
 	rc := http.NewResponseController(w)
 	n, err := io.Copy(deadlineWriter{w: w, rc: rc}, io.LimitReader(f, st.Size()))
 	result := "ok"

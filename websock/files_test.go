@@ -217,6 +217,13 @@ func TestFilesRelativeToTheSessionsDirectory(t *testing.T) {
 		t.Fatalf("Content-Disposition parses as %q, %v", params, err)
 	}
 
+	// HEAD (the page asks before it downloads): the headers, no body.
+	resp = e.do("HEAD", "/api/instances/web1/files?path=../r%C3%A9sum%C3%A9+%22x%22.txt&session=s1", bearerHeader(tokAll), nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Length") != "6" {
+		t.Fatalf("HEAD: %d, Content-Length %q", resp.StatusCode, resp.Header.Get("Content-Length"))
+	}
+	resp.Body.Close()
+
 	// Without session=: the server's start directory (this process's).
 	wd, _ := os.Getwd()
 	resp = e.do("GET", "/api/instances/web1/files?path=files_test.go", bearerHeader(tokAll), nil)
