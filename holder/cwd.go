@@ -34,7 +34,11 @@ func SessionCwd(id string) (string, error) {
 
 const (
 	// maxCwdScan bounds the /proc entries looked at.
-	maxCwdScan = 8192
+	maxCwdScan = 4096
+	// maxEnvironTotal bounds what the whole scan reads of environments:
+	// an instance padding many processes' environments makes the search
+	// give up (and the transfer start at home), not take seconds.
+	maxEnvironTotal = 32 << 20
 	// maxEnvironRead bounds what is read of one process's environment;
 	// a marker past it is not seen (the backends append it last, to an
 	// environment far smaller).
@@ -60,7 +64,11 @@ func sessionCwdIn(proc, id string) (string, error) {
 	}
 	uid := uint32(os.Getuid())
 	marked := map[int]procStart{} // pid: its parent and start time
+	read := 0
 	for _, n := range names {
+		if read > maxEnvironTotal {
+			return "", errors.New("too much to read in /proc: gave up looking for the session's shell")
+		}
 		pid, err := strconv.Atoi(n)
 		if err != nil || pid <= 0 {
 			continue
@@ -69,7 +77,7 @@ func sessionCwdIn(proc, id string) (string, error) {
 		if fi, err := os.Stat(dir); err != nil || fi.Sys().(*syscall.Stat_t).Uid != uid {
 			continue
 		}
-		if !hasMarker(filepath.Join(dir, "environ"), id) {
+		if !hasMarker(filepath.Join(dir, "environ"), id, &read) {
 			continue
 		}
 		if st, ok := startOf(proc, pid); ok {
@@ -108,14 +116,17 @@ func checkCwd(cwd string) (string, error) {
 }
 
 // hasMarker reports whether the environ file holds the session's marker,
-// read up to maxEnvironRead bytes.
-func hasMarker(environ, id string) bool {
+// read up to maxEnvironRead bytes; it adds what it read to *budget.
+// (killMarked reads whole environments instead: there a process that
+// pads its own must not escape the kill.)
+func hasMarker(environ, id string, budget *int) bool {
 	f, err := os.Open(environ)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
 	b, err := io.ReadAll(io.LimitReader(f, maxEnvironRead))
+	*budget += len(b)
 	if err != nil {
 		return false
 	}

@@ -58,7 +58,7 @@ func TestSessionCwdFindsTheShell(t *testing.T) {
 func jobRunning(t *testing.T, id, dir string) bool {
 	ms, _ := filepath.Glob("/proc/[0-9]*/cwd")
 	for _, m := range ms {
-		if cwd, err := os.Readlink(m); err == nil && cwd == dir && hasMarker(filepath.Join(filepath.Dir(m), "environ"), id) {
+		if cwd, err := os.Readlink(m); err == nil && cwd == dir && hasMarker(filepath.Join(filepath.Dir(m), "environ"), id, new(int)) {
 			return true
 		}
 	}
