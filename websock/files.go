@@ -94,7 +94,11 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 	}
 	// The request's context, not ctx: the stream lives as long as the
 	// transfer (a backend may end it with the context it was opened under).
-	conn, err := s.cfg.Remote.SFTP(r.Context(), inst, remote.SFTPOptions{CwdOf: session})
+	opts := remote.SFTPOptions{CwdOf: session}
+	if path.IsAbs(p) {
+		opts.CwdOf = "" // nothing to resolve: no /proc scan in the instance
+	}
+	conn, err := s.cfg.Remote.SFTP(r.Context(), inst, opts)
 	if err != nil {
 		s.filesFailed(w, r, c, name, p, dir, err)
 		return c, "", "", nil, nil, false
