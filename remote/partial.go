@@ -18,7 +18,7 @@ func Partial(b any) Runner {
 		Run(context.Context, sessions.Instance, Command) (Process, error)
 	})
 	p.sftp, _ = b.(interface {
-		SFTP(context.Context, sessions.Instance) (Conn, error)
+		SFTP(context.Context, sessions.Instance, SFTPOptions) (Conn, error)
 	})
 	p.dial, _ = b.(interface {
 		Dial(context.Context, sessions.Instance, string, int) (Conn, error)
@@ -34,7 +34,7 @@ type partial struct {
 		Run(context.Context, sessions.Instance, Command) (Process, error)
 	}
 	sftp interface {
-		SFTP(context.Context, sessions.Instance) (Conn, error)
+		SFTP(context.Context, sessions.Instance, SFTPOptions) (Conn, error)
 	}
 	dial interface {
 		Dial(context.Context, sessions.Instance, string, int) (Conn, error)
@@ -48,11 +48,11 @@ func (p partial) Run(ctx context.Context, inst sessions.Instance, cmd Command) (
 	return p.run.Run(ctx, inst, cmd)
 }
 
-func (p partial) SFTP(ctx context.Context, inst sessions.Instance) (Conn, error) {
+func (p partial) SFTP(ctx context.Context, inst sessions.Instance, opts SFTPOptions) (Conn, error) {
 	if p.sftp == nil {
 		return nil, ErrUnsupported
 	}
-	return p.sftp.SFTP(ctx, inst)
+	return p.sftp.SFTP(ctx, inst, opts)
 }
 
 func (p partial) Dial(ctx context.Context, inst sessions.Instance, host string, port int) (Conn, error) {

@@ -68,10 +68,22 @@ type Runner interface {
 	Run(ctx context.Context, inst sessions.Instance, cmd Command) (Process, error)
 	// SFTP starts an SFTP server in the instance, as the user its shell
 	// runs as, and returns its stream (the SFTP protocol, version 3).
-	SFTP(ctx context.Context, inst sessions.Instance) (Conn, error)
+	SFTP(ctx context.Context, inst sessions.Instance, opts SFTPOptions) (Conn, error)
 	// Dial connects to host:port from inside the instance's network
 	// namespace.
 	Dial(ctx context.Context, inst sessions.Instance, host string, port int) (Conn, error)
+}
+
+// SFTPOptions are how an SFTP server starts.
+type SFTPOptions struct {
+	// CwdOf, when not empty, is a session id: the server starts in the
+	// working directory of that session's shell (its relative paths and
+	// its RealPath(".") are that directory's), found in the instance's
+	// /proc. A shell that cannot be found, or whose directory cannot be
+	// read, leaves the server in its usual start directory (the user's
+	// home): a best effort, never a reason to fail the transfer. Servers
+	// that cannot look (an image's own sftp-server) ignore it.
+	CwdOf string
 }
 
 // ErrUnsupported: this backend cannot do what was asked.

@@ -33,7 +33,7 @@ type forwardRunner struct{ b *local.Backend }
 func (r forwardRunner) Run(context.Context, sessions.Instance, remote.Command) (remote.Process, error) {
 	return nil, remote.ErrUnsupported
 }
-func (r forwardRunner) SFTP(context.Context, sessions.Instance) (remote.Conn, error) {
+func (r forwardRunner) SFTP(context.Context, sessions.Instance, remote.SFTPOptions) (remote.Conn, error) {
 	return nil, remote.ErrUnsupported
 }
 func (r forwardRunner) Dial(ctx context.Context, inst sessions.Instance, host string, port int) (remote.Conn, error) {

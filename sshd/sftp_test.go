@@ -30,15 +30,15 @@ import (
 // filesRunner is a remote.Runner of its backend's SFTP only: these tests
 // need no commands or forwarding.
 type filesRunner struct {
-	sftp func(context.Context, sessions.Instance) (remote.Conn, error)
+	sftp func(context.Context, sessions.Instance, remote.SFTPOptions) (remote.Conn, error)
 }
 
 func (r filesRunner) Run(context.Context, sessions.Instance, remote.Command) (remote.Process, error) {
 	return nil, remote.ErrUnsupported
 }
 
-func (r filesRunner) SFTP(ctx context.Context, inst sessions.Instance) (remote.Conn, error) {
-	return r.sftp(ctx, inst)
+func (r filesRunner) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFTPOptions) (remote.Conn, error) {
+	return r.sftp(ctx, inst, opts)
 }
 
 func (r filesRunner) Dial(context.Context, sessions.Instance, string, int) (remote.Conn, error) {

@@ -83,7 +83,7 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 	inst, err := s.cfg.Registry.Lookup(lctx, name)
 	var conn remote.Conn
 	if err == nil {
-		conn, err = s.cfg.Remote.SFTP(ctx, inst) // ctx bounds the stream's life, not only its start
+		conn, err = s.cfg.Remote.SFTP(ctx, inst, remote.SFTPOptions{}) // ctx bounds the stream's life, not only its start
 	}
 	lcancel()
 	if err != nil {

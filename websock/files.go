@@ -9,14 +9,17 @@ import (
 	"io"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pkg/sftp"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
@@ -28,6 +31,13 @@ import (
 // permissions. Both stream: nothing holds a whole file. An upload is
 // written beside its target and renamed over it once complete, so a cut
 // or short upload never leaves a truncated file.
+//
+// A relative path is the SFTP server's start directory's: with
+// session=ID, the working directory of that session's shell (the browser
+// terminal drops a file "here"), else the user's home. The path is made
+// absolute once, against the server's RealPath("."), so the answer can
+// say where the file went (PUT's Content-Location) and the audit log
+// names the file itself.
 
 const (
 	msgReadOnlyFiles = "file transfer refused: this token is read-only"
@@ -55,6 +65,7 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 		return c, "", "", nil, nil, false
 	}
 	p = r.URL.Query().Get("path")
+	session := r.URL.Query().Get("session")
 	deny := func(status int, reason, msg string) {
 		s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", dir, "result", "denied", "reason", reason)
 		writeError(w, status, msg)
@@ -66,8 +77,11 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 	case s.cfg.NoFileTransfer || s.cfg.Remote == nil:
 		deny(http.StatusForbidden, "file transfer off", msgFilesOff)
 		return c, "", "", nil, nil, false
-	case p == "" || len(p) > 4096:
-		writeError(w, http.StatusBadRequest, "give the file as ?path=/absolute/path (at most 4096 bytes)")
+	case p == "" || len(p) > 4096 || strings.ContainsRune(p, 0):
+		writeError(w, http.StatusBadRequest, "give the file as ?path=/absolute/path, or a path relative to the session's directory with &session=ID (at most 4096 bytes)")
+		return c, "", "", nil, nil, false
+	case session != "" && !procmark.ValidSessionID(session):
+		writeError(w, http.StatusBadRequest, "session= is not a session id (the one the attached event names)")
 		return c, "", "", nil, nil, false
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 30*time.Second)
@@ -80,7 +94,11 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 	}
 	// The request's context, not ctx: the stream lives as long as the
 	// transfer (a backend may end it with the context it was opened under).
-	conn, err := s.cfg.Remote.SFTP(r.Context(), inst)
+	opts := remote.SFTPOptions{CwdOf: session}
+	if path.IsAbs(p) {
+		opts.CwdOf = "" // nothing to resolve: no /proc scan in the instance
+	}
+	conn, err := s.cfg.Remote.SFTP(r.Context(), inst, opts)
 	if err != nil {
 		s.filesFailed(w, r, c, name, p, dir, err)
 		return c, "", "", nil, nil, false
@@ -91,7 +109,44 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 		s.filesFailed(w, r, c, name, p, dir, fmt.Errorf("the SFTP server in the instance did not answer: %w", err))
 		return c, "", "", nil, nil, false
 	}
-	return c, name, p, cl, func() { _ = cl.Close(); _ = conn.Close() }, true
+	done = func() { _ = cl.Close(); _ = conn.Close() }
+	if !path.IsAbs(p) {
+		// The server's start directory (the session's, or home); a
+		// server that cannot say leaves p relative to it.
+		if wd, err := cl.Getwd(); err == nil && path.IsAbs(wd) {
+			p = path.Join(wd, p)
+		}
+	}
+	return c, name, p, cl, done, true
+}
+
+// contentDisposition is an attachment header for a file named base (RFC
+// 6266): a plain filename of printable ASCII for old clients (anything
+// else an underscore), and the exact name as filename* (RFC 5987,
+// UTF-8, percent-encoded).
+func contentDisposition(base string) string {
+	var plain, ext strings.Builder
+	for _, r := range base {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' || r == '%' {
+			plain.WriteByte('_')
+		} else {
+			plain.WriteRune(r)
+		}
+	}
+	for i := 0; i < len(base); i++ {
+		b := base[i]
+		if b < 0x80 && (b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || strings.IndexByte("!#$&+-.^_`|~", b) >= 0) {
+			ext.WriteByte(b)
+		} else {
+			fmt.Fprintf(&ext, "%%%02X", b)
+		}
+	}
+	return fmt.Sprintf(`attachment; filename="%s"; filename*=UTF-8''%s`, plain.String(), ext.String())
+}
+
+// contentLocation is the files route of the absolute path p.
+func contentLocation(name, p string) string {
+	return "/api/instances/" + url.PathEscape(name) + "/files?path=" + url.QueryEscape(p)
 }
 
 // filesFailed answers a transfer that could not start.
@@ -111,7 +166,7 @@ func (s *Server) filesFailed(w http.ResponseWriter, r *http.Request, c caller, n
 	writeError(w, status, msg)
 }
 
-// handleFileGet serves GET /api/instances/{name}/files?path=P.
+// handleFileGet serves GET (and HEAD) /api/instances/{name}/files?path=P.
 func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 	c, name, p, cl, done, ok := s.filesTarget(w, r, "download")
 	if !ok {
@@ -135,8 +190,13 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Content-Length", strconv.FormatInt(st.Size(), 10))
-	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(p)))
+	w.Header().Set("Content-Disposition", contentDisposition(path.Base(p)))
 	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodHead {
+		// The page asks first (a clear error, not a failed download):
+		// nothing is transferred, nothing to audit.
+		return
+	}
 	rc := http.NewResponseController(w)
 	n, err := io.Copy(deadlineWriter{w: w, rc: rc}, io.LimitReader(f, st.Size()))
 	result := "ok"
@@ -189,6 +249,9 @@ func (s *Server) handleFilePut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", "upload", "bytes", n, "result", "ok")
+	// Where the file went (the page prints it): p is absolute unless
+	// the server could not say its directory.
+	w.Header().Set("Content-Location", contentLocation(name, p))
 	w.WriteHeader(http.StatusNoContent)
 }
 

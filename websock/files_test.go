@@ -6,8 +6,10 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"io"
+	"mime"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,15 +27,21 @@ import (
 // (the holder's server in real instances is e2e's).
 type pipeSFTP struct {
 	wg sync.WaitGroup
+	// cwd is each session's shell's directory (CwdOf), set before use.
+	cwd map[string]string
 }
 
 type pipeConn struct{ net.Conn }
 
 func (c pipeConn) CloseWrite() error { return c.Conn.Close() }
 
-func (p *pipeSFTP) SFTP(context.Context, sessions.Instance) (remote.Conn, error) {
+func (p *pipeSFTP) SFTP(_ context.Context, _ sessions.Instance, opts remote.SFTPOptions) (remote.Conn, error) {
 	a, b := net.Pipe()
-	srv, err := sftp.NewServer(b)
+	var o []sftp.ServerOption
+	if dir, ok := p.cwd[opts.CwdOf]; ok {
+		o = append(o, sftp.WithServerWorkingDirectory(dir))
+	}
+	srv, err := sftp.NewServer(b, o...)
 	if err != nil {
 		return nil, err
 	}
@@ -165,5 +173,70 @@ func TestFilesRefusals(t *testing.T) {
 	off := filesEnv(t, func(c *Config) { c.NoFileTransfer = true })
 	if resp := off.do("GET", filesPath(target), bearerHeader(tokAll), nil); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("--file-transfer=false: %d", resp.StatusCode)
+	}
+}
+
+// TestFilesRelativeToTheSessionsDirectory: a relative path with session=
+// is the session shell's directory's (the server starts there, CwdOf), and
+// without it the server's own start directory's; PUT says where the file
+// went (Content-Location, absolute), GET names it for a download.
+func TestFilesRelativeToTheSessionsDirectory(t *testing.T) {
+	r := &pipeSFTP{cwd: map[string]string{}}
+	t.Cleanup(r.wg.Wait)
+	e := newEnv(t, localBackend(), nil, func(c *Config) { c.Remote = r })
+	shellDir := t.TempDir()
+	sub := filepath.Join(shellDir, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r.cwd["s1"] = sub
+
+	resp := e.do("PUT", "/api/instances/web1/files?path=../r%C3%A9sum%C3%A9+%22x%22.txt&session=s1", bearerHeader(tokAll), strings.NewReader("hello\n"))
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT: %d %s", resp.StatusCode, respText(resp))
+	}
+	abs := filepath.Join(shellDir, `résumé "x".txt`)
+	if got, err := os.ReadFile(abs); err != nil || string(got) != "hello\n" {
+		t.Fatalf("the upload is not in the session's directory's parent: %q, %v", got, err)
+	}
+	if loc, want := resp.Header.Get("Content-Location"), "/api/instances/web1/files?path="+url.QueryEscape(abs); loc != want {
+		t.Fatalf("Content-Location %q, want %q", loc, want)
+	}
+
+	resp = e.do("GET", "/api/instances/web1/files?path=../r%C3%A9sum%C3%A9+%22x%22.txt&session=s1", bearerHeader(tokAll), nil)
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "hello\n" {
+		t.Fatalf("GET: %d %q", resp.StatusCode, body)
+	}
+	want := `attachment; filename="r_sum_ _x_.txt"; filename*=UTF-8''r%C3%A9sum%C3%A9%20%22x%22.txt`
+	if cd := resp.Header.Get("Content-Disposition"); cd != want {
+		t.Fatalf("Content-Disposition %q, want %q", cd, want)
+	}
+	_, params, err := mime.ParseMediaType(resp.Header.Get("Content-Disposition"))
+	if err != nil || params["filename"] != `résumé "x".txt` {
+		t.Fatalf("Content-Disposition parses as %q, %v", params, err)
+	}
+
+	// HEAD (the page asks before it downloads): the headers, no body.
+	resp = e.do("HEAD", "/api/instances/web1/files?path=../r%C3%A9sum%C3%A9+%22x%22.txt&session=s1", bearerHeader(tokAll), nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Length") != "6" {
+		t.Fatalf("HEAD: %d, Content-Length %q", resp.StatusCode, resp.Header.Get("Content-Length"))
+	}
+	resp.Body.Close()
+
+	// Without session=: the server's start directory (this process's).
+	wd, _ := os.Getwd()
+	resp = e.do("GET", "/api/instances/web1/files?path=files_test.go", bearerHeader(tokAll), nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET relative without a session: %d %s", resp.StatusCode, respText(resp))
+	}
+	resp.Body.Close()
+	if _, err := os.Stat(filepath.Join(wd, "files_test.go")); err != nil {
+		t.Fatal(err)
+	}
+	// A session id that is not one: 400, before any SFTP.
+	resp = e.do("GET", "/api/instances/web1/files?path=x&session=a/b", bearerHeader(tokAll), nil)
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("GET with a bad session id: %d %s", resp.StatusCode, respText(resp))
 	}
 }

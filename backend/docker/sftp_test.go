@@ -38,7 +38,7 @@ func TestSFTPThroughTheHolder(t *testing.T) {
 	data := make([]byte, 6<<20+5)
 	_, _ = rand.Read(data)
 	for round := range 2 {
-		conn, err := b.SFTP(testContext(t), inst)
+		conn, err := b.SFTP(testContext(t), inst, remote.SFTPOptions{})
 		if err != nil {
 			t.Fatalf("SFTP: %v", err)
 		}
@@ -95,7 +95,7 @@ func TestSFTPUnavailableWhereNothingCanServe(t *testing.T) {
 	t.Parallel()
 	name, _ := runContainer(t, "--label", runLabel, "--read-only", "--tmpfs", "/tmp:noexec")
 	b := plainBackend(t)
-	_, err := b.SFTP(testContext(t), lookup(t, b, name))
+	_, err := b.SFTP(testContext(t), lookup(t, b, name), remote.SFTPOptions{})
 	var u *remote.Unavailable
 	if !errors.As(err, &u) || !strings.Contains(u.Why, "read-only") || !strings.Contains(u.Why, "openssh-sftp-server") {
 		t.Fatalf("SFTP: %v, want a remote.Unavailable naming the read-only root and the fix", err)
@@ -153,7 +153,7 @@ func TestSFTPFallsBackToTheInstancesServer(t *testing.T) {
 	}
 	name, _ := runContainer(t, "--label", runLabel, "--read-only", "-v", server+":/usr/lib/sftp-server:ro", "--tmpfs", "/data")
 	b := plainBackend(t)
-	conn, err := b.SFTP(testContext(t), lookup(t, b, name))
+	conn, err := b.SFTP(testContext(t), lookup(t, b, name), remote.SFTPOptions{})
 	if err != nil {
 		t.Fatalf("SFTP: %v", err)
 	}
@@ -214,7 +214,7 @@ func TestSFTPWithoutAShell(t *testing.T) {
 	data := make([]byte, 3<<20+1)
 	_, _ = rand.Read(data)
 	for round := range 2 {
-		conn, err := b.SFTP(testContext(t), inst)
+		conn, err := b.SFTP(testContext(t), inst, remote.SFTPOptions{})
 		if err != nil {
 			t.Fatalf("round %d: SFTP: %v", round, err)
 		}

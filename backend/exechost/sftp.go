@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
@@ -24,8 +25,15 @@ var sftpServers = []string{
 // holder's (termgate-holder sftp), or, where the holder cannot run
 // (read-only root, only noexec directories), the instance's own
 // sftp-server; a *remote.Unavailable says why neither can.
-func (h *Host) SFTP(ctx context.Context, inst sessions.Instance) (remote.Conn, error) {
-	s, err := h.runTool(ctx, inst, "sftp")
+func (h *Host) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFTPOptions) (remote.Conn, error) {
+	args := []string{"sftp"}
+	if opts.CwdOf != "" {
+		if !procmark.ValidSessionID(opts.CwdOf) {
+			return nil, fmt.Errorf("file transfer: invalid session id %q", opts.CwdOf)
+		}
+		args = append(args, "--cwd-of", opts.CwdOf)
+	}
+	s, err := h.runTool(ctx, inst, args...)
 	var cannot *CannotHold
 	if !errors.As(err, &cannot) {
 		if err != nil {
@@ -43,6 +51,9 @@ func (h *Host) SFTP(ctx context.Context, inst sessions.Instance) (remote.Conn, e
 		}
 		// The instance's own program, run as its exec user like any
 		// command there: it speaks SFTP on stdin/stdout from its start.
+		// It ignores opts.CwdOf: it cannot look for the session's shell
+		// and always starts in the user's home, so relative paths are
+		// the home's there.
 		s, err := h.x.Exec(ctx, inst, []string{p}, ExecOptions{Stdin: true})
 		if err != nil {
 			return nil, fmt.Errorf("file transfer in %q: start %s: %w", inst.Name, p, err)

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/pkg/sftp"
+
+	"github.com/termgate/termgate/remote"
 )
 
 // TestSFTPInAPod: a Backend that is not durable serves SFTP in a pod
@@ -23,7 +25,7 @@ func TestSFTPInAPod(t *testing.T) {
 	pod := runPod(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := b.SFTP(ctx, lookupPod(t, b, pod))
+	conn, err := b.SFTP(ctx, lookupPod(t, b, pod), remote.SFTPOptions{})
 	if err != nil {
 		t.Fatalf("SFTP: %v", err)
 	}

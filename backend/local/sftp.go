@@ -9,15 +9,18 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
 
 // SFTP serves SFTP in-process (github.com/pkg/sftp) as the gateway's user,
-// from the shells' working directory (Config.Dir, else the gateway's), over
-// an in-memory pipe whose other end is returned. The server's goroutine
-// ends when the Conn is closed, or ctx ends.
-func (b *Backend) SFTP(ctx context.Context, inst sessions.Instance) (remote.Conn, error) {
+// from the shells' working directory (Config.Dir, else the gateway's), or
+// the current one of opts.CwdOf's shell (holder.SessionCwd: the shells are
+// this process's children, marked as the holder's are), over an in-memory
+// pipe whose other end is returned. The server's goroutine ends when the
+// Conn is closed, or ctx ends.
+func (b *Backend) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFTPOptions) (remote.Conn, error) {
 	if _, err := b.Lookup(ctx, inst.Name); err != nil {
 		return nil, err
 	}
@@ -26,6 +29,13 @@ func (b *Backend) SFTP(ctx context.Context, inst sessions.Instance) (remote.Conn
 		var err error
 		if dir, err = os.Getwd(); err != nil {
 			dir = "/"
+		}
+	}
+	if opts.CwdOf != "" {
+		if cwd, err := holder.SessionCwd(opts.CwdOf); err == nil {
+			dir = cwd
+		} else {
+			b.cfg.Logger.Debug("local: the session's directory", "session", opts.CwdOf, "err", err)
 		}
 	}
 	ours, theirs := net.Pipe()

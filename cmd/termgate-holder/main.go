@@ -85,10 +85,14 @@ func main() {
 	case "sftp":
 		var args []string
 		if args, err = toolArgs(os.Args[2:]); err == nil {
-			if len(args) != 0 {
+			dir := workDir()
+			switch {
+			case len(args) == 2 && args[0] == "--cwd-of":
+				dir = sessionDir(args[1], dir)
+			case len(args) != 0:
 				usage()
 			}
-			err = serveSFTP(os.Stdin, os.Stdout, workDir())
+			err = serveSFTP(os.Stdin, os.Stdout, dir)
 		}
 	case "dial":
 		var args []string
@@ -118,7 +122,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] | dial [--install-as PATH] HOST:PORT | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--cwd-of SESSION] | dial [--install-as PATH] HOST:PORT | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
 	os.Exit(2)
 }
 

@@ -16,9 +16,11 @@ import (
 // The tool subcommands: what the gateway runs in an instance beside its
 // sessions, each one exec long, its stdin and stdout the stream.
 //
-//	termgate-holder sftp [--install-as PATH]
+//	termgate-holder sftp [--install-as PATH] [--cwd-of SESSION]
 //	    serves SFTP (version 3, github.com/pkg/sftp) on stdin/stdout, as
-//	    the exec's user, from its home directory (else /);
+//	    the exec's user, from its home directory (else /), or with
+//	    --cwd-of from the working directory of that session's shell
+//	    (holder.SessionCwd; home when it cannot be found);
 //	termgate-holder dial [--install-as PATH] HOST:PORT
 //	    connects to HOST:PORT (TCP, 10 s to connect) from the instance's
 //	    network namespace and copies stdin to it and it to stdout, each
@@ -67,6 +69,16 @@ func workDir() string {
 		}
 	}
 	return "/"
+}
+
+// sessionDir is the working directory of session id's shell, or def when
+// it cannot be found: where the transfer starts is a convenience, never a
+// reason to fail it.
+func sessionDir(id, def string) string {
+	if dir, err := holder.SessionCwd(id); err == nil {
+		return dir
+	}
+	return def
 }
 
 // serveSFTP serves SFTP on in/out until the client ends the stream.

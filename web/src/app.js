@@ -251,13 +251,18 @@ function showAttached(list) {
   window.termgateAttached = list; // for the browser test
 }
 
-// setReadOnly shows an observer what it is: a badge, no Reset button, and
-// a terminal that sends no keys (the gateway would drop them anyway).
+// setReadOnly shows an observer what it is: a badge, no Reset or Download
+// button, no drop target, and a terminal that sends no keys (the gateway
+// would refuse them all anyway).
 function setReadOnly(term, ro) {
   $('readonly').hidden = !ro;
   $('reset').hidden = ro;
+  $('download').hidden = ro;
+  readOnly = ro;
   if (term) term.options.disableStdin = ro;
 }
+
+let readOnly = false; // the latest attach's (or the token's) read_only
 
 function setStatus(kind, text) {
   $('status').className = `status ${kind}`;
@@ -488,6 +493,7 @@ function showTerminal(name) {
   setReadOnly(term, !!(window.termgateIdentity && window.termgateIdentity.read_only));
   const conn = new Connection(name, term);
   window.termgate = { term, conn }; // for the browser test, and for the console
+  setupFiles(name, conn, term);
   const enc = new TextEncoder();
   term.onData((d) => conn.send(enc.encode(d)));
   term.onBinary((d) => conn.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
@@ -551,6 +557,143 @@ function showTerminal(name) {
   }, 1000);
 
   conn.connect();
+}
+
+// ---- files: drop onto the terminal to upload, a dialog to download ---------
+
+// filesURL is the files route for path in instance name: a relative path is
+// the working directory's of session's shell (the gateway finds it), or
+// the home directory's without a session.
+function filesURL(name, path, session) {
+  const q = new URLSearchParams({ path });
+  if (session) q.set('session', session);
+  return `/api/instances/${encodeURIComponent(name)}/files?${q}`;
+}
+
+// setFilesResult shows the latest transfer's outcome in the bar: the
+// terminal's stream is the shell's alone.
+function setFilesResult(kind, text) {
+  const el = $('files-result');
+  el.className = `files-result ${kind}`;
+  el.textContent = text;
+  el.title = text;
+  window.termgateFiles = { kind, text }; // for the browser test
+}
+
+function setProgress(fraction) {
+  if (fraction !== null) window.termgateProgressMax = Math.max(window.termgateProgressMax || 0, fraction); // for the browser test
+  $('upload-progress').hidden = fraction === null;
+  $('upload-bar').style.width = `${Math.round(100 * (fraction || 0))}%`;
+}
+
+// uploadOne PUTs file into the shell's directory with XHR (fetch reports no
+// upload progress) and resolves to {ok, text}, the result line.
+function uploadOne(name, session, file) {
+  return new Promise((resolve) => {
+    const xhr = new XMLHttpRequest();
+    xhr.open('PUT', filesURL(name, file.name, session));
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable && e.total) setProgress(e.loaded / e.total);
+    };
+    xhr.onload = () => {
+      if (xhr.status === 204) {
+        // Content-Location is the route of the absolute path written.
+        let where = file.name;
+        try {
+          where = new URL(xhr.getResponseHeader('Content-Location'), location.href).searchParams.get('path') || where;
+        } catch {}
+        resolve({ ok: true, text: `uploaded ${file.name} to ${where} (${file.size} bytes)` });
+        return;
+      }
+      let msg = `${xhr.status} ${xhr.statusText}`;
+      try {
+        msg = JSON.parse(xhr.responseText).error || msg;
+      } catch {}
+      resolve({ ok: false, status: xhr.status, text: `upload of ${file.name} failed: ${msg}` });
+    };
+    xhr.onerror = () => resolve({ ok: false, text: `upload of ${file.name} failed: the browser could not send it (a folder?) or the gateway is unreachable` });
+    setProgress(0);
+    xhr.send(file);
+  });
+}
+
+// setupFiles makes the terminal a drop target for uploads (one file after
+// another) and wires the Download button's dialog.
+function setupFiles(name, conn, term) {
+  const wrap = $('term-wrap');
+  let queue = Promise.resolve();
+  const hasFiles = (e) => e.dataTransfer && Array.from(e.dataTransfer.types || []).includes('Files');
+  wrap.addEventListener('dragover', (e) => {
+    if (!hasFiles(e)) return;
+    // Always taken, so that a drop never makes the browser open the file
+    // in place of the terminal; a read-only view shows no target.
+    e.preventDefault();
+    e.dataTransfer.dropEffect = readOnly ? 'none' : 'copy';
+    wrap.classList.toggle('drop-target', !readOnly);
+  });
+  wrap.addEventListener('dragleave', () => wrap.classList.remove('drop-target'));
+  wrap.addEventListener('drop', (e) => {
+    if (!hasFiles(e)) return;
+    e.preventDefault();
+    wrap.classList.remove('drop-target');
+    const files = Array.from(e.dataTransfer.files || []);
+    if (readOnly) {
+      setFilesResult('bad', 'read-only token: drop ignored, nothing uploaded');
+      return;
+    }
+    if (!files.length) return;
+    queue = queue.then(async () => {
+      for (const [i, file] of files.entries()) {
+        const session = conn.session;
+        if (!session) {
+          setFilesResult('bad', `upload of ${file.name} not started: the terminal is not attached yet`);
+          continue;
+        }
+        setFilesResult('', `uploading ${file.name}${files.length > 1 ? ` (${i + 1} of ${files.length})` : ''}…`);
+        const r = await uploadOne(name, session, file);
+        setProgress(null);
+        if (r.status === 401) return expired();
+        setFilesResult(r.ok ? 'ok' : 'bad', r.text);
+      }
+    });
+    term.focus();
+  });
+
+  const dialog = $('download-dialog');
+  $('download-instance').textContent = name;
+  $('download').addEventListener('click', () => {
+    $('download-path').value = '';
+    dialog.showModal();
+    $('download-path').focus();
+  });
+  $('download-cancel').addEventListener('click', () => dialog.close());
+  dialog.addEventListener('close', () => term.focus());
+  $('download-form').addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const path = $('download-path').value.trim();
+    dialog.close();
+    if (!path) return;
+    const url = filesURL(name, path, conn.session);
+    // HEAD first: a missing file or a refusal is told here, not by a
+    // failed download in the browser's list or an error page.
+    let res = await fetch(url, { method: 'HEAD', cache: 'no-store' }).catch(() => null);
+    if (!res) return setFilesResult('bad', `download of ${path} failed: the gateway is unreachable`);
+    if (res.status === 401) return expired();
+    if (!res.ok) {
+      // HEAD has no body: ask again for the error's text.
+      res = await fetch(url, { cache: 'no-store' }).catch(() => null);
+      return setFilesResult('bad', `download of ${path} failed: ${res ? await errorOf(res) : 'the gateway is unreachable'}`);
+    }
+    // The browser downloads it (Content-Disposition: attachment).
+    const a = document.createElement('a');
+    a.href = url;
+    a.download = '';
+    document.body.append(a);
+    a.click();
+    a.remove();
+    setFilesResult('ok', `downloading ${path} (${res.headers.get('Content-Length') || '?'} bytes)`);
+    window.termgateDownloadURL = url; // for the browser test
+  });
 }
 
 // ---- the recording player ------------------------------------------------
