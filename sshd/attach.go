@@ -56,6 +56,10 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 			sess.closeConn()
 			return 1
 		}
+		if errors.Is(err, sessions.ErrNotFound) {
+			sess.errorf(notFound(name, audit.Attach))
+			return 1
+		}
 		sess.errorf(s.userError(sess, "attach to", name, err))
 		return 1
 	}

@@ -13,6 +13,7 @@ const (
 	verbReset
 	verbList
 	verbHelp
+	verbInstances
 )
 
 func (v verb) String() string {
@@ -25,6 +26,8 @@ func (v verb) String() string {
 		return "list"
 	case verbHelp:
 		return "help"
+	case verbInstances:
+		return "instances"
 	}
 	return fmt.Sprintf("verb(%d)", int(v))
 }
@@ -67,6 +70,11 @@ func parseCommand(raw string) (command, error) {
 		return command{verb: verbList}, nil
 	case "help", "-h", "--help":
 		return command{verb: verbHelp}, nil
+	case "instances":
+		if len(f) > 1 {
+			return command{}, &usageError{"instances takes no arguments"}
+		}
+		return command{verb: verbInstances}, nil
 	}
 	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
 }
@@ -95,6 +103,7 @@ usage:
   ssh HOST reset INSTANCE     kill INSTANCE's shell and everything it started,
                               start a fresh one
   ssh INSTANCE@HOST reset     the same
+  ssh HOST instances          the instances this key may attach to
   ssh HOST list               the sessions this key may see
   ssh HOST help               this text
   ssh -N -L LPORT:127.0.0.1:PORT INSTANCE@HOST

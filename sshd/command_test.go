@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/termgate/termgate/sessions"
 )
 
 func TestParseCommand(t *testing.T) {
@@ -160,5 +162,33 @@ func TestCommandReset(t *testing.T) {
 		if r.code != tc.code || !regexp.MustCompile(tc.stdout).MatchString(r.stdout) || !regexp.MustCompile(tc.stderr).MatchString(r.stderr) {
 			t.Errorf("%s@ %q with key %s: status %d, stdout %q, stderr %q", tc.user, tc.cmd, tc.key, r.code, r.stdout, r.stderr)
 		}
+	}
+}
+
+// TestCommandInstances: ssh HOST instances lists what the key may attach
+// to, with each one's session state; an attach to a user name that is no
+// instance says how to find them.
+func TestCommandInstances(t *testing.T) {
+	f := newFixture(t, nil)
+	a := f.attach(t, "admin", "web1", 80, 24)
+	a.pid()
+	r := f.run(t, "admin", gatewayUser, "instances")
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	if r.code != 0 || len(lines) < 2 || !regexp.MustCompile(`^INSTANCE +STATE +SESSION$`).MatchString(lines[0]) ||
+		!regexp.MustCompile(`(?m)^web1 +1 attached +[0-9a-f]{16}$`).MatchString(r.stdout) ||
+		!regexp.MustCompile(`(?m)^db1 +no session +-$`).MatchString(r.stdout) {
+		t.Fatalf("instances: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	if r := f.run(t, "web", gatewayUser, "instances"); r.code != 0 || strings.Contains(r.stdout, "db1") || !strings.Contains(r.stdout, "web1") {
+		t.Fatalf("instances for a web* key: status %d, stdout %q", r.code, r.stdout)
+	}
+	if r := f.run(t, "watcher", gatewayUser, "instances"); r.code != 0 || !strings.Contains(r.stdout, "web1") {
+		t.Fatalf("instances for a read-only key: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+
+	// ssh -t HOST as user "me": no such instance, and the way to find one.
+	m := f.attach(t, "admin", "me", 80, 24)
+	if code := m.wait(); code != 1 || !strings.Contains(m.errOut.String(), sessions.NotFoundMessage("me")) || !strings.Contains(m.errOut.String(), "ssh termgate@HOST instances") {
+		t.Fatalf("attach as me: status %d, stderr %q", code, m.errOut.String())
 	}
 }

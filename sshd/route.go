@@ -53,6 +53,8 @@ func (s *Server) route(sess *session) {
 		sess.end(s.reset(sess, id, name))
 	case verbList:
 		sess.end(s.list(sess, id))
+	case verbInstances:
+		sess.end(s.instances(sess, id))
 	case verbHelp:
 		_, _ = io.WriteString(sess, usage)
 		sess.end(0)
@@ -71,7 +73,7 @@ func (s *Server) allowed(sess *session, id keys.Identity, name, action string) b
 	}
 	if !id.May(name) {
 		sess.log.Info("instance not allowed for this key", "instance", name)
-		sess.errorf(sessions.NotFoundMessage(name))
+		sess.errorf(notFound(name, action))
 		s.cfg.Audit.Event(action, who(id, sess.remote), name, "", "result", "denied", "reason", "instance not allowed for this key")
 		return false
 	}
@@ -230,3 +232,17 @@ func (s *Server) notAnInstance(user string) string {
 	}
 	return fmt.Sprintf(" (and %q is not a running instance this key may reach, where it would run)", user)
 }
+
+// notFound is the not-found message; an attach adds how to find the
+// instances (the SSH user names the instance: ssh HOST alone tries the
+// local login name).
+func notFound(name, action string) string {
+	msg := sessions.NotFoundMessage(name)
+	if action == audit.Attach {
+		msg += "\n" + attachHint
+	}
+	return msg
+}
+
+// attachHint follows the not-found message of an attach.
+const attachHint = "the SSH user names the instance (ssh -t INSTANCE@HOST); the instances this key may reach: ssh termgate@HOST instances"
