@@ -52,6 +52,7 @@ type options struct {
 	forwardIdleTimeout  time.Duration
 	fileTransfer        bool
 	maxUploadSize       int64
+	version             bool
 }
 
 func parseFlags(args []string, getenv func(string) string) (*options, error) {
@@ -94,6 +95,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	fs.DurationVar(&o.forwardIdleTimeout, "forward-idle-timeout", 15*time.Minute, "close a forwarded connection that moved no byte either way for this long (0: never)")
 	fs.BoolVar(&o.fileTransfer, "file-transfer", true, "let clients read and write instances' files (sftp, scp, the HTTP files routes); false refuses them")
 	fs.StringVar(&maxUpload, "max-upload-size", "1GiB", "the largest file PUT /api/instances/NAME/files takes (bytes, or KiB/MiB/GiB)")
+	fs.BoolVar(&o.version, "version", false, "print the version and commit, and exit")
 	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
 
 	if err := fs.Parse(args); err != nil {

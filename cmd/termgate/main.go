@@ -44,6 +44,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "termgate:", err)
 		os.Exit(2)
 	}
+	if opts.version {
+		fmt.Println(versionString())
+		return
+	}
 	log, err := newLogger(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "termgate:", err)
@@ -170,7 +174,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		sshLn.Close()
 		return fmt.Errorf("HTTP listener: %w (choose another --http-addr)", err)
 	}
-	announce(os.Stderr, o, log, sshLn.Addr(), httpLn.Addr(), creds.newToken, webSrv.TLS())
+	announce(os.Stderr, o, log, sshLn.Addr(), httpLn.Addr(), creds.hostKey.PublicKey(), creds.newToken, webSrv.TLS())
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -329,7 +333,7 @@ func shellArgv(s string) []string {
 // server, so the token reaches no request line, proxy log or Referer; the
 // page takes it from there, exchanges it for its login cookie and removes it
 // from the address bar.
-func announce(w io.Writer, o *options, log *slog.Logger, sshAddr, httpAddr net.Addr, newToken string, https bool) {
+func announce(w io.Writer, o *options, log *slog.Logger, sshAddr, httpAddr net.Addr, hostKey gossh.PublicKey, newToken string, https bool) {
 	scheme := "http"
 	if https {
 		scheme = "https"
@@ -344,8 +348,12 @@ func announce(w io.Writer, o *options, log *slog.Logger, sshAddr, httpAddr net.A
 			host, web = h, hs[0]
 		}
 	}
-	log.Info("termgate is listening", "ssh", sshAddr.String(), scheme, httpAddr.String(), "backend", o.backend)
+	// The host key's fingerprint as ssh-keygen -l prints it: what a
+	// user compares with ssh's first "authenticity of host" prompt.
+	fp := gossh.FingerprintSHA256(hostKey)
+	log.Info("termgate is listening", "ssh", sshAddr.String(), scheme, httpAddr.String(), "backend", o.backend, "host_key", fp, "version", version)
 	fmt.Fprintf(w, "\n  SSH:      ssh -t -p %d INSTANCE@%s\n", sshPort, host)
+	fmt.Fprintf(w, "  Host key: %s %s (what ssh asks you to confirm the first time)\n", hostKey.Type(), fp)
 	if newToken != "" {
 		fmt.Fprintf(w, "  Browser:  %s://%s/#token=%s\n", scheme, web, newToken)
 		fmt.Fprintf(w, "            (token generated in %s; it is shown only once)\n\n", o.tokenFile)
