@@ -84,7 +84,7 @@ func TestExecRefused(t *testing.T) {
 	// instance gets (nothing learnt about db1).
 	r = f.run(t, "web", "db1", "echo hi")
 	missing := f.run(t, "web", "web9", "echo hi")
-	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, `"db1" is not a running instance this key may reach`) ||
+	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, sessions.NotFoundMessage("db1")+" (commands run in an instance only") ||
 		strings.ReplaceAll(missing.stderr, "web9", "db1") != r.stderr || missing.code != 2 {
 		t.Errorf("instances= key on db1: status %d, stdout %q, stderr %q (a missing instance: %d, %q)", r.code, r.stdout, r.stderr, missing.code, missing.stderr)
 	}

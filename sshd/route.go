@@ -230,7 +230,7 @@ func (s *Server) notAnInstance(user string) string {
 	if user == gatewayUser || sessions.CheckName(user) != nil {
 		return ""
 	}
-	return fmt.Sprintf(" (and %q is not a running instance this key may reach, where it would run)", user)
+	return "; " + sessions.NotFoundMessage(user) + " (commands run in an instance only when the user name is one this key may reach)"
 }
 
 // notFound is the not-found message; an attach adds how to find the
