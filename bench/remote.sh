@@ -6,6 +6,7 @@
 #   ssh I@gw true          vs  docker exec C true              (median of N)
 #   scp up / down (SFTP)   vs  docker cp to / from C            (SIZE MiB)
 #   scp up / down (SFTP)   vs  scp to a plain OpenSSH sshd      (when sshd exists)
+#   ssh termgate@gw help   vs  ssh to that sshd true            (the handshake)
 #   ssh -W to nc in C      vs  docker exec -i C nc              (SIZE MiB, one way)
 #
 # Usage: bench/remote.sh BIN [SIZE_MIB] [N]. Needs Docker, OpenSSH and the
@@ -94,6 +95,11 @@ CONF
 	row "scp upload vs plain sshd" "$gup" "$p"
 	a=$(now); scp "${OPTS[@]}" -P 22922 root@127.0.0.1:"$T/plain" "$T/plaindown"; p=$(secs "$a" "$(now)")
 	row "scp download vs plain sshd" "$g" "$p"
+	# What the SSH handshake alone costs: a gateway command that touches no
+	# instance against `true` on the plain sshd.
+	for _ in $(seq "$N"); do a=$(now); gssh termgate@127.0.0.1 help >/dev/null; secs "$a" "$(now)"; done | median >"$T/g"
+	for _ in $(seq "$N"); do a=$(now); ssh "${OPTS[@]}" -p 22922 root@127.0.0.1 true; secs "$a" "$(now)"; done | median >"$T/d"
+	row "ssh gw help vs plain ssh true" "$(cat "$T/g")" "$(cat "$T/d")"
 fi
 
 # Forwarding: SIZE MiB into nc in the container, through ssh -W against

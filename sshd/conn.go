@@ -127,7 +127,8 @@ func (s *Server) connClosed(cs *connState) {
 func (s *Server) handshake(cs *connState) (*gossh.ServerConn, <-chan gossh.NewChannel, <-chan *gossh.Request, error) {
 	deadline := time.Now().Add(s.cfg.HandshakeTimeout)
 	_ = cs.nc.SetDeadline(deadline)
-	sc, chans, reqs, err := gossh.NewServerConn(cs.nc, s.serverConfig(cs))
+	nc := withQuickAck(cs.nc) // see quickack.go: 80 ms of Nagle stalls otherwise
+	sc, chans, reqs, err := gossh.NewServerConn(nc, s.serverConfig(cs))
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) || !time.Now().Before(deadline) {
 			cs.log.Info("handshake timed out", "timeout", s.cfg.HandshakeTimeout)
@@ -136,6 +137,7 @@ func (s *Server) handshake(cs *connState) (*gossh.ServerConn, <-chan gossh.NewCh
 		}
 		return nil, nil, nil, err
 	}
+	handshakeDone(nc)
 	_ = cs.nc.SetDeadline(time.Time{}) // an attached session may be silent for hours
 	return sc, chans, reqs, nil
 }
