@@ -52,20 +52,10 @@ func KillMarkers(w io.Writer, markers, prefixes []string, all bool) {
 // their descendants (the table first: a parent killed before its children
 // are found hands them to PID 1).
 func killRound(w io.Writer, match func(string) bool, seen map[int]bool) int {
-	entries, err := os.ReadDir("/proc")
+	self := os.Getpid()
+	live, err := liveProcs(self)
 	if err != nil {
 		return 0
-	}
-	self := os.Getpid()
-	live := map[int]procStat{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self || pid == 1 {
-			continue
-		}
-		if st, ok := statOf(pid); ok && st.state != "Z" {
-			live[pid] = st
-		}
 	}
 	marked := map[int]string{}
 	for pid := range live {

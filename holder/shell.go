@@ -97,25 +97,15 @@ func (s *shell) kill() {
 // their environment or (below) descendants of this process, never this
 // process, and returns how many it found.
 func killMarked(sid int, marker string, below bool) int {
-	entries, err := os.ReadDir("/proc")
+	// The whole table first: a parent killed before its children are
+	// found would hand them to this process as zombies, or to PID 1.
+	self := os.Getpid()
+	live, err := liveProcs(self)
 	if err != nil {
 		_ = syscall.Kill(-sid, syscall.SIGKILL)
 		return 0
 	}
-	self := os.Getpid()
 	want := []byte("TERMGATE_SESSION=" + marker + "\x00")
-	// The whole table first: a parent killed before its children are
-	// found would hand them to this process as zombies, or to PID 1.
-	live := map[int]procStat{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self || pid == 1 {
-			continue
-		}
-		if st, ok := statOf(pid); ok && st.state != "Z" {
-			live[pid] = st
-		}
-	}
 	n := 0
 	for pid, st := range live {
 		hit := st.sid == sid || below && descends(live, pid, self)
@@ -145,6 +135,25 @@ func descends(live map[int]procStat, pid, ancestor int) bool {
 		pid = st.ppid
 	}
 	return false
+}
+
+// liveProcs is the process table without self, PID 1 and zombies.
+func liveProcs(self int) (map[int]procStat, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	live := map[int]procStat{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self || pid == 1 {
+			continue
+		}
+		if st, ok := statOf(pid); ok && st.state != "Z" {
+			live[pid] = st
+		}
+	}
+	return live, nil
 }
 
 type procStat struct {

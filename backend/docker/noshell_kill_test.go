@@ -2,7 +2,6 @@ package docker
 
 import (
 	"io"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +17,7 @@ import (
 func TestCommandWithoutAShellLeavesNothing(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
-	image := scratchImage(t)
-	name := "tgtest-" + randomHex(6)
-	dockerCLI(t, "run", "-d", "--init", "--network", "none", "--label", runLabel, "--name", name, image)
-	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	name := runScratch(t)
 	dockerCLI(t, "exec", "-d", name, "/busybox", "sleep", "5151")
 	b := plainBackend(t)
 	inst := lookup(t, b, name)

@@ -199,16 +199,23 @@ tar -C "$1" -c . | docker import --change 'CMD ["/busybox","sleep","1000000"]' -
 	return image
 }
 
+// runScratch runs a container of scratchImage (removed when t ends).
+func runScratch(t *testing.T) string {
+	t.Helper()
+	image := scratchImage(t)
+	name := "tgtest-" + randomHex(6)
+	dockerCLI(t, "run", "-d", "--init", "--network", "none", "--label", runLabel, "--name", name, image)
+	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	return name
+}
+
 // TestSFTPWithoutAShell: in an image with no /bin/sh (FROM scratch and a
 // static program), the holder is uploaded afresh and run by its path; it
 // serves, installs itself, and leaves no upload directory behind.
 func TestSFTPWithoutAShell(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
-	image := scratchImage(t)
-	name := "tgtest-" + randomHex(6)
-	dockerCLI(t, "run", "-d", "--init", "--network", "none", "--label", runLabel, "--name", name, image)
-	t.Cleanup(func() { _ = exec.Command("docker", "rm", "-f", name).Run() })
+	name := runScratch(t)
 	b := plainBackend(t)
 	inst := lookup(t, b, name)
 	data := make([]byte, 3<<20+1)
