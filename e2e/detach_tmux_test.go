@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -23,14 +24,12 @@ func newTmux(t *testing.T, cmd []string, env []string) *tmuxRun {
 		t.Fatalf("no tmux (apt-get install tmux): %v", err)
 	}
 	tm := &tmuxRun{t: t, sock: "tg-" + randomHex(t, 6)}
-	args := append([]string{"new-session", "-d", "-x", "80", "-y", "24", "-s", "s", "--"}, cmd...)
+	args := append([]string{"new-session", "-d", "-x", "80", "-y", "24", "-s", "s", "--",
+		"/bin/sh", "-c", `"$@"; echo "[exited $?]"; sleep 600`, "sh"}, cmd...)
 	if out, err := tm.cmd(env, args...).CombinedOutput(); err != nil {
 		t.Fatalf("tmux new-session: %v: %s", err, out)
 	}
 	t.Cleanup(func() { _ = tm.cmd(nil, "kill-server").Run() })
-	if out, err := tm.cmd(nil, "set-option", "-t", "s", "remain-on-exit", "on").CombinedOutput(); err != nil {
-		t.Fatalf("tmux set-option: %v: %s", err, out)
-	}
 	return tm
 }
 
@@ -72,13 +71,15 @@ func (tm *tmuxRun) waitScreen(want string) {
 	}
 }
 
-// exited waits for the pane's command to end and returns its status.
+// exited waits for the pane's command to end and returns its status,
+// which the pane prints (newTmux runs it under sh for that: tmux's own
+// pane_dead_status is sometimes still empty when the pane is dead).
 func (tm *tmuxRun) exited() string {
 	tm.t.Helper()
+	re := regexp.MustCompile(`\[exited (\d+)\]`)
 	for deadline := time.Now().Add(waitFor); ; {
-		out, _ := tm.cmd(nil, "display-message", "-p", "-t", "s", "#{pane_dead} #{pane_dead_status}").Output()
-		if f := strings.Fields(string(out)); len(f) == 2 && f[0] == "1" {
-			return f[1]
+		if m := re.FindStringSubmatch(tm.screen()); m != nil {
+			return m[1]
 		}
 		if time.Now().After(deadline) {
 			tm.t.Fatalf("ssh did not exit; the terminal:\n%s", tm.screen())

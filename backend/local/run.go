@@ -28,7 +28,7 @@ func (b *Backend) Run(_ context.Context, inst sessions.Instance, rc remote.Comma
 	cmd := exec.Command("/bin/sh", "-c", rc.Line)
 	cmd.Dir = b.cfg.Dir
 	cmd.Env = append(append(os.Environ(), rc.Env...), "TERMGATE_INSTANCE="+inst.Name)
-	p := &runProc{killer: b.killer, exited: make(chan struct{}), tty: rc.TTY}
+	p := &runProc{killer: b.killer, exited: make(chan struct{}), errDone: make(chan struct{}), tty: rc.TTY}
 	if rc.TTY {
 		size := rc.Size
 		if size.IsZero() {
@@ -92,8 +92,31 @@ func (p *runProc) startPiped(cmd *exec.Cmd, w io.Writer) error {
 		w = io.Discard
 	}
 	w = exechost.KeepWriting(w)
-	p.wg.Go(func() { _, _ = io.Copy(w, errR) })
+	p.wg.Go(func() { p.copyStderr(w) })
 	return nil
+}
+
+// copyStderr copies stderr to w until its end, or, once the command
+// exited, drainGrace without output (a job it left may hold it open), as
+// Read does for stdout. Wait waits for it: the client must have all of
+// stderr before the exit status.
+func (p *runProc) copyStderr(w io.Writer) {
+	defer close(p.errDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := p.errR.Read(buf)
+		if n > 0 {
+			_, _ = w.Write(buf[:n])
+		}
+		select {
+		case <-p.exited:
+			_ = p.errR.SetReadDeadline(time.Now().Add(drainGrace))
+		default:
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func closeAll(fs ...*os.File) {
@@ -112,8 +135,9 @@ type runProc struct {
 	errR   *os.File // stderr's read end; nil with a TTY
 	wg     sync.WaitGroup
 
-	exited chan struct{} // closed once reaped; exit set before
-	exit   remote.Exit
+	exited  chan struct{} // closed once reaped; exit set before
+	exit    remote.Exit
+	errDone chan struct{} // closed when copyStderr ends (never with a TTY)
 
 	wmu    sync.Mutex // guards inDone
 	inDone bool       // stdin was closed
@@ -133,6 +157,9 @@ func (p *runProc) wait() {
 	// A job left behind may hold the output open: what it writes within
 	// drainGrace is still read, then Read ends.
 	_ = p.out.SetReadDeadline(time.Now().Add(drainGrace))
+	if p.errR != nil {
+		_ = p.errR.SetReadDeadline(time.Now().Add(drainGrace))
+	}
 }
 
 // Read returns the output; io.EOF at its end: the terminal's EIO, the
@@ -184,6 +211,14 @@ func (p *runProc) Resize(_ context.Context, size sessions.Size) error {
 func (p *runProc) Wait(ctx context.Context) (remote.Exit, error) {
 	select {
 	case <-p.exited:
+	case <-ctx.Done():
+		return remote.Exit{}, ctx.Err()
+	}
+	if p.tty {
+		return p.exit, nil
+	}
+	select {
+	case <-p.errDone:
 		return p.exit, nil
 	case <-ctx.Done():
 		return remote.Exit{}, ctx.Err()

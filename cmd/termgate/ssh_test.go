@@ -110,7 +110,8 @@ func TestRunAcceptsUserCertificatesAndAudits(t *testing.T) {
 		c.Close()
 		t.Fatal("an expired certificate logged in")
 	}
-	c, err := dial(certFor(time.Now().Add(time.Hour)), "web1")
+	// As termgate@: for web1@ these commands would run in web1.
+	c, err := dial(certFor(time.Now().Add(time.Hour)), "termgate")
 	if err != nil {
 		t.Fatalf("valid certificate: %v", err)
 	}

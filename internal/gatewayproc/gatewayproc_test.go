@@ -91,13 +91,13 @@ func checkSSH(t *testing.T, g *Gateway, signer gossh.Signer) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := gossh.Dial("tcp", g.SSHAddr, termtest.ClientConfig("web1", signer, hostKey, 20*time.Second))
+	c, err := gossh.Dial("tcp", g.SSHAddr, termtest.ClientConfig("termgate", signer, hostKey, 20*time.Second))
 	if err != nil {
 		t.Fatalf("ssh to %s: %v", g.SSHAddr, err)
 	}
 	defer c.Close()
 	if r := termtest.Run(t, c, "help", 20*time.Second); r.Code != 0 || !strings.Contains(r.Stdout, "usage:") {
-		t.Errorf("ssh web1@ help: %+v", r)
+		t.Errorf("ssh termgate@ help: %+v", r)
 	}
 }
 
