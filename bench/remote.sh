@@ -8,6 +8,7 @@
 #   scp up / down (SFTP)   vs  scp to a plain OpenSSH sshd      (when sshd exists)
 #   ssh termgate@gw help   vs  ssh to that sshd true            (the handshake)
 #   ssh -W to nc in C      vs  docker exec -i C nc              (SIZE MiB, one way)
+#   PUT / GET files route  vs  docker cp to / from C            (SIZE MiB, curl)
 #
 # Usage: bench/remote.sh BIN [SIZE_MIB] [N]. Needs Docker, OpenSSH and the
 # image termgate-test:busybox (make test-image); everything on loopback.
@@ -65,12 +66,23 @@ row "ssh I@gw true (median)" "$(cat "$T/g")" "$(cat "$T/d")"
 # Files: scp (SFTP) against docker cp. A first scp puts the holder there.
 gscp "$T/key.pub" "$C@127.0.0.1:/tmp/warm"
 a=$(now); gscp "$T/data" "$C@127.0.0.1:/tmp/up"; gup=$(secs "$a" "$(now)")
-a=$(now); docker cp "$T/data" "$C:/tmp/cp"; d=$(secs "$a" "$(now)")
-row "scp upload" "$gup" "$d"
-a=$(now); gscp "$C@127.0.0.1:/tmp/up" "$T/down"; g=$(secs "$a" "$(now)")
-a=$(now); docker cp "$C:/tmp/cp" "$T/cpdown"; d=$(secs "$a" "$(now)")
-row "scp download" "$g" "$d"
+a=$(now); docker cp "$T/data" "$C:/tmp/cp"; d_up=$(secs "$a" "$(now)")
+row "scp upload" "$gup" "$d_up"
+a=$(now); gscp "$C@127.0.0.1:/tmp/up" "$T/down"; gdown=$(secs "$a" "$(now)")
+a=$(now); docker cp "$C:/tmp/cp" "$T/cpdown"; d_down=$(secs "$a" "$(now)")
+row "scp download" "$gdown" "$d_down"
 cmp -s "$T/data" "$T/down" || { echo "remote.sh: scp download differs" >&2; exit 1; }
+
+# The HTTP files routes (curl, with the token the gateway generated)
+# against docker cp, like scp.
+HPORT=$(sed -n 's/.*"msg":"termgate is listening".*"http":"127.0.0.1:\([0-9]*\)".*/\1/p' "$T/gw.log")
+TOKEN=$(awk 'NF && $1 !~ /^#/ { print $1; exit }' "$T/state/api_token")
+URL="http://127.0.0.1:$HPORT/api/instances/$C/files"
+a=$(now); curl -fsS -H "Authorization: Bearer $TOKEN" -T "$T/data" "$URL?path=/tmp/http"; g=$(secs "$a" "$(now)")
+row "HTTP PUT file" "$g" "$d_up"
+a=$(now); curl -fsS -H "Authorization: Bearer $TOKEN" -o "$T/httpdown" "$URL?path=/tmp/http"; g=$(secs "$a" "$(now)")
+row "HTTP GET file" "$g" "$d_down"
+cmp -s "$T/data" "$T/httpdown" || { echo "remote.sh: HTTP download differs" >&2; exit 1; }
 
 # The same scp to a plain OpenSSH sshd on loopback (ensure-sshd.sh).
 if SSHD_BIN=$(command -v sshd || echo /usr/sbin/sshd) && [ -x "$SSHD_BIN" ] && [ "$(id -u)" = 0 ]; then
@@ -94,7 +106,7 @@ CONF
 	a=$(now); scp "${OPTS[@]}" -P 22922 "$T/data" root@127.0.0.1:"$T/plain"; p=$(secs "$a" "$(now)")
 	row "scp upload vs plain sshd" "$gup" "$p"
 	a=$(now); scp "${OPTS[@]}" -P 22922 root@127.0.0.1:"$T/plain" "$T/plaindown"; p=$(secs "$a" "$(now)")
-	row "scp download vs plain sshd" "$g" "$p"
+	row "scp download vs plain sshd" "$gdown" "$p"
 	# What the SSH handshake alone costs: a gateway command that touches no
 	# instance against `true` on the plain sshd.
 	for _ in $(seq "$N"); do a=$(now); gssh termgate@127.0.0.1 help >/dev/null; secs "$a" "$(now)"; done | median >"$T/g"
