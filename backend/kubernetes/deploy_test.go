@@ -349,13 +349,19 @@ func TestDeployedReplicasServeOneShell(t *testing.T) {
 	// One replica goes (as in a rolling update: SIGTERM, grace period).
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	// Its log, followed from before the deletion: the pod's log is gone
+	// with it, and it says why a shutdown took long.
+	logs := &termtest.SyncBuffer{}
+	if rc, err := clusterCS.CoreV1().Pods(testNS).GetLogs(names[0], &corev1.PodLogOptions{Follow: true, SinceSeconds: new(int64(5))}).Stream(ctx); err == nil {
+		go func() { _, _ = io.Copy(logs, rc); _ = rc.Close() }()
+	}
 	if err := clusterCS.CoreV1().Pods(testNS).Delete(ctx, names[0], metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case <-a.ended:
 	case <-time.After(30 * time.Second):
-		t.Fatal("the deleted replica's SSH client did not end within 30s")
+		t.Fatalf("the deleted replica's SSH client did not end within 30s; the replica's last log:\n%s", logs.String())
 	}
 	b.send("echo still-b-$((40+4))")
 	b.expect("still-b-44")
