@@ -236,7 +236,10 @@ func deploy(t *testing.T, relayIP string, relayPort int) {
 // probe on /readyz passes) and returns them, by name.
 func readyGateways(t *testing.T, n int, not ...string) map[string]string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	// Generous: right after apiserver_test.go restarted the API server,
+	// the scheduler and kubelet of a loaded CI machine took 90 s to start
+	// the second replica.
+	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Second)
 	defer cancel()
 	for {
 		list, err := clusterCS.CoreV1().Pods(testNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=termgate"})
@@ -254,7 +257,7 @@ func readyGateways(t *testing.T, n int, not ...string) map[string]string {
 			return ready
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("%d of %d gateway pods ready within 90s (%v):\n%s", len(ready), n, err, gatewayLogs(t))
+			t.Fatalf("%d of %d gateway pods ready within 180s (%v):\n%s", len(ready), n, err, gatewayLogs(t))
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -360,8 +363,8 @@ func TestDeployedReplicasServeOneShell(t *testing.T) {
 	}
 	select {
 	case <-a.ended:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("the deleted replica's SSH client did not end within 30s; the replica's last log:\n%s", logs.String())
+	case <-time.After(45 * time.Second): // the pod's grace (15 s) and a loaded kubelet
+		t.Fatalf("the deleted replica's SSH client did not end within 45s; the replica's last log:\n%s", logs.String())
 	}
 	b.send("echo still-b-$((40+4))")
 	b.expect("still-b-44")
