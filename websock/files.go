@@ -198,7 +198,16 @@ func (s *Server) handleFileGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	n, err := io.Copy(deadlineWriter{w: w, rc: rc}, io.LimitReader(f, st.Size()))
+	// WriteTo, not io.Copy through a LimitReader (which hides it): the
+	// SFTP client then keeps many reads in flight instead of one 32 KiB
+	// round trip at a time (100 MiB: 4.4 s before). capWriter keeps the
+	// stat'd size as the bound of a file that grows meanwhile.
+	cw := &capWriter{w: deadlineWriter{w: w, rc: rc}, left: st.Size()}
+	_, err = f.WriteTo(cw)
+	if errors.Is(err, errCapped) {
+		err = nil
+	}
+	n := cw.n
 	result := "ok"
 	if err != nil || n != st.Size() {
 		// Too late for a status: the short body (Content-Length) says
@@ -290,6 +299,28 @@ func (d deadlineReader) Read(p []byte) (int, error) {
 
 // deadlineWriter is deadlineReader's counterpart for a download: a client
 // that stops reading is dropped after fileIdle.
+// capWriter passes on at most left bytes, then fails with errCapped.
+type capWriter struct {
+	w       io.Writer
+	left, n int64
+}
+
+var errCapped = errors.New("the file grew past its size at the start")
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	capped := int64(len(p)) > c.left
+	if capped {
+		p = p[:c.left]
+	}
+	m, err := c.w.Write(p)
+	c.n += int64(m)
+	c.left -= int64(m)
+	if err == nil && capped {
+		err = errCapped
+	}
+	return m, err
+}
+
 type deadlineWriter struct {
 	w  io.Writer
 	rc *http.ResponseController

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"errors"
 	"io"
 	"mime"
 	"net"
@@ -238,5 +239,21 @@ func TestFilesRelativeToTheSessionsDirectory(t *testing.T) {
 	resp = e.do("GET", "/api/instances/web1/files?path=x&session=a/b", bearerHeader(tokAll), nil)
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("GET with a bad session id: %d %s", resp.StatusCode, respText(resp))
+	}
+}
+
+// TestCapWriter: a download stops at the size the file had when it
+// started, whatever the reads in flight bring beyond it.
+func TestCapWriter(t *testing.T) {
+	var out bytes.Buffer
+	c := &capWriter{w: &out, left: 5}
+	if n, err := c.Write([]byte("abc")); n != 3 || err != nil {
+		t.Fatalf("first write: %d %v", n, err)
+	}
+	if n, err := c.Write([]byte("defgh")); n != 2 || !errors.Is(err, errCapped) {
+		t.Fatalf("write past the size: %d %v", n, err)
+	}
+	if out.String() != "abcde" || c.n != 5 {
+		t.Fatalf("wrote %q (%d)", out.String(), c.n)
 	}
 }
