@@ -1,7 +1,6 @@
 package holder
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -63,7 +62,7 @@ func sessionCwdIn(proc, id string) (string, error) {
 		return "", err
 	}
 	uid := uint32(os.Getuid())
-	marked := map[int]procStart{} // pid: its parent and start time
+	marked := map[int]procStat{} // pid: its parent and start time
 	read := 0
 	for _, n := range names {
 		if read > maxEnvironTotal {
@@ -80,11 +79,11 @@ func sessionCwdIn(proc, id string) (string, error) {
 		if !hasMarker(filepath.Join(dir, "environ"), id, &read) {
 			continue
 		}
-		if st, ok := startOf(proc, pid); ok {
+		if st, ok := readStat(filepath.Join(dir, "stat")); ok && st.state != "Z" {
 			marked[pid] = st
 		}
 	}
-	best, found := 0, procStart{}
+	best, found := 0, procStat{}
 	for pid, st := range marked {
 		if _, job := marked[st.ppid]; job {
 			continue
@@ -120,52 +119,7 @@ func checkCwd(cwd string) (string, error) {
 // (killMarked reads whole environments instead: there a process that
 // pads its own must not escape the kill.)
 func hasMarker(environ, id string, budget *int) bool {
-	f, err := os.Open(environ)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxEnvironRead))
-	*budget += len(b)
-	if err != nil {
-		return false
-	}
-	for kv := range bytes.SplitSeq(b, []byte{0}) {
-		v, ok := bytes.CutPrefix(kv, []byte("TERMGATE_SESSION="))
-		if ok && (string(v) == id || bytes.HasSuffix(v, []byte("."+id))) {
-			return true
-		}
-	}
-	return false
-}
-
-type procStart struct {
-	ppid  int
-	start uint64 // clock ticks after boot (field 22)
-}
-
-// startOf reads a process's parent and start time from /proc/PID/stat,
-// after the last ')' (the command name may hold anything).
-func startOf(proc string, pid int) (procStart, bool) {
-	f, err := os.Open(filepath.Join(proc, strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return procStart{}, false
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 4096))
-	if err != nil {
-		return procStart{}, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return procStart{}, false
-	}
-	// After the name: state (3), ppid (4), ... starttime (22).
-	fields := strings.Fields(string(b[i+1:]))
-	if len(fields) < 20 || fields[0] == "Z" {
-		return procStart{}, false
-	}
-	ppid, err1 := strconv.Atoi(fields[1])
-	start, err2 := strconv.ParseUint(fields[19], 10, 64)
-	return procStart{ppid: ppid, start: start}, err1 == nil && err2 == nil
+	v, n := sessionMarker(environ, maxEnvironRead)
+	*budget += n
+	return v != "" && (v == id || strings.HasSuffix(v, "."+id))
 }

@@ -1,7 +1,6 @@
 package holder
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -93,25 +92,12 @@ func killRound(w io.Writer, match func(string) bool, seen map[int]bool) int {
 	return n
 }
 
-// maxEnviron bounds what is read of a process's environment: the
-// instance's processes are untrusted, and the marker a gateway sets is
-// among the first variables.
-const maxEnviron = 1 << 20
-
-// markerOf is the TERMGATE_SESSION value in pid's environment.
+// markerOf is the TERMGATE_SESSION value in pid's environment, all of
+// it read, as killMarked does: a process that pads its environment must
+// not push its marker out of reach of the kill.
 func markerOf(pid int) (string, bool) {
-	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/environ")
-	if err != nil {
-		return "", false
-	}
-	defer f.Close()
-	env, _ := io.ReadAll(io.LimitReader(f, maxEnviron))
-	for kv := range bytes.SplitSeq(env, []byte{0}) {
-		if v, ok := bytes.CutPrefix(kv, []byte("TERMGATE_SESSION=")); ok {
-			return string(v), len(v) > 0
-		}
-	}
-	return "", false
+	m, _ := sessionMarker("/proc/"+strconv.Itoa(pid)+"/environ", -1)
+	return m, m != ""
 }
 
 // commOf is pid's command name, on one line and without spaces (it ends

@@ -3,6 +3,7 @@ package holder
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -160,12 +161,24 @@ type procStat struct {
 	state string
 	ppid  int
 	sid   int
+	start uint64 // clock ticks after boot (field 22)
 }
 
-// statOf parses /proc/PID/stat after the last ')' of the whole file: the
-// command name may contain ')', spaces and newlines.
+// statOf parses /proc/PID/stat.
 func statOf(pid int) (procStat, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	return readStat("/proc/" + strconv.Itoa(pid) + "/stat")
+}
+
+// readStat parses a /proc/PID/stat file after the last ')' of the whole
+// file (the command name may contain ')', spaces and newlines), reading at
+// most 4 KiB of it.
+func readStat(path string) (procStat, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return procStat{}, false
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
 	if err != nil {
 		return procStat{}, false
 	}
@@ -173,11 +186,34 @@ func statOf(pid int) (procStat, bool) {
 	if i < 0 {
 		return procStat{}, false
 	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 4 {
+	// After the name: state (3), ppid (4), pgrp (5), sid (6) ... starttime (22).
+	fl := strings.Fields(string(b[i+1:]))
+	if len(fl) < 20 {
 		return procStat{}, false
 	}
-	ppid, err1 := strconv.Atoi(f[1])
-	sid, err2 := strconv.Atoi(f[3])
-	return procStat{state: f[0], ppid: ppid, sid: sid}, err1 == nil && err2 == nil
+	ppid, err1 := strconv.Atoi(fl[1])
+	sid, err2 := strconv.Atoi(fl[3])
+	start, err3 := strconv.ParseUint(fl[19], 10, 64)
+	return procStat{state: fl[0], ppid: ppid, sid: sid, start: start}, err1 == nil && err2 == nil && err3 == nil
+}
+
+// sessionMarker is the TERMGATE_SESSION value in an environ file, reading
+// at most limit bytes of it (limit < 0: all of it), and how much it read.
+func sessionMarker(environ string, limit int64) (marker string, read int) {
+	f, err := os.Open(environ)
+	if err != nil {
+		return "", 0
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if limit >= 0 {
+		r = io.LimitReader(f, limit)
+	}
+	b, _ := io.ReadAll(r)
+	for kv := range bytes.SplitSeq(b, []byte{0}) {
+		if v, ok := bytes.CutPrefix(kv, []byte("TERMGATE_SESSION=")); ok {
+			return string(v), len(b)
+		}
+	}
+	return "", len(b)
 }
