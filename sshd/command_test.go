@@ -179,7 +179,7 @@ func TestCommandInstances(t *testing.T) {
 		!regexp.MustCompile(`(?m)^db1 +no session +-$`).MatchString(r.stdout) {
 		t.Fatalf("instances: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
-	if r := f.run(t, "web", gatewayUser, "instances"); r.code != 0 || strings.Contains(r.stdout, "db1") || !strings.Contains(r.stdout, "web1") {
+	if r := f.run(t, "web", gatewayUser, "instances"); r.code != 0 || regexp.MustCompile(`(?m)^db1 `).MatchString(r.stdout) || !regexp.MustCompile(`(?m)^web1 `).MatchString(r.stdout) {
 		t.Fatalf("instances for a web* key: status %d, stdout %q", r.code, r.stdout)
 	}
 	if r := f.run(t, "watcher", gatewayUser, "instances"); r.code != 0 || !strings.Contains(r.stdout, "web1") {
