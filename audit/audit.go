@@ -25,7 +25,10 @@ const (
 	Detach      = "detach"
 	Reset       = "reset"
 	Reap        = "reap"
-	SessionEnd  = "session_end"
+	// Size: a session's window size pinned or unpinned (ssh HOST size,
+	// the page's pin control).
+	Size       = "size"
+	SessionEnd = "session_end"
 	// Recording: a recording served over HTTP (GET /api/recordings/…).
 	Recording = "recording"
 	// Command, Transfer and Forward: what ran beside a session (an SSH

@@ -21,6 +21,9 @@ type AttachInfo struct {
 	// Gap reports that a resume was asked for but its offset is no longer
 	// buffered, so the normal replay was sent instead.
 	Gap bool
+	// Size is the shell's window size once the client joined (after its
+	// own size, if it counts, was applied).
+	Size Size
 }
 
 // Client is one attached terminal. Take returns the replay, then live
@@ -53,6 +56,13 @@ type Client struct {
 	cause  error    // set once: why the client is closed
 	wake   chan struct{}
 	after  []func() // AfterClose callbacks not yet run
+
+	// The window size this client asks for (zero: unknown), the size it
+	// was last told or asked for, and when it was last active (attached,
+	// resized, typed): guarded by the session's mu (see sizepolicy.go); a
+	// reset carries them to the fresh session.
+	sizeWant, sizeShown Size
+	active              uint64
 }
 
 func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {
@@ -218,19 +228,22 @@ func (c *Client) awaitMove(s *Session, moved <-chan struct{}) error {
 // ReadOnly reports whether the client is an observer.
 func (c *Client) ReadOnly() bool { return c.who.ReadOnly }
 
-// Resize asks for a new window size (the latest request wins, see README).
-// Sizes outside 1..MaxDim are refused with ErrBadSize.
-// An observer's size is checked but never applied: its terminal shows the
-// shell at the shell's size.
+// Resize tells the session this client's window size; the session's size
+// policy decides the shell's (see sizepolicy.go). Sizes outside 1..MaxDim
+// are refused with ErrBadSize. An observer's size is checked but never
+// applied: its terminal shows the shell at the shell's size.
 func (c *Client) Resize(size Size) error {
+	if !size.Valid() {
+		return ErrBadSize
+	}
 	if c.who.ReadOnly {
-		if !size.Valid() {
-			return ErrBadSize
-		}
 		return nil
 	}
 	s, _ := c.session()
-	return s.resize(size)
+	s.mu.Lock()
+	s.wantSizeLocked(c, size)
+	s.mu.Unlock()
+	return nil
 }
 
 // Detach leaves the session; the shell keeps running. Take then returns

@@ -44,6 +44,9 @@ type Config struct {
 	InputTimeout time.Duration
 	// NewReplayer picks the replay strategy (default NewRawReplayer).
 	NewReplayer NewReplayerFunc
+	// SizePolicy decides the shell's window size from its clients'
+	// (default SizeLatest; see sizepolicy.go).
+	SizePolicy SizePolicy
 	// OnEnd, when set, is called once for every session that ends, with
 	// the cause its clients were given (the audit trail uses it).
 	OnEnd  func(info Info, cause error)

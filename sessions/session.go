@@ -58,7 +58,8 @@ type Session struct {
 	replay    Replayer
 	clients   map[*Client]struct{}
 	changed   chan struct{} // closed when clients changes (see attachedwatch.go); nil: nobody waits
-	size      Size          // latest requested window size
+	size      Size          // the window size the policy picked (sizepolicy.go)
+	pin       Size          // a pinned size (zero: none), see pinSize
 	idleSince time.Time
 	idleTimer clockwork.Timer
 	bytesOut  atomic.Int64         // output bytes (atomic: Info reads it unlocked)
@@ -102,6 +103,10 @@ type Info struct {
 	// Durable: a holder in the instance holds the shell, which outlives
 	// the gateway (see HeldProcess).
 	Durable bool `json:"durable"`
+	// Size is the shell's window size ("COLSxROWS"); SizePinned says it
+	// is pinned (ssh HOST size) rather than following the clients.
+	Size       string `json:"size"`
+	SizePinned bool   `json:"size_pinned"`
 }
 
 func newSession(id string, inst Instance, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
@@ -300,6 +305,7 @@ func (s *Session) deliver(chunk []byte) {
 			delete(s.clients, c)
 			s.clientsChangedLocked()
 			s.replay.Attached(len(s.clients))
+			s.applySizePolicyLocked()
 			s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
 			s.startIdleLocked()
 		case alreadyClosed:
@@ -376,9 +382,11 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 	}
 	s.clients[c] = struct{}{}
 	s.joinedLocked()
-	if !opts.ReadOnly && !opts.Size.IsZero() && opts.Size.Valid() {
-		s.setSizeLocked(opts.Size)
+	c.sizeShown = s.size
+	if !opts.ReadOnly && opts.Size.Valid() {
+		s.wantSizeLocked(c, opts.Size)
 	}
+	c.setAttachSize(s.size)
 	s.log.Info("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
 	return c, nil
 }
@@ -408,6 +416,7 @@ func (s *Session) remove(c *Client, msg string, attrs ...any) {
 	delete(s.clients, c)
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
+	s.applySizePolicyLocked() // the fall-back when the size was c's
 	s.log.Info(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()
 }
@@ -436,21 +445,12 @@ func (s *Session) startIdleLocked() {
 	s.idleTimer = t
 }
 
-func (s *Session) resize(size Size) error {
-	if !size.Valid() {
-		return ErrBadSize
-	}
-	s.mu.Lock()
-	s.setSizeLocked(size)
-	s.mu.Unlock()
-	return nil
-}
-
 func (s *Session) setSizeLocked(size Size) {
 	if size == s.size {
 		return
 	}
 	s.size = size
+	s.publishLocked()
 	s.resizeSeq++
 	s.startResizerLocked() // it resizes the emulator too, paced
 }

@@ -188,7 +188,11 @@ func (r *relay) output() (code int, cause string) {
 		var reset *sessions.ResetError
 		var exit *sessions.ExitError
 		var notice *sessions.Notice
+		var resized *sessions.Resized
 		switch {
+		case errors.As(err, &resized):
+			// Another client's size, a pin or a fall-back: a remote
+			// terminal cannot be resized from here; the shell redraws.
 		case errors.As(err, &notice): // the instance paused or runs again: stay
 			if r.notice(r.out, notice.Message) != nil {
 				return exitDetached, clientLeft

@@ -14,6 +14,7 @@ const (
 	verbList
 	verbHelp
 	verbInstances
+	verbSize
 )
 
 func (v verb) String() string {
@@ -28,6 +29,8 @@ func (v verb) String() string {
 		return "help"
 	case verbInstances:
 		return "instances"
+	case verbSize:
+		return "size"
 	}
 	return fmt.Sprintf("verb(%d)", int(v))
 }
@@ -35,8 +38,11 @@ func (v verb) String() string {
 // command is a parsed SSH command line.
 type command struct {
 	verb verb
-	// instance is reset's argument; empty means the SSH user name.
+	// instance is reset's argument (empty means the SSH user name) and
+	// size's.
 	instance string
+	// size is size's second argument: COLSxROWS, auto, or empty to show.
+	size string
 }
 
 // usageError is a command line parseCommand does not understand; the user
@@ -75,6 +81,14 @@ func parseCommand(raw string) (command, error) {
 			return command{}, &usageError{"instances takes no arguments"}
 		}
 		return command{verb: verbInstances}, nil
+	case "size":
+		switch len(f) {
+		case 2:
+			return command{verb: verbSize, instance: f[1]}, nil
+		case 3:
+			return command{verb: verbSize, instance: f[1], size: f[2]}, nil
+		}
+		return command{}, &usageError{"size takes an instance name and COLSxROWS or auto"}
 	}
 	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
 }
@@ -86,6 +100,8 @@ func (c command) String() string {
 		return ""
 	case verbReset:
 		return strings.TrimSpace("reset " + c.instance)
+	case verbSize:
+		return strings.TrimSpace("size " + c.instance + " " + c.size)
 	}
 	return c.verb.String()
 }
@@ -104,6 +120,9 @@ usage:
                               start a fresh one
   ssh INSTANCE@HOST reset     the same
   ssh HOST instances          the instances this key may attach to
+  ssh HOST size INSTANCE [COLSxROWS|auto]
+                              show the shell's window size, pin it, or let
+                              it follow the clients again (auto)
   ssh HOST list               the sessions this key may see
   ssh HOST help               this text
   ssh -N -L LPORT:127.0.0.1:PORT INSTANCE@HOST

@@ -55,6 +55,8 @@ func (s *Server) route(sess *session) {
 		sess.end(s.list(sess, id))
 	case verbInstances:
 		sess.end(s.instances(sess, id))
+	case verbSize:
+		sess.end(s.size(sess, id, cmd.instance, cmd.size))
 	case verbHelp:
 		_, _ = io.WriteString(sess, usage)
 		sess.end(0)

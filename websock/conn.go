@@ -106,7 +106,7 @@ func (c *conn) run(client *sessions.Client) {
 	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
 	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label, "read_only", c.readOnly)
 	// out is empty and nobody else sends yet: the attached event goes first.
-	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay, ReadOnly: c.readOnly})
+	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay, ReadOnly: c.readOnly, Cols: info.Size.Cols, Rows: info.Size.Rows})
 
 	c.watchCut(client)
 	go c.writeLoop()
@@ -438,6 +438,8 @@ func (c *conn) control(data []byte) {
 			return
 		}
 		c.startReset()
+	case ctlPinSize:
+		c.pinSize(ctl.Size)
 	}
 }
 
@@ -509,11 +511,19 @@ func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 	var reset *sessions.ResetError
 	var exit *sessions.ExitError
 	var notice *sessions.Notice
+	var resized *sessions.Resized
 	switch {
 	case errors.Is(err, sessions.ErrDetached), cut(err):
 		return nil
 	case errors.As(err, &reset):
 		return c.resetMoved(cl, reset)
+	case errors.As(err, &resized): // another client's size, a pin, a fall-back
+		f := eventFrame(sizeEvent{Type: "size", Cols: resized.Size.Cols, Rows: resized.Size.Rows, Pinned: resized.Pinned})
+		if werr := c.write(f.typ, f.data); werr != nil {
+			c.writeFailed(werr)
+			return nil
+		}
+		return cl
 	case errors.As(err, &notice): // the instance paused or runs again: stay
 		f := errorFrame(notice.Message)
 		if werr := c.write(f.typ, f.data); werr != nil {

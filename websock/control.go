@@ -10,14 +10,15 @@ import (
 
 // Control message types a client may send in a text frame.
 const (
-	ctlResize = "resize"
-	ctlReset  = "reset"
+	ctlResize  = "resize"
+	ctlReset   = "reset"
+	ctlPinSize = "pin-size" // {"type":"pin-size","cols":N,"rows":M} or {"type":"pin-size","auto":true}
 )
 
 // control is a parsed, valid client control message.
 type control struct {
 	Type string
-	// Size is set for resize.
+	// Size is set for resize and pin-size (zero: auto, unpin).
 	Size sessions.Size
 }
 
@@ -27,6 +28,7 @@ type wireControl struct {
 	Type *string `json:"type"`
 	Cols *int    `json:"cols"`
 	Rows *int    `json:"rows"`
+	Auto bool    `json:"auto"`
 }
 
 // parseControl decodes and validates a control message. Its errors are
@@ -52,8 +54,20 @@ func parseControl(data []byte) (control, error) {
 			return control{}, sizeError(size)
 		}
 		return control{Type: ctlResize, Size: size}, nil
+	case ctlPinSize:
+		if w.Auto {
+			return control{Type: ctlPinSize}, nil
+		}
+		if w.Cols == nil || w.Rows == nil {
+			return control{}, errors.New(`pin-size needs "cols" and "rows", or "auto": true`)
+		}
+		size := sessions.Size{Cols: *w.Cols, Rows: *w.Rows}
+		if !size.Valid() {
+			return control{}, sizeError(size)
+		}
+		return control{Type: ctlPinSize, Size: size}, nil
 	default:
-		return control{}, fmt.Errorf("unknown control message type %q (known: resize, reset)", truncateRunes(*w.Type, 32))
+		return control{}, fmt.Errorf("unknown control message type %q (known: resize, reset, pin-size)", truncateRunes(*w.Type, 32))
 	}
 }
 
