@@ -221,6 +221,9 @@ type event struct {
 	Code     int    `json:"code"`
 	Message  string `json:"message"`
 	ReadOnly bool   `json:"read_only"`
+	// Cols, Rows, Pinned: a size event's (cols, rows: attached's too).
+	Cols, Rows int
+	Pinned     bool
 	// Attached is a clients event's list.
 	Attached []sessions.Attached `json:"attached"`
 }
