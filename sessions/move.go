@@ -118,7 +118,7 @@ func (s *Session) adopt(clients []*Client, reset *ResetError) {
 	}
 	if n > 0 {
 		s.joinedLocked()
-		s.applySizePolicyLocked()
+		s.applySizePolicyLocked(false)
 		s.log.Info("clients moved here by a reset", "from", reset.OldSession, "moved", n, "clients", len(s.clients))
 	}
 }

@@ -305,7 +305,7 @@ func (s *Session) deliver(chunk []byte) {
 			delete(s.clients, c)
 			s.clientsChangedLocked()
 			s.replay.Attached(len(s.clients))
-			s.applySizePolicyLocked()
+			s.applySizePolicyLocked(false)
 			s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
 			s.startIdleLocked()
 		case alreadyClosed:
@@ -416,7 +416,7 @@ func (s *Session) remove(c *Client, msg string, attrs ...any) {
 	delete(s.clients, c)
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
-	s.applySizePolicyLocked() // the fall-back when the size was c's
+	s.applySizePolicyLocked(false) // the fall-back when the size was c's
 	s.log.Info(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()
 }

@@ -81,7 +81,7 @@ func (s *Session) wantSizeLocked(c *Client, size Size) {
 		c.sizeShown = size // its own request: never echoed
 	}
 	c.active = activity.Add(1)
-	s.applySizePolicyLocked()
+	s.applySizePolicyLocked(false)
 }
 
 // typedLocked marks c the most recently active client when the policy
@@ -96,7 +96,7 @@ func (s *Session) typedLocked(c *Client) {
 		return
 	}
 	c.active = activity.Add(1)
-	s.applySizePolicyLocked()
+	s.applySizePolicyLocked(false)
 }
 
 // latestLocked is the read-write client with a known size that was most
@@ -147,15 +147,15 @@ func (s *Session) policySizeLocked() Size {
 // applySizePolicyLocked sets the shell's size from the policy and tells
 // every client whose idea of it is now wrong. Called with Session.mu held
 // whenever a client attaches, leaves, resizes or (latest) types, and when
-// the pin changes.
-func (s *Session) applySizePolicyLocked() {
+// the pin changes (all: tell every client, for the pin's sake).
+func (s *Session) applySizePolicyLocked(all bool) {
 	size := s.policySizeLocked()
 	if size.IsZero() {
-		return // nobody counts: the size stays
+		size = s.size // nobody counts: the size stays
 	}
 	s.setSizeLocked(size)
 	for c := range s.clients {
-		if c.sizeShown == size {
+		if c.sizeShown == size && !all {
 			continue
 		}
 		c.sizeShown = size
@@ -188,7 +188,8 @@ func (s *Session) pinSize(size Size) error {
 		return errSessionClosing
 	}
 	s.pin = size
-	s.applySizePolicyLocked()
+	s.applySizePolicyLocked(true) // every page learns the pin, or its end
+	s.publishLocked()             // size_pinned, even when the size stays
 	return nil
 }
 

@@ -171,6 +171,9 @@ func TestPinnedSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitBackendSize(t, p, pin)
+	if info := r.Sessions()[0]; info.Size != "120x40" || !info.SizePinned {
+		t.Errorf("Info size %q pinned %v, want 120x40 pinned", info.Size, info.SizePinned)
+	}
 	if err := a.Resize(big); err != nil {
 		t.Fatal(err)
 	}

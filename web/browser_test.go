@@ -413,11 +413,14 @@ func (b *browser) observer(gw *gateway, base, instance string) {
 	b.typeKeys("echo page-typed\r")
 	b.do(chromedp.Evaluate[chromedp.Void](`termgate.conn.ws.send(new TextEncoder().encode('echo forced-typed\r'))`))
 	b.waitMatch(`read-only: your input is not sent to the shell`)
-	// Another window size: the page resizes (fit), then an invalid resize
-	// whose error event proves the valid one was handled first.
-	cols := eval[int](b, `termgate.term.cols`)
+	// Another window size: the page tells the gateway, which never applies
+	// an observer's (the terminal stays at the shell's 80x24, the page says
+	// the window is smaller), then an invalid resize whose error event
+	// proves the valid one was handled first.
+	cols := eval[int](b, `termgateSize.want.cols`)
 	b.do(chromedp.EmulateViewport(640, 360))
-	b.waitFunc("the page to resize", fmt.Sprintf(`termgate.term.cols !== %d`, cols))
+	b.waitFunc("the page to resize", fmt.Sprintf(`termgateSize.want.cols !== %d`, cols))
+	b.waitFunc("the observer's terminal at the shell's size", `termgate.term.cols === 80 && termgate.term.rows === 24 && termgateSize.note.startsWith('window smaller than the session (80×24)')`)
 	b.do(chromedp.Evaluate[chromedp.Void](`termgate.conn.ws.send(JSON.stringify({type: 'resize', cols: 0, rows: 0}))`))
 	b.waitMatch(`0x0 is out of range`)
 
@@ -431,7 +434,7 @@ func (b *browser) observer(gw *gateway, base, instance string) {
 		t.Errorf("an observer's input reached the shell; the SSH writer saw:\n%q", got)
 	}
 	b.do(chromedp.EmulateViewport(1100, 520)) // wide enough for the whole bar
-	b.waitFunc("the page to resize back", `termgate.term.cols > 100`)
+	b.waitFunc("the page to resize back", `termgateSize.want.cols > 100 && termgate.term.cols === 80`)
 	b.shot("11-observer")
 	// Live: the writer leaves, the list follows without a reload.
 	n := eval[int](b, `termgateAttached.length`)

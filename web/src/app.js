@@ -258,6 +258,7 @@ function setReadOnly(term, ro) {
   $('readonly').hidden = !ro;
   $('reset').hidden = ro;
   $('download').hidden = ro;
+  $('pin-size').hidden = ro;
   readOnly = ro;
   if (term) term.options.disableStdin = ro;
 }
@@ -290,6 +291,28 @@ class Connection {
     this.ended = false; // the shell exited: wait for the user
     this.lastAttach = null; // {session, new, gap, resumed}: for tests and debugging
     this.restartUntil = 0; // until then the gateway is restarting (close 1012): retry briskly
+    // The shell's window size is the gateway's to decide (its size
+    // policy, a pin): want is what this window fits (sent as resize),
+    // shown the session's size as last told (the terminal is drawn at it).
+    this.size = { want: null, shown: null, pinned: false };
+    this.onSize = () => {};
+  }
+
+  // want tells the gateway what this window fits (not echoed back).
+  want(size) {
+    this.size.want = size;
+    // An observer's size never applies; a pinned one waits for the
+    // gateway's size event.
+    if (!this.size.pinned && !readOnly) this.size.shown = size;
+    if (this.attached) this.send(JSON.stringify({ type: 'resize', cols: size.cols, rows: size.rows }));
+  }
+
+  // told records the session's size from an attached or size event.
+  told(cols, rows, pinned) {
+    if (!cols || !rows) return;
+    this.size.shown = { cols, rows };
+    this.size.pinned = !!pinned;
+    this.onSize();
   }
 
   connect() {
@@ -298,7 +321,8 @@ class Connection {
     if (this.ws) return;
     // clients=1: the gateway sends a clients event whenever someone
     // attaches or leaves (the status bar's list).
-    const q = new URLSearchParams({ cols: this.term.cols, rows: this.term.rows, clients: 1 });
+    const want = this.size.want || { cols: this.term.cols, rows: this.term.rows };
+    const q = new URLSearchParams({ cols: want.cols, rows: want.rows, clients: 1 });
     if (this.session && this.pos >= 0) {
       q.set('session', this.session);
       q.set('since', this.pos);
@@ -337,8 +361,12 @@ class Connection {
         this.lastAttach = { session: ev.session, new: ev.new, gap: ev.gap, resumed, readOnly: !!ev.read_only };
         setReadOnly(this.term, !!ev.read_only);
         setStatus('connected', 'connected');
+        this.told(ev.cols, ev.rows, this.size.pinned);
         break;
       }
+      case 'size':
+        this.told(ev.cols, ev.rows, ev.pinned);
+        break;
       case 'clients':
         showAttached(ev.attached);
         break;
@@ -497,17 +525,11 @@ function showTerminal(name) {
   const enc = new TextEncoder();
   term.onData((d) => conn.send(enc.encode(d)));
   term.onBinary((d) => conn.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
-  term.onResize(({ cols, rows }) => conn.send(JSON.stringify({ type: 'resize', cols, rows })));
+  setupSize(term, fit, conn);
   term.onTitleChange((t) => {
     document.title = t ? `${name}: ${t} · termgate` : `${name} · termgate`;
   });
 
-  // Follow the window: fit (at most every 50 ms), which fires onResize.
-  let fitting = 0;
-  new ResizeObserver(() => {
-    clearTimeout(fitting);
-    fitting = setTimeout(() => fit.fit(), 50);
-  }).observe($('term'));
 
   // Ctrl+Shift+C copies, Ctrl+Shift+V pastes (the browser's paste event,
   // which xterm handles); on a Mac ⌘C and ⌘V already do.
@@ -557,6 +579,58 @@ function showTerminal(name) {
   }, 1000);
 
   conn.connect();
+}
+
+// ---- window size: the page asks, the gateway decides -----------------------
+
+// setupSize follows the window (at most every 50 ms): it tells the gateway
+// what the window fits and draws the terminal at the session's size, which
+// another client's window or a pin may make different. A larger window
+// shows the session at its size; a smaller one says so.
+function setupSize(term, fit, conn) {
+  const draw = () => {
+    const { want, shown, pinned } = conn.size;
+    const s = shown || want;
+    if (s && (term.cols !== s.cols || term.rows !== s.rows)) term.resize(s.cols, s.rows);
+    const note = $('size-note');
+    let text = '';
+    if (want && s && (s.cols !== want.cols || s.rows !== want.rows)) {
+      const dims = `${s.cols}×${s.rows}`;
+      if (s.cols > want.cols || s.rows > want.rows) {
+        text = `window smaller than the session (${dims})`;
+        if (!pinned && !readOnly) text += ': type to make it yours';
+      } else {
+        text = pinned ? `pinned at ${dims}` : `session at ${dims} (another client's size)`;
+      }
+    } else if (pinned && s) {
+      text = `pinned at ${s.cols}×${s.rows}`;
+    }
+    note.textContent = text;
+    note.hidden = !text;
+    $('pin-size').textContent = pinned ? 'Unpin size' : 'Pin size';
+    window.termgateSize = { want, shown: s, pinned, note: text, cols: term.cols, rows: term.rows }; // for the browser test
+  };
+  conn.onSize = draw;
+  const layout = () => {
+    const p = fit.proposeDimensions();
+    if (!p || !p.cols || !p.rows || !isFinite(p.cols) || !isFinite(p.rows)) return;
+    const want = { cols: Math.max(1, Math.floor(p.cols)), rows: Math.max(1, Math.floor(p.rows)) };
+    const w = conn.size.want;
+    if (!w || w.cols !== want.cols || w.rows !== want.rows) conn.want(want);
+    draw();
+  };
+  layout();
+  let fitting = 0;
+  new ResizeObserver(() => {
+    clearTimeout(fitting);
+    fitting = setTimeout(layout, 50);
+  }).observe($('term'));
+  $('pin-size').addEventListener('click', () => {
+    const s = conn.size.shown || conn.size.want;
+    if (!conn.attached || !s) return;
+    conn.send(JSON.stringify(conn.size.pinned ? { type: 'pin-size', auto: true } : { type: 'pin-size', cols: s.cols, rows: s.rows }));
+    term.focus();
+  });
 }
 
 // ---- files: drop onto the terminal to upload, a dialog to download ---------
