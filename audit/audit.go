@@ -27,7 +27,9 @@ const (
 	Reap        = "reap"
 	// Size: a session's window size pinned or unpinned (ssh HOST size,
 	// the page's pin control).
-	Size       = "size"
+	Size = "size"
+	// Keep: a session kept from idle reaping (ssh HOST keep, the page).
+	Keep       = "keep"
 	SessionEnd = "session_end"
 	// Recording: a recording served over HTTP (GET /api/recordings/…).
 	Recording = "recording"

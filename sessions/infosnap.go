@@ -20,8 +20,12 @@ func (s *Session) publishLocked() {
 		Size: s.size.String(), SizePinned: !s.pin.IsZero(),
 	}
 	if !s.idleSince.IsZero() {
-		t := s.idleSince
-		in.IdleSince = &t
+		t, reap := s.idleSince, s.reapAtLocked()
+		in.IdleSince, in.ReapAt = &t, &reap
+	}
+	if !s.keepUntil.IsZero() {
+		k := s.keepUntil
+		in.KeepUntil = &k
 	}
 	s.info.Store(in)
 }

@@ -30,6 +30,9 @@ type Config struct {
 	BufferSize int
 	// IdleTimeout reaps a session with no client for this long (default 30m).
 	IdleTimeout time.Duration
+	// MaxKeep bounds a keep (Registry.Keep: no reaping for that long with
+	// no client; default 24h).
+	MaxKeep time.Duration
 	// Shell is the command started in an instance; empty means automatic.
 	Shell []string
 	// ClientQueue is how many bytes of output may wait for one client before
@@ -109,6 +112,9 @@ func New(cfg Config) (*Registry, error) {
 	}
 	if cfg.BufferSize < MinBufferSize {
 		return nil, fmt.Errorf("buffer size %d bytes is too small: at least 10KiB is needed to replay a screen", cfg.BufferSize)
+	}
+	if cfg.MaxKeep <= 0 {
+		cfg.MaxKeep = 24 * time.Hour
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 30 * time.Minute

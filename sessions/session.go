@@ -62,6 +62,8 @@ type Session struct {
 	pin       Size          // a pinned size (zero: none), see pinSize
 	idleSince time.Time
 	idleTimer clockwork.Timer
+	keepUntil time.Time            // no reaping before it (keep.go); zero: none
+	keepTimer clockwork.Timer      // a held session's: ends the keep's count (keep.go)
 	bytesOut  atomic.Int64         // output bytes (atomic: Info reads it unlocked)
 	info      atomic.Pointer[Info] // what Info shows but BytesOut (see infosnap.go)
 
@@ -107,6 +109,11 @@ type Info struct {
 	// is pinned (ssh HOST size) rather than following the clients.
 	Size       string `json:"size"`
 	SizePinned bool   `json:"size_pinned"`
+	// ReapAt is when the session will be reaped if no client attaches
+	// (null while one is attached); KeepUntil is its keep, if any
+	// (ssh HOST keep).
+	ReapAt    *time.Time `json:"reap_at"`
+	KeepUntil *time.Time `json:"keep_until,omitempty"`
 }
 
 func newSession(id string, inst Instance, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
@@ -174,6 +181,9 @@ func (s *Session) requestCloseLocked(cause error) {
 	s.state, s.cause = stateClosing, cause
 	if s.idleTimer != nil {
 		s.idleTimer.Stop()
+	}
+	if s.keepTimer != nil {
+		s.keepTimer.Stop()
 	}
 	close(s.closeReq)
 }
@@ -430,11 +440,20 @@ func (s *Session) startIdleLocked() {
 	}
 	s.idleSince = s.clock.Now()
 	s.publishLocked()
-	if s.held != nil {
+	s.armIdleLocked()
+}
+
+// armIdleLocked (re)arms the idle reaper of an idle session for the later
+// of the idle timeout and its keep (keep.go). Called with mu held.
+func (s *Session) armIdleLocked() {
+	if s.held != nil || len(s.clients) > 0 || s.state != stateRunning {
 		return
 	}
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
 	var t clockwork.Timer
-	t = s.clock.AfterFunc(s.cfg.IdleTimeout, func() {
+	t = s.clock.AfterFunc(s.reapAtLocked().Sub(s.clock.Now()), func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.idleTimer == t && len(s.clients) == 0 {

@@ -15,6 +15,7 @@ const (
 	verbHelp
 	verbInstances
 	verbSize
+	verbKeep
 )
 
 func (v verb) String() string {
@@ -31,6 +32,8 @@ func (v verb) String() string {
 		return "instances"
 	case verbSize:
 		return "size"
+	case verbKeep:
+		return "keep"
 	}
 	return fmt.Sprintf("verb(%d)", int(v))
 }
@@ -41,7 +44,8 @@ type command struct {
 	// instance is reset's argument (empty means the SSH user name) and
 	// size's.
 	instance string
-	// size is size's second argument: COLSxROWS, auto, or empty to show.
+	// size is size's second argument (COLSxROWS, auto, or empty to show)
+	// and keep's (a duration, or off).
 	size string
 }
 
@@ -89,6 +93,11 @@ func parseCommand(raw string) (command, error) {
 			return command{verb: verbSize, instance: f[1], size: f[2]}, nil
 		}
 		return command{}, &usageError{"size takes an instance name and COLSxROWS or auto"}
+	case "keep":
+		if len(f) != 3 {
+			return command{}, &usageError{"keep takes an instance name and a duration (8h, 90m) or off"}
+		}
+		return command{verb: verbKeep, instance: f[1], size: f[2]}, nil
 	}
 	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
 }
@@ -100,8 +109,8 @@ func (c command) String() string {
 		return ""
 	case verbReset:
 		return strings.TrimSpace("reset " + c.instance)
-	case verbSize:
-		return strings.TrimSpace("size " + c.instance + " " + c.size)
+	case verbSize, verbKeep:
+		return strings.TrimSpace(c.verb.String() + " " + c.instance + " " + c.size)
 	}
 	return c.verb.String()
 }
@@ -123,6 +132,8 @@ usage:
   ssh HOST size INSTANCE [COLSxROWS|auto]
                               show the shell's window size, pin it, or let
                               it follow the clients again (auto)
+  ssh HOST keep INSTANCE 8h   keep INSTANCE's session that long with no client
+                              attached (off: the idle timeout alone applies)
   ssh HOST list               the sessions this key may see
   ssh HOST help               this text
   ssh -N -L LPORT:127.0.0.1:PORT INSTANCE@HOST

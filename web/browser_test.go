@@ -790,7 +790,7 @@ func startBrowser(t *testing.T, chromium string) *browser {
 				return
 			}
 			t.Logf("accepting the dialog %q", ev.Message)
-			if _, err := chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil {
+			if _, err := chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true, PromptText: ev.DefaultPrompt}); err != nil {
 				t.Errorf("accepting the dialog: %v", err)
 			}
 			b.mu.Lock()

@@ -107,4 +107,15 @@ func TestBrowserSize(t *testing.T) {
 	if _, p := sessionSize(); p {
 		t.Fatal("still pinned after Unpin size")
 	}
+
+	// Keep (the prompt's default, 8h): the list then says when the session
+	// is reaped, kept, once nobody is attached.
+	b.do(chromedp.Click(chromedp.ID("keep")))
+	b.waitFunc("the keep's result", `((window.termgateFiles || {}).text || '').startsWith('kept until ')`)
+	_ = st.sess.Close()
+	_ = st.client.Close()
+	b.do(chromedp.Click(chromedp.ID("back")), chromedp.WaitVisible(chromedp.ID("picker")))
+	b.waitFunc("the reap time in the list", fmt.Sprintf(
+		`[...document.querySelectorAll('#instances tbody tr')].some(r => r.cells[0].textContent === %q && /reaped in (8 h 0 min|7 h 59 min) \(kept\)$/.test(r.cells[1].textContent))`, name))
+	b.shot("size-03-kept")
 }

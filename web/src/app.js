@@ -131,7 +131,16 @@ $('signin-form').addEventListener('submit', async (e) => {
 // ---- the instance list -----------------------------------------------------
 
 function ago(iso) {
-  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return span(Date.now() - Date.parse(iso));
+}
+
+// until is how long from now to iso, as ago writes it.
+function until(iso) {
+  return span(Date.parse(iso) - Date.now());
+}
+
+function span(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
   if (s < 5) return 'a moment';
   if (s < 60) return `${s} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min`;
@@ -158,8 +167,10 @@ function cell(row, content, className) {
 function sessionState(s) {
   if (!s) return ['no session', 'none'];
   if (s.clients > 0) return [`attached: ${s.clients} ${s.clients === 1 ? 'client' : 'clients'}`, 'attached'];
-  if (s.idle_since) return [`idle for ${ago(s.idle_since)}`, 'idle'];
-  return ['idle', 'idle'];
+  // reap_at: when the gateway reaps it (the idle timeout, or a keep).
+  const reap = s.reap_at ? ` · reaped in ${until(s.reap_at)}${s.keep_until && s.keep_until >= s.reap_at ? ' (kept)' : ''}` : '';
+  if (s.idle_since) return [`idle for ${ago(s.idle_since)}${reap}`, 'idle'];
+  return [`idle${reap}`, 'idle'];
 }
 
 // refreshInstances redraws the list from GET /api/instances: the running
@@ -259,6 +270,7 @@ function setReadOnly(term, ro) {
   $('reset').hidden = ro;
   $('download').hidden = ro;
   $('pin-size').hidden = ro;
+  $('keep').hidden = ro;
   readOnly = ro;
   if (term) term.options.disableStdin = ro;
 }
@@ -542,6 +554,7 @@ function showTerminal(name) {
     }
     return e.code !== 'KeyV';
   });
+  $('keep').addEventListener('click', () => keepSession(name, term));
   $('copy').addEventListener('click', () => copySelection(term));
   $('paste').addEventListener('click', () => pasteClipboard(term));
   $('reconnect').addEventListener('click', () => {
@@ -579,6 +592,21 @@ function showTerminal(name) {
   }, 1000);
 
   conn.connect();
+}
+
+// keepSession asks how long to keep the session with no client attached
+// (POST .../keep?for=D, up to the gateway's --max-keep) and says the outcome
+// in the status bar.
+async function keepSession(name, term) {
+  const d = prompt(`Keep the session of ${name} running with no client attached for how long?\n\nA duration such as 8h or 90m (at most the gateway's --max-keep), or off.`, '8h');
+  term.focus();
+  if (!d) return;
+  const res = await fetch(`/api/instances/${encodeURIComponent(name)}/keep?for=${encodeURIComponent(d.trim())}`, { method: 'POST' }).catch(() => null);
+  if (!res) return setFilesResult('bad', 'keep failed: the gateway is unreachable');
+  if (res.status === 401) return expired();
+  if (!res.ok) return setFilesResult('bad', `keep failed: ${await errorOf(res)}`);
+  const { keep_until: k } = await res.json();
+  setFilesResult('ok', k ? `kept until ${new Date(k).toLocaleString()} with no client attached` : 'keep off: reaped after the idle timeout');
 }
 
 // ---- window size: the page asks, the gateway decides -----------------------
