@@ -29,7 +29,12 @@ const (
 	// the page's pin control).
 	Size = "size"
 	// Keep: a session kept from idle reaping (ssh HOST keep, the page).
-	Keep       = "keep"
+	Keep = "keep"
+	// Grant: an observer given write access for a session.
+	Grant = "grant"
+	// WhoIs and Hand: ssh HOST who and hand (their refusals are audited).
+	WhoIs      = "who"
+	Hand       = "hand"
 	SessionEnd = "session_end"
 	// Recording: a recording served over HTTP (GET /api/recordings/…).
 	Recording = "recording"

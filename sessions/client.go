@@ -3,6 +3,7 @@ package sessions
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -63,6 +64,10 @@ type Client struct {
 	// reset carries them to the fresh session.
 	sizeWant, sizeShown Size
 	active              uint64
+
+	granted  atomic.Bool  // an observer given write access (presence.go)
+	lastIn   atomic.Int64 // when input was last written (Unix ns; 0: never)
+	handUp   bool         // an observer's raised hand (guarded by the session's mu)
 }
 
 func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {
@@ -192,8 +197,11 @@ func (c *Client) popReset() error {
 // the client waits for the move (up to InputTimeout) and goes to the fresh
 // shell.
 func (c *Client) Write(p []byte) (int, error) {
-	if c.who.ReadOnly {
+	if c.ReadOnly() {
 		return 0, ErrReadOnly
+	}
+	if s, _ := c.session(); len(p) > 0 {
+		c.lastIn.Store(s.clock.Now().UnixNano())
 	}
 	written := 0
 	for {
@@ -225,8 +233,9 @@ func (c *Client) awaitMove(s *Session, moved <-chan struct{}) error {
 	}
 }
 
-// ReadOnly reports whether the client is an observer.
-func (c *Client) ReadOnly() bool { return c.who.ReadOnly }
+// ReadOnly reports whether the client is an observer (and was not granted
+// write access: presence.go).
+func (c *Client) ReadOnly() bool { return c.who.ReadOnly && !c.granted.Load() }
 
 // Resize tells the session this client's window size; the session's size
 // policy decides the shell's (see sizepolicy.go). Sizes outside 1..MaxDim
@@ -235,9 +244,6 @@ func (c *Client) ReadOnly() bool { return c.who.ReadOnly }
 func (c *Client) Resize(size Size) error {
 	if !size.Valid() {
 		return ErrBadSize
-	}
-	if c.who.ReadOnly {
-		return nil
 	}
 	s, _ := c.session()
 	s.mu.Lock()

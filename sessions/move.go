@@ -133,6 +133,8 @@ func (c *Client) moveTo(s *Session, info AttachInfo, ev *ResetError, replay []by
 		return false
 	}
 	c.sess, c.info = s, info
+	c.granted.Store(false) // a grant lasts for its session only
+	c.handUp = false
 	c.queue = append(c.queue, []byte{}) // the event's place
 	c.resets = append(c.resets, ev)
 	if len(replay) > 0 {

@@ -47,6 +47,9 @@ type Config struct {
 	InputTimeout time.Duration
 	// NewReplayer picks the replay strategy (default NewRawReplayer).
 	NewReplayer NewReplayerFunc
+	// NotifyJoins: clients get a *Presence in band when another joins or
+	// leaves (the SSH listener prints it; the page has the roster).
+	NotifyJoins bool
 	// SizePolicy decides the shell's window size from its clients'
 	// (default SizeLatest; see sizepolicy.go).
 	SizePolicy SizePolicy

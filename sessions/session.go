@@ -393,10 +393,11 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 	s.clients[c] = struct{}{}
 	s.joinedLocked()
 	c.sizeShown = s.size
-	if !opts.ReadOnly && opts.Size.Valid() {
+	if opts.Size.Valid() {
 		s.wantSizeLocked(c, opts.Size)
 	}
 	c.setAttachSize(s.size)
+	s.presenceLocked(c, true)
 	s.log.Info("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
 	return c, nil
 }
@@ -427,6 +428,7 @@ func (s *Session) remove(c *Client, msg string, attrs ...any) {
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
 	s.applySizePolicyLocked(false) // the fall-back when the size was c's
+	s.presenceLocked(c, false)
 	s.log.Info(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()
 }

@@ -73,7 +73,8 @@ func (r *Resized) Error() string {
 // keep its last request) and that it is now the most recently active, then
 // applies the policy. Called with Session.mu held, after c is in clients.
 func (s *Session) wantSizeLocked(c *Client, size Size) {
-	if c.who.ReadOnly {
+	if c.ReadOnly() {
+		c.sizeWant = size // kept for a grant of write access; never applied
 		return
 	}
 	if !size.IsZero() {
@@ -89,7 +90,7 @@ func (s *Session) wantSizeLocked(c *Client, size Size) {
 // before that input reaches the shell. Cheap when c already was the most
 // recent. Called with Session.mu held.
 func (s *Session) typedLocked(c *Client) {
-	if c == nil || c.who.ReadOnly || s.cfg.SizePolicy != SizeLatest || c.sizeWant.IsZero() {
+	if c == nil || c.ReadOnly() || s.cfg.SizePolicy != SizeLatest || c.sizeWant.IsZero() {
 		return
 	}
 	if _, ok := s.clients[c]; !ok || s.latestLocked() == c {
@@ -104,7 +105,7 @@ func (s *Session) typedLocked(c *Client) {
 func (s *Session) latestLocked() *Client {
 	var latest *Client
 	for c := range s.clients {
-		if c.who.ReadOnly || c.sizeWant.IsZero() {
+		if c.ReadOnly() || c.sizeWant.IsZero() {
 			continue
 		}
 		if latest == nil || c.active > latest.active {
@@ -128,7 +129,7 @@ func (s *Session) policySizeLocked() Size {
 	var out Size
 	for c := range s.clients {
 		w := c.sizeWant
-		if c.who.ReadOnly || w.IsZero() {
+		if c.ReadOnly() || w.IsZero() {
 			continue
 		}
 		if out.IsZero() {

@@ -16,6 +16,9 @@ const (
 	verbInstances
 	verbSize
 	verbKeep
+	verbWho
+	verbHand
+	verbGrant
 )
 
 func (v verb) String() string {
@@ -34,6 +37,12 @@ func (v verb) String() string {
 		return "size"
 	case verbKeep:
 		return "keep"
+	case verbWho:
+		return "who"
+	case verbHand:
+		return "hand"
+	case verbGrant:
+		return "grant"
 	}
 	return fmt.Sprintf("verb(%d)", int(v))
 }
@@ -98,6 +107,20 @@ func parseCommand(raw string) (command, error) {
 			return command{}, &usageError{"keep takes an instance name and a duration (8h, 90m) or off"}
 		}
 		return command{verb: verbKeep, instance: f[1], size: f[2]}, nil
+	case "who", "hand":
+		if len(f) != 2 {
+			return command{}, &usageError{f[0] + " takes an instance name"}
+		}
+		v := verbWho
+		if f[0] == "hand" {
+			v = verbHand
+		}
+		return command{verb: v, instance: f[1]}, nil
+	case "grant":
+		if len(f) != 3 {
+			return command{}, &usageError{"grant takes an instance name and the name of an observer"}
+		}
+		return command{verb: verbGrant, instance: f[1], size: f[2]}, nil
 	}
 	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
 }
@@ -109,7 +132,7 @@ func (c command) String() string {
 		return ""
 	case verbReset:
 		return strings.TrimSpace("reset " + c.instance)
-	case verbSize, verbKeep:
+	case verbSize, verbKeep, verbWho, verbHand, verbGrant:
 		return strings.TrimSpace(c.verb.String() + " " + c.instance + " " + c.size)
 	}
 	return c.verb.String()
@@ -134,6 +157,9 @@ usage:
                               it follow the clients again (auto)
   ssh HOST keep INSTANCE 8h   keep INSTANCE's session that long with no client
                               attached (off: the idle timeout alone applies)
+  ssh HOST who INSTANCE       who is attached, their access, when they typed
+  ssh HOST hand INSTANCE      as an observer: ask the writers to let you type
+  ssh HOST grant INSTANCE WHO let the observer WHO type until the next reset
   ssh HOST list               the sessions this key may see
   ssh HOST help               this text
   ssh -N -L LPORT:127.0.0.1:PORT INSTANCE@HOST

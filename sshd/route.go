@@ -59,6 +59,12 @@ func (s *Server) route(sess *session) {
 		sess.end(s.size(sess, id, cmd.instance, cmd.size))
 	case verbKeep:
 		sess.end(s.keep(sess, id, cmd.instance, cmd.size))
+	case verbWho:
+		sess.end(s.who(sess, id, cmd.instance))
+	case verbHand:
+		sess.end(s.hand(sess, id, cmd.instance))
+	case verbGrant:
+		sess.end(s.grant(sess, id, cmd.instance, cmd.size))
 	case verbHelp:
 		_, _ = io.WriteString(sess, usage)
 		sess.end(0)
