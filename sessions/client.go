@@ -65,9 +65,9 @@ type Client struct {
 	sizeWant, sizeShown Size
 	active              uint64
 
-	granted  atomic.Bool  // an observer given write access (presence.go)
-	lastIn   atomic.Int64 // when input was last written (Unix ns; 0: never)
-	handUp   bool         // an observer's raised hand (guarded by the session's mu)
+	granted atomic.Bool  // an observer given write access (presence.go)
+	lastIn  atomic.Int64 // when input was last written (Unix ns; 0: never)
+	handUp  bool         // an observer's raised hand (guarded by the session's mu)
 }
 
 func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {

@@ -116,4 +116,3 @@ func plural(n int, word string) string {
 	}
 	return word + "s"
 }
-
