@@ -436,6 +436,17 @@ func (b *browser) observer(gw *gateway, base, instance string) {
 	b.do(chromedp.EmulateViewport(1100, 520)) // wide enough for the whole bar
 	b.waitFunc("the page to resize back", `termgateSize.want.cols > 100 && termgate.term.cols === 80`)
 	b.shot("11-observer")
+
+	// The observer raises a hand; the SSH writer reads it and grants write
+	// access; the page's keys then reach the shell.
+	b.do(chromedp.Click(chromedp.ID("raise-hand")))
+	w.waitFor(t, "[termgate] watcher via websocket raises a hand")
+	if out := runSSH(t, gw, "grant "+instance+" watcher"); !strings.HasPrefix(out, "granted watcher write access") {
+		t.Fatalf("grant: %q", out)
+	}
+	b.waitFunc("the granted badge", `document.getElementById('readonly').textContent === 'granted' && document.getElementById('raise-hand').hidden`)
+	b.typeKeys("echo page-granted-$((6*7))\r")
+	w.waitFor(t, "page-granted-42")
 	// Live: the writer leaves, the list follows without a reload.
 	n := eval[int](b, `termgateAttached.length`)
 	_ = w.sess.Close()
@@ -1104,4 +1115,32 @@ func (s *sshTerm) waitFor(t *testing.T, want string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// runSSH runs a gateway command (ssh termgate@HOST CMD) and returns its
+// stdout; a failure fails the test.
+func runSSH(t *testing.T, gw *gateway, cmd string) string {
+	t.Helper()
+	client, err := ssh.Dial("tcp", gw.sshAddr, &ssh.ClientConfig{
+		User:            "termgate",
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(gw.signer)},
+		HostKeyCallback: ssh.FixedHostKey(gw.hostKey),
+		Timeout:         10 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("ssh: %v", err)
+	}
+	defer client.Close()
+	sess, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var stderr strings.Builder
+	sess.Stderr = &stderr
+	out, err := sess.Output(cmd)
+	if err != nil {
+		t.Fatalf("ssh %s: %v; stderr %q", cmd, err, stderr.String())
+	}
+	return string(out)
 }

@@ -440,6 +440,10 @@ func (c *conn) control(data []byte) {
 		c.startReset()
 	case ctlPinSize:
 		c.pinSize(ctl.Size)
+	case ctlHand:
+		c.raiseHand()
+	case ctlGrant:
+		c.grant(ctl.Who)
 	}
 }
 
@@ -512,17 +516,21 @@ func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 	var exit *sessions.ExitError
 	var notice *sessions.Notice
 	var resized *sessions.Resized
+	var hand *sessions.HandRaised
+	var granted *sessions.Granted
 	switch {
 	case errors.Is(err, sessions.ErrDetached), cut(err):
 		return nil
 	case errors.As(err, &reset):
 		return c.resetMoved(cl, reset)
 	case errors.As(err, &resized): // another client's size, a pin, a fall-back
-		f := eventFrame(sizeEvent{Type: "size", Cols: resized.Size.Cols, Rows: resized.Size.Rows, Pinned: resized.Pinned})
-		if werr := c.write(f.typ, f.data); werr != nil {
-			c.writeFailed(werr)
-			return nil
-		}
+		return c.event(cl, sizeEvent{Type: "size", Cols: resized.Size.Cols, Rows: resized.Size.Rows, Pinned: resized.Pinned})
+	case errors.As(err, &hand):
+		return c.event(cl, handEvent{Type: "hand", Who: hand.Who.Who, Via: hand.Who.Via})
+	case errors.As(err, &granted):
+		c.toldRO.Store(false)
+		return c.event(cl, grantedEvent{Type: "granted", By: granted.By})
+	case isPresence(err): // joins and leaves: the page's roster shows them
 		return cl
 	case errors.As(err, &notice): // the instance paused or runs again: stay
 		f := errorFrame(notice.Message)

@@ -13,6 +13,8 @@ const (
 	ctlResize  = "resize"
 	ctlReset   = "reset"
 	ctlPinSize = "pin-size" // {"type":"pin-size","cols":N,"rows":M} or {"type":"pin-size","auto":true}
+	ctlHand    = "raise-hand"
+	ctlGrant   = "grant" // {"type":"grant","who":NAME}
 )
 
 // control is a parsed, valid client control message.
@@ -20,6 +22,8 @@ type control struct {
 	Type string
 	// Size is set for resize and pin-size (zero: auto, unpin).
 	Size sessions.Size
+	// Who is set for grant.
+	Who string
 }
 
 // wireControl is what parseControl decodes; pointers tell absent fields
@@ -29,6 +33,7 @@ type wireControl struct {
 	Cols *int    `json:"cols"`
 	Rows *int    `json:"rows"`
 	Auto bool    `json:"auto"`
+	Who  *string `json:"who"`
 }
 
 // parseControl decodes and validates a control message. Its errors are
@@ -66,8 +71,15 @@ func parseControl(data []byte) (control, error) {
 			return control{}, sizeError(size)
 		}
 		return control{Type: ctlPinSize, Size: size}, nil
+	case ctlHand:
+		return control{Type: ctlHand}, nil
+	case ctlGrant:
+		if w.Who == nil || *w.Who == "" || len(*w.Who) > 256 {
+			return control{}, errors.New(`grant needs "who": the name of an attached observer`)
+		}
+		return control{Type: ctlGrant, Who: *w.Who}, nil
 	default:
-		return control{}, fmt.Errorf("unknown control message type %q (known: resize, reset, pin-size)", truncateRunes(*w.Type, 32))
+		return control{}, fmt.Errorf("unknown control message type %q (known: resize, reset, pin-size, raise-hand, grant)", truncateRunes(*w.Type, 32))
 	}
 }
 

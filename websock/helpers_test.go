@@ -221,6 +221,8 @@ type event struct {
 	Code     int    `json:"code"`
 	Message  string `json:"message"`
 	ReadOnly bool   `json:"read_only"`
+	// Who, Via: a hand event's; By: a granted event's.
+	Who, Via, By string
 	// Cols, Rows, Pinned: a size event's (cols, rows: attached's too).
 	Cols, Rows int
 	Pinned     bool

@@ -251,7 +251,8 @@ $('signout').addEventListener('click', async () => {
 function attachedText(list) {
   if (!list || !list.length) return '';
   const via = (v) => (v === 'websocket' ? 'web' : v);
-  return `attached: ${list.map((a) => `${a.who || '?'} (${via(a.via)}${a.read_only ? ', read-only' : ''})`).join(', ')}`;
+  const access = (a) => (a.granted ? ', granted' : a.read_only ? ', read-only' : '') + (a.hand ? ', ✋' : '');
+  return `attached: ${list.map((a) => `${a.who || '?'} (${via(a.via)}${access(a)})`).join(', ')}`;
 }
 
 // showAttached puts the list in the status bar; its title has the details.
@@ -271,8 +272,19 @@ function setReadOnly(term, ro) {
   $('download').hidden = ro;
   $('pin-size').hidden = ro;
   $('keep').hidden = ro;
+  $('raise-hand').hidden = !ro;
+  $('readonly').textContent = 'read-only';
   readOnly = ro;
   if (term) term.options.disableStdin = ro;
+}
+
+// setGranted: a writer let this observer type for the rest of the session
+// (input only: reset, keep and pin stay the writers').
+function setGranted(term) {
+  readOnly = false;
+  term.options.disableStdin = false;
+  $('raise-hand').hidden = true;
+  $('readonly').textContent = 'granted';
 }
 
 let readOnly = false; // the latest attach's (or the token's) read_only
@@ -379,6 +391,19 @@ class Connection {
       case 'size':
         this.told(ev.cols, ev.rows, ev.pinned);
         break;
+      case 'hand': {
+        // An observer asks to type: one button lets them.
+        const g = $('grant');
+        g.dataset.who = ev.who;
+        g.textContent = `✋ Let ${ev.who} type`;
+        g.title = `${ev.who} (${ev.via}, read-only) raised a hand: give them write access until the session is reset`;
+        g.hidden = false;
+        break;
+      }
+      case 'granted':
+        setGranted(this.term);
+        setFilesResult('ok', `${ev.by} let you type in this session`);
+        break;
       case 'clients':
         showAttached(ev.attached);
         break;
@@ -386,6 +411,8 @@ class Connection {
         // With --replay screen, the replay that follows redraws the fresh
         // shell's screen over the notice: the status bar keeps it.
         this.term.reset();
+        // A grant of write access ends with its session.
+        if (this.lastAttach && this.lastAttach.readOnly) setReadOnly(this.term, true);
         this.term.write('\x1b[2m[termgate] session reset: fresh shell\x1b[0m\r\n');
         setStatus('connected', 'connected · session reset: fresh shell');
         this.session = ev.session;
@@ -555,6 +582,17 @@ function showTerminal(name) {
     return e.code !== 'KeyV';
   });
   $('keep').addEventListener('click', () => keepSession(name, term));
+  $('raise-hand').addEventListener('click', () => {
+    if (conn.attached) conn.send(JSON.stringify({ type: 'raise-hand' }));
+    setFilesResult('', 'hand raised: the writers are asked to let you type');
+    term.focus();
+  });
+  $('grant').addEventListener('click', () => {
+    const who = $('grant').dataset.who;
+    if (conn.attached && who) conn.send(JSON.stringify({ type: 'grant', who }));
+    $('grant').hidden = true;
+    term.focus();
+  });
   $('copy').addEventListener('click', () => copySelection(term));
   $('paste').addEventListener('click', () => pasteClipboard(term));
   $('reconnect').addEventListener('click', () => {
