@@ -38,10 +38,12 @@ import (
 func main() {
 	opts, err := parseFlags(os.Args[1:], os.Getenv)
 	if err != nil {
-		if errors.Is(err, flagHelp) {
-			os.Exit(0)
+		if errors.Is(err, errHelp) {
+			printHelp(os.Stdout, opts)
+			return
 		}
 		fmt.Fprintln(os.Stderr, "termgate:", err)
+		fmt.Fprintln(os.Stderr, "Try 'termgate --help' for more information.")
 		os.Exit(2)
 	}
 	if opts.version {

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+// The command line as users meet it: the real binary, built once per test
+// run with the version stamps `make build` gives it.
+
+const (
+	stampVersion = "v9.9.9-clitest"
+	stampCommit  = "0123456789abcdef0123456789abcdef01234567"
+)
+
+var (
+	cliOnce sync.Once
+	cliBin  string
+	cliErr  error
+	cliDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cliDir != "" {
+		os.RemoveAll(cliDir)
+	}
+	os.Exit(code)
+}
+
+// termgateBinary builds ./cmd/termgate as `make build` stamps it.
+func termgateBinary(t *testing.T) string {
+	t.Helper()
+	cliOnce.Do(func() {
+		if cliDir, cliErr = os.MkdirTemp("", "termgate-cli-"); cliErr != nil {
+			return
+		}
+		cliBin = filepath.Join(cliDir, "termgate")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		build := exec.CommandContext(ctx, "go", "build", "-o", cliBin,
+			"-ldflags", "-X main.version="+stampVersion+" -X main.commit="+stampCommit, ".")
+		if out, err := build.CombinedOutput(); err != nil {
+			cliErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if cliErr != nil {
+		t.Fatal(cliErr)
+	}
+	return cliBin
+}
+
+// runTermgate runs the binary with args and an environment holding only
+// PATH and HOME (nothing of the test's TERMGATE_ variables), and returns
+// its stdout, stderr and exit status.
+func runTermgate(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, termgateBinary(t), args...)
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("termgate %q: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+// TestCLIVersion: --version prints the stamped version and commit, exit 0.
+func TestCLIVersion(t *testing.T) {
+	out, errOut, code := runTermgate(t, nil, "--version")
+	want := regexp.MustCompile(`^termgate ` + regexp.QuoteMeta(stampVersion) + ` \(commit ` + stampCommit[:12] + `, go\S+ \w+/\w+\)\n$`)
+	if code != 0 || !want.MatchString(out) || errOut != "" {
+		t.Fatalf("--version: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// TestCLIHelp: --help and -h print the synopsis, every flag by group with
+// its default, the environment variables and --config, and examples, on
+// stdout with exit 0.
+func TestCLIHelp(t *testing.T) {
+	for _, arg := range []string{"--help", "-h"} {
+		out, errOut, code := runTermgate(t, nil, arg)
+		if code != 0 || errOut != "" {
+			t.Fatalf("%s: exit %d, stderr %q", arg, code, errOut)
+		}
+		words := strings.Join(strings.Fields(out), " ") // the phrases that wrap
+		for _, want := range []string{"--port-forwarding=false turns it off", "A flag wins over the environment, which wins over the file"} {
+			if !strings.Contains(words, want) {
+				t.Errorf("%s lacks %q", arg, want)
+			}
+		}
+		for _, want := range []string{
+			"Usage: termgate [--config FILE] [FLAG]...\n", "termgate --version",
+			"\nListeners:\n", "\nState and authentication:\n", "\nBackend:\n", "\nSessions:\n", "\nRecording:\n",
+			"\nDurable sessions:\n", "\nFile transfer and port forwarding:\n", "\nLogging:\n",
+			"  --idle-timeout DURATION       reap a session", "(default 30m)", "(default :2222)", "(default 64KiB)",
+			"  -h, --help ",
+			"TERMGATE_<FLAG_IN_UPPER_SNAKE>", "TERMGATE_IDLE_TIMEOUT", "TERMGATE_CONFIG", "--config FILE",
+			"\nExamples:\n",
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q", arg, want)
+			}
+		}
+		newFlagSet(&options{}, &sizeFlags{}).VisitAll(func(f *pflag.Flag) {
+			if shown := strings.Contains(out, "--"+f.Name+" ") || strings.Contains(out, "--"+f.Name+"\n"); shown == f.Hidden {
+				t.Errorf("%s: --%s shown %v, hidden %v", arg, f.Name, shown, f.Hidden)
+			}
+		})
+		for i, line := range strings.Split(out, "\n") {
+			if len(line) > 100 {
+				t.Errorf("%s line %d is %d wide: %q", arg, i+1, len(line), line)
+			}
+		}
+	}
+}
+
+// TestCLIRefusesBadSettings: a bad flag, variable or config file stops the
+// binary at once with exit status 2 and a message that says the fix.
+func TestCLIRefusesBadSettings(t *testing.T) {
+	dir := t.TempDir()
+	unknown := filepath.Join(dir, "unknown.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(unknown, []byte("ssh-addr: \"127.0.0.1:2222\"\nidle-timout: 45m\n"), 0o600)
+	os.WriteFile(bad, []byte("# termgate\ndurable: true\n\nidle-timeout: 5\n"), 0o600)
+	for _, tt := range []struct {
+		env  []string
+		args []string
+		want string
+	}{
+		{nil, []string{"--idle-timeout", "5"}, `termgate: --idle-timeout "5" is not a duration: it needs a unit; use 5s, 5m or a duration such as 30m`},
+		{nil, []string{"--idle"}, "termgate: unknown flag --idle; did you mean --idle-timeout?"},
+		{[]string{"TERMGATE_IDLE_TIMEOUT=soon"}, nil, `termgate: TERMGATE_IDLE_TIMEOUT="soon" is not a duration`},
+		{nil, []string{"--config", unknown}, "termgate: " + unknown + ` line 2: unknown key "idle-timout"; did you mean idle-timeout?`},
+		{nil, []string{"--config", bad}, "termgate: " + bad + ` line 4: idle-timeout: "5" is not a duration`},
+		{[]string{"TERMGATE_CONFIG=" + bad}, nil, "termgate: " + bad + ` line 4: idle-timeout: "5"`},
+		{nil, []string{"--config", filepath.Join(dir, "missing.yaml")}, "termgate: --config " + filepath.Join(dir, "missing.yaml") + ": open"},
+	} {
+		out, errOut, code := runTermgate(t, tt.env, tt.args...)
+		if code != 2 || out != "" || !strings.HasPrefix(errOut, tt.want) || !strings.HasSuffix(errOut, "\nTry 'termgate --help' for more information.\n") {
+			t.Errorf("%v termgate %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tt.env, tt.args, code, out, errOut, tt.want)
+		}
+	}
+}
