@@ -109,13 +109,13 @@ func TestCLIHelp(t *testing.T) {
 			}
 		}
 		for _, want := range []string{
-			"Usage: termgate [--config FILE] [FLAG]...\n", "termgate --version",
+			"Usage: termgate [--config FILE] [FLAG]...\n", "termgate completion bash|zsh|fish", "termgate --version",
 			"\nListeners:\n", "\nState and authentication:\n", "\nBackend:\n", "\nSessions:\n", "\nRecording:\n",
 			"\nDurable sessions:\n", "\nFile transfer and port forwarding:\n", "\nLogging:\n",
 			"  --idle-timeout DURATION       reap a session", "(default 30m)", "(default :2222)", "(default 64KiB)",
 			"  -h, --help ",
 			"TERMGATE_<FLAG_IN_UPPER_SNAKE>", "TERMGATE_IDLE_TIMEOUT", "TERMGATE_CONFIG", "--config FILE",
-			"\nExamples:\n",
+			"\nExamples:\n", "source <(termgate completion bash)",
 		} {
 			if !strings.Contains(out, want) {
 				t.Errorf("%s lacks %q", arg, want)
@@ -159,5 +159,81 @@ func TestCLIRefusesBadSettings(t *testing.T) {
 		if code != 2 || out != "" || !strings.HasPrefix(errOut, tt.want) || !strings.HasSuffix(errOut, "\nTry 'termgate --help' for more information.\n") {
 			t.Errorf("%v termgate %q: exit %d, stdout %q, stderr %q; want exit 2 and %q", tt.env, tt.args, code, out, errOut, tt.want)
 		}
+	}
+}
+
+// TestCLICompletionBash: bash with the generated completion loaded
+// completes the flags, a flag's choices and the subcommand.
+func TestCLICompletionBash(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	script := `source <("$TG" completion bash)
+complete -p termgate
+c() { COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); COMPREPLY=(); _termgate; echo "$* => ${COMPREPLY[*]}"; }
+c termgate --idle
+c termgate --backend ''
+c termgate --log-format j
+c termgate --durable --rec
+c termgate comp
+c termgate completion ''
+c termgate --state-dir "$DIR/st"
+c termgate --ssh-addr ''
+`
+	dir := t.TempDir()
+	os.Mkdir(filepath.Join(dir, "state"), 0o700)
+	cmd := exec.Command(bash, "--norc", "--noprofile", "-c", script)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TG=" + termgateBinary(t), "DIR=" + dir}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bash: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"complete -F _termgate termgate\n",
+		"termgate --idle => --idle-timeout\n",
+		"termgate --backend  => docker kubernetes local\n",
+		"termgate --log-format j => json\n",
+		"termgate --durable --rec => --record-dir --record-input --record-max-size --record-max-total\n",
+		"termgate comp => completion\n",
+		"termgate completion  => bash zsh fish\n",
+		"termgate --state-dir " + dir + "/st => " + dir + "/state\n",
+		"termgate --ssh-addr  => \n",
+	} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("bash completion lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestCLICompletionZshFish: the zsh and fish scripts load (when those
+// shells are installed); fish completes --idle and --backend's values.
+func TestCLICompletionZshFish(t *testing.T) {
+	tg := termgateBinary(t)
+	if zsh, err := exec.LookPath("zsh"); err == nil {
+		script := `autoload -U compinit && compinit -u -d "$DIR/zcompdump" && source <("$TG" completion zsh) && print -r -- "$_comps[termgate]"`
+		cmd := exec.Command(zsh, "-f", "-c", script)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TG=" + tg, "DIR=" + t.TempDir()}
+		if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "_termgate" {
+			t.Errorf("zsh: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("no zsh: its completion is not loaded")
+	}
+	if fish, err := exec.LookPath("fish"); err == nil {
+		script := `"$TG" completion fish | source; complete -C "termgate --idle"; complete -C "termgate --backend "; complete -C "termgate completion "`
+		cmd := exec.Command(fish, "--no-config", "-c", script)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TG=" + tg, "HOME=" + t.TempDir()}
+		out, err := cmd.CombinedOutput()
+		for _, want := range []string{"--idle-timeout\treap a session", "\ndocker\t", "\nkubernetes\t", "\nlocal\t", "\nbash\n", "\nzsh\n"} {
+			if err != nil || !strings.Contains(string(out), want) {
+				t.Errorf("fish: %v, lacks %q:\n%s", err, want, out)
+			}
+		}
+	} else {
+		t.Log("no fish: its completion is not loaded")
+	}
+	if _, errOut, code := runTermgate(t, nil, "completion", "tcsh"); code != 2 || !strings.Contains(errOut, `"tcsh" is not a shell this knows: use bash, zsh or fish`) {
+		t.Errorf("completion tcsh: exit %d, %q", code, errOut)
 	}
 }

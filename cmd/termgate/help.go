@@ -29,6 +29,7 @@ var flagGroups = []helpGroup{
 }
 
 const helpSynopsis = `Usage: termgate [--config FILE] [FLAG]...
+       termgate completion bash|zsh|fish
        termgate --version
 
 An SSH and WebSocket gateway into Docker containers, Kubernetes pods or
@@ -57,6 +58,8 @@ const helpExamples = `Examples:
       settings from a file, one of them from the environment
   termgate --backend local --ssh-addr 127.0.0.1:2222
       local shells, to try it without Docker
+  source <(termgate completion bash)
+      complete termgate's flags in bash
 
 Durations are Go's (90s, 30m, 1h30m); sizes are bytes or KiB/MiB/GiB.
 The full documentation is the README.

@@ -36,6 +36,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "completion" {
+		os.Exit(completionCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	opts, err := parseFlags(os.Args[1:], os.Getenv)
 	if err != nil {
 		if errors.Is(err, errHelp) {

@@ -49,7 +49,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 		if _, err := strconv.ParseBool(fs.Arg(0)); err == nil {
 			return nil, fmt.Errorf("unexpected argument %q: a switch takes true or false after an =, such as --durable=false", fs.Arg(0))
 		}
-		return nil, fmt.Errorf("unexpected argument %q: all settings are flags (--NAME VALUE, see --help)%s", fs.Arg(0), hint)
+		return nil, fmt.Errorf("unexpected argument %q: all settings are flags (--NAME VALUE, see --help), and the one subcommand is completion%s", fs.Arg(0), hint)
 	}
 	onCommandLine := map[string]bool{}
 	fs.Visit(func(f *pflag.Flag) { onCommandLine[f.Name] = true })
