@@ -237,3 +237,26 @@ func TestCLICompletionZshFish(t *testing.T) {
 		t.Errorf("completion tcsh: exit %d, %q", code, errOut)
 	}
 }
+
+// TestCLIManPage: --help-man is a man page of every flag that groff reads
+// without a warning.
+func TestCLIManPage(t *testing.T) {
+	out, errOut, code := runTermgate(t, nil, "--help-man")
+	if code != 0 || errOut != "" || !strings.HasPrefix(out, ".TH TERMGATE 1 ") {
+		t.Fatalf("--help-man: exit %d, stderr %q, %.80q", code, errOut, out)
+	}
+	newFlagSet(&options{}, &sizeFlags{}).VisitAll(func(f *pflag.Flag) {
+		if !f.Hidden && !strings.Contains(out, `\fB\-\-`+roff(f.Name)+`\fR`) {
+			t.Errorf("the man page lacks --%s", f.Name)
+		}
+	})
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Skip("no groff to check the page with")
+	}
+	cmd := exec.Command(groff, "-man", "-ww", "-z")
+	cmd.Stdin = strings.NewReader(out)
+	if msg, err := cmd.CombinedOutput(); err != nil || len(msg) > 0 {
+		t.Errorf("groff -man -ww: %v\n%s", err, msg)
+	}
+}

@@ -50,7 +50,7 @@ type options struct {
 	maxUploadSize       int64
 	version             bool
 	config              string // the --config file, "" for none
-	help                bool
+	help, helpMan       bool
 }
 
 // sizeFlags hold the size flags as written; settle converts them once the
@@ -88,6 +88,8 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	fs.VarPF(newBool(&o.help, false), "help", "h", "print this help, and exit").NoOptDefVal = "true"
 	boolean(&o.version, "version", false, "print the version and commit, and exit")
 	str(&o.config, "config", "", "file", "read settings from this YAML file (keys are the flag names: idle-timeout: 45m); a flag wins over the environment, which wins over the file")
+	boolean(&o.helpMan, "help-man", false, "print the manual page (roff), and exit")
+	_ = fs.MarkHidden("help-man")
 
 	// Listeners.
 	str(&o.sshAddr, "ssh-addr", ":2222", "addr", "SSH listener address")

@@ -62,7 +62,7 @@ const helpExamples = `Examples:
       complete termgate's flags in bash
 
 Durations are Go's (90s, 30m, 1h30m); sizes are bytes or KiB/MiB/GiB.
-The full documentation is the README.
+The full documentation is the README and the termgate(1) manual page.
 `
 
 // writeHelp writes --help: the synopsis, the flags by group with their
@@ -141,7 +141,12 @@ func wrap(text string, width int) []string {
 	return append(lines, line)
 }
 
-// printHelp writes --help.
-func printHelp(w io.Writer, _ *options) {
-	writeHelp(w, newFlagSet(&options{}, &sizeFlags{}))
+// printHelp writes --help, or the manual page for --help-man.
+func printHelp(w io.Writer, o *options) {
+	fs := newFlagSet(&options{}, &sizeFlags{})
+	if o.helpMan {
+		writeMan(w, fs)
+		return
+	}
+	writeHelp(w, fs)
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -73,5 +74,21 @@ func TestHelpAndVersionComeFirst(t *testing.T) {
 	}
 	if _, err := parseFlags(nil, env(map[string]string{"TERMGATE_HELP": "true"})); err != nil {
 		t.Errorf("TERMGATE_HELP is no setting: %v", err)
+	}
+}
+
+// TestManPageIsCurrent: docs/termgate.1 is what `make man` writes now.
+func TestManPageIsCurrent(t *testing.T) {
+	if version != "dev" {
+		t.Skip("a stamped build writes its version into the page")
+	}
+	committed, err := os.ReadFile("../../docs/termgate.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	writeMan(&b, newFlagSet(&options{}, &sizeFlags{}))
+	if b.String() != string(committed) {
+		t.Error("docs/termgate.1 is stale: run make man")
 	}
 }

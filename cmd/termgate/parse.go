@@ -9,13 +9,13 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// errHelp reports that --help was asked for: main prints
+// errHelp reports that --help (or --help-man) was asked for: main prints
 // it and exits 0.
 var errHelp = errors.New("help requested")
 
 // notSettings are the flags that act rather than set something: neither
 // the environment nor a config file gives them.
-var notSettings = map[string]bool{"help": true, "version": true}
+var notSettings = map[string]bool{"help": true, "help-man": true, "version": true}
 
 // envName is the environment variable a flag also reads (CONTRACT.md
 // "Build and run"): --idle-timeout reads TERMGATE_IDLE_TIMEOUT.
@@ -35,7 +35,7 @@ func parseFlags(args []string, getenv func(string) string) (*options, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, commandLineError(fs, err)
 	}
-	if o.help {
+	if o.help || o.helpMan {
 		return o, errHelp
 	}
 	if o.version {
