@@ -141,3 +141,30 @@ func TestConfigMissingFile(t *testing.T) {
 		t.Errorf("TERMGATE_CONFIG missing: %v", err)
 	}
 }
+
+// TestREADMEConfigExample: the README's example file is one termgate
+// accepts, and it means what the README says.
+func TestREADMEConfigExample(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(readme), "\n## Configuration\n")
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !ok || !closed {
+		t.Fatal("no ```yaml block in the README's Configuration section")
+	}
+	cfg := writeConfig(t, block)
+	o, err := parseFlags([]string{"--config", cfg}, env(nil))
+	if err != nil {
+		t.Fatalf("the README's example: %v", err)
+	}
+	if o.idleTimeout != 45*time.Minute || !o.durable || !slices.Equal(o.allowedOrigins, []string{"https://ops.example.com"}) || o.logFormat != "json" {
+		t.Errorf("the README's example read as %+v", o)
+	}
+	o, err = parseFlags([]string{"--config", cfg, "--durable=false"}, env(map[string]string{"TERMGATE_IDLE_TIMEOUT": "2h"}))
+	if err != nil || o.idleTimeout != 2*time.Hour || o.durable {
+		t.Errorf("the README's override example: %+v, %v", o, err)
+	}
+}
