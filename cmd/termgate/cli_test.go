@@ -180,6 +180,8 @@ c termgate comp
 c termgate completion ''
 c termgate --state-dir "$DIR/st"
 c termgate --ssh-addr ''
+c termgate --backend = k
+c termgate --replay =
 `
 	dir := t.TempDir()
 	os.Mkdir(filepath.Join(dir, "state"), 0o700)
@@ -199,6 +201,8 @@ c termgate --ssh-addr ''
 		"termgate completion  => bash zsh fish\n",
 		"termgate --state-dir " + dir + "/st => " + dir + "/state\n",
 		"termgate --ssh-addr  => \n",
+		"termgate --backend = k => kubernetes\n",
+		"termgate --replay = => screen raw\n",
 	} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("bash completion lacks %q:\n%s", want, out)

@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -73,12 +76,27 @@ func applyConfigFile(fs *pflag.FlagSet, o *options, onCommandLine map[string]boo
 // readConfig parses the file's keys and values; the sections
 // (configSections) are read into o at once, the flag values returned.
 func readConfig(path string, data []byte, fs *pflag.FlagSet, o *options) ([]configEntry, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc, more yaml.Node
+	switch err := dec.Decode(&doc); {
+	case errors.Is(err, io.EOF):
+		return nil, nil // empty
+	case err != nil:
 		return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)
 	}
-	if doc.Kind == 0 || len(doc.Content) == 0 {
-		return nil, nil // empty, or only comments
+	for {
+		// A second document (after ---) would be silently ignored; an
+		// empty one (a trailing ---) says nothing.
+		err := dec.Decode(&more)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil || !emptyDocument(&more) {
+			return nil, fmt.Errorf("%s line %d: a second YAML document; termgate reads one, so merge them", path, more.Line)
+		}
+	}
+	if emptyDocument(&doc) {
+		return nil, nil // only comments, or a bare ---
 	}
 	top := doc.Content[0]
 	if top.Kind != yaml.MappingNode {
@@ -127,6 +145,11 @@ func closestOrFirst(fs *pflag.FlagSet, key string) string {
 		return c
 	}
 	return "idle-timeout"
+}
+
+// emptyDocument: a document of comments, or a bare --- (a null).
+func emptyDocument(doc *yaml.Node) bool {
+	return len(doc.Content) == 0 || doc.Content[0].Kind == yaml.ScalarNode && doc.Content[0].Tag == "!!null"
 }
 
 func resolveAlias(n *yaml.Node) *yaml.Node {

@@ -90,8 +90,10 @@ record-input: true
 		o.publicHost != "gw.example,gw2.example:2222" || o.backend != "local" || !o.recordInput {
 		t.Errorf("parsed %+v", o)
 	}
-	if _, err := parseFlags([]string{"--config", writeConfig(t, "# nothing yet\n")}, env(nil)); err != nil {
-		t.Errorf("a file of comments: %v", err)
+	for _, text := range []string{"", "# nothing yet\n", "---\n", "idle-timeout: 1m\n---\n"} {
+		if _, err := parseFlags([]string{"--config", writeConfig(t, text)}, env(nil)); err != nil {
+			t.Errorf("config %q: %v", text, err)
+		}
 	}
 }
 
@@ -121,6 +123,8 @@ func TestConfigRefusesWithTheLine(t *testing.T) {
 		{"version: true\n", nil, "line 1: version is not a setting"},
 		{"- idle-timeout\n", nil, "line 1: the file must be a mapping of flag names to values"},
 		{"idle-timeout: [\n", nil, "not valid YAML"},
+		{"idle-timeout: 1m\n---\ndurable: true\n", nil, "line 2: a second YAML document"},
+		{"IDLE_TIMEOUT: 1m\n", nil, `line 1: unknown key "IDLE_TIMEOUT"; did you mean idle-timeout?`},
 	} {
 		p := writeConfig(t, tt.text)
 		_, err := parseFlags(append([]string{"--config", p}, tt.args...), env(nil))

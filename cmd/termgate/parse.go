@@ -127,7 +127,8 @@ func didYouMean(fs *pflag.FlagSet, name, dashes string) string {
 // does), else the one fewest edits away when it is close enough to be a
 // typo (at most a third of the name, and at least 2, edits), else "".
 func closestFlag(fs *pflag.FlagSet, name string) string {
-	name = strings.TrimLeft(name, "-")
+	// IDLE_TIMEOUT and TERMGATE_IDLE_TIMEOUT mean --idle-timeout too.
+	name = strings.TrimPrefix(strings.ToLower(strings.ReplaceAll(strings.TrimLeft(name, "-"), "_", "-")), "termgate-")
 	var prefixed []string
 	best, bestDist := "", max(2, len(name)/3)+1
 	fs.VisitAll(func(f *pflag.Flag) {
