@@ -210,17 +210,13 @@ c termgate --replay =
 	}
 }
 
-// TestCLICompletionZshFish: the zsh and fish scripts load (when those
-// shells are installed); fish completes --idle and --backend's values.
+// TestCLICompletionZshFish: with the zsh or fish script loaded (when
+// that shell is installed), the shell completes --idle, --backend's
+// values and completion's shells.
 func TestCLICompletionZshFish(t *testing.T) {
 	tg := termgateBinary(t)
 	if zsh, err := exec.LookPath("zsh"); err == nil {
-		script := `autoload -U compinit && compinit -u -d "$DIR/zcompdump" && source <("$TG" completion zsh) && print -r -- "$_comps[termgate]"`
-		cmd := exec.Command(zsh, "-f", "-c", script)
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TG=" + tg, "DIR=" + t.TempDir()}
-		if out, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "_termgate" {
-			t.Errorf("zsh: %v\n%s", err, out)
-		}
+		testZshCompletion(t, zsh, tg)
 	} else {
 		t.Log("no zsh: its completion is not loaded")
 	}
@@ -239,6 +235,40 @@ func TestCLICompletionZshFish(t *testing.T) {
 	}
 	if _, errOut, code := runTermgate(t, nil, "completion", "tcsh"); code != 2 || !strings.Contains(errOut, `"tcsh" is not a shell this knows: use bash, zsh or fish`) {
 		t.Errorf("completion tcsh: exit %d, %q", code, errOut)
+	}
+}
+
+// testZshCompletion types into an interactive zsh (on zsh's own pseudo
+// terminal, zpty) that loaded the script, presses Tab and reads what zsh
+// completes: a flag, a flag's choices, completion's shells.
+func testZshCompletion(t *testing.T, zsh, tg string) {
+	dir := t.TempDir()
+	rc := `autoload -U compinit && compinit -u -d "$DIR/zcompdump"
+source <("$TG" completion zsh)
+print -r -- "registered $_comps[termgate]"
+`
+	drive := `zmodload zsh/zpty
+zpty z "ZDOTDIR=$DIR zsh -i"
+zpty -r z line '*registered _termgate*' || exit 1
+zpty -w -n z $'termgate --idl\t'
+zpty -r z out '*--idle-timeout=*' && print "idle ok"
+zpty -w -n z $'\x15termgate --backend \t'
+zpty -r z out '*kubernetes*' && print "backend ok"
+zpty -w -n z $'\x15termgate completion \t'
+zpty -r z out '*fish*' && print "completion ok"
+zpty -d z
+`
+	if err := os.WriteFile(filepath.Join(dir, ".zshrc"), []byte(rc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, zsh, "-f", "-c", drive)
+	// TERM=dumb: no escape sequences between the characters matched.
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TG=" + tg, "DIR=" + dir, "HOME=" + dir, "TERM=dumb"}
+	out, err := cmd.CombinedOutput()
+	if err != nil || string(out) != "idle ok\nbackend ok\ncompletion ok\n" {
+		t.Errorf("zsh completion: %v (a timeout: zsh never showed what was expected)\n%s", err, out)
 	}
 }
 
