@@ -122,6 +122,9 @@ func TestCLIHelp(t *testing.T) {
 			}
 		}
 		newFlagSet(&options{}, &sizeFlags{}).VisitAll(func(f *pflag.Flag) {
+			if !f.Hidden && !notSettings[f.Name] && !strings.Contains(out, " "+envName(f.Name)+" ") && !strings.Contains(out, " "+envName(f.Name)+"\n") {
+				t.Errorf("%s does not name %s", arg, envName(f.Name))
+			}
 			if shown := strings.Contains(out, "--"+f.Name+" ") || strings.Contains(out, "--"+f.Name+"\n"); shown == f.Hidden {
 				t.Errorf("%s: --%s shown %v, hidden %v", arg, f.Name, shown, f.Hidden)
 			}

@@ -76,8 +76,27 @@ func writeHelp(w io.Writer, fs *pflag.FlagSet) {
 			writeFlagHelp(&b, fs.Lookup(name))
 		}
 	}
-	b.WriteString("\n" + helpEnvironment + "\n" + helpExamples)
+	b.WriteString("\n" + helpEnvironment)
+	b.WriteString("  The variables:\n")
+	for _, l := range wrap(strings.Join(envNames(fs), " "), helpWidth-4) {
+		b.WriteString("    " + l + "\n")
+	}
+	b.WriteString("\n" + helpExamples)
 	io.WriteString(w, b.String())
+}
+
+// envNames are the TERMGATE_ variables, one per setting, in --help's
+// order.
+func envNames(fs *pflag.FlagSet) []string {
+	var names []string
+	for _, g := range flagGroups {
+		for _, name := range g.flags {
+			if !notSettings[name] {
+				names = append(names, envName(name))
+			}
+		}
+	}
+	return names
 }
 
 // The columns of a flag's line: the name from 2, the text from 32 (or on

@@ -24,7 +24,10 @@ func writeMan(w io.Writer, fs *pflag.FlagSet) {
 		source += " " + version
 	}
 	fmt.Fprintf(&b, ".TH TERMGATE 1 \"\" \"%s\" \"User Commands\"\n", roff(source))
-	b.WriteString(`.SH NAME
+	// No hyphenation, ragged right: flag and variable names stay whole.
+	b.WriteString(`.nh
+.ad l
+.SH NAME
 termgate \- SSH and WebSocket gateway to persistent shells in containers
 .SH SYNOPSIS
 .B termgate
@@ -81,7 +84,10 @@ reads
 reads
 .BR TERMGATE_CONFIG .
 A flag wins over the environment, which wins over the config file.
-.TP
+The variables:
+`)
+	b.WriteString(roffLine(strings.Join(envNames(fs), ", ")) + ".\n")
+	b.WriteString(`.TP
 .B DOCKER_HOST
 the Docker engine of
 .BR "\-\-backend docker" .
