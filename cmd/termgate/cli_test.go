@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
+
+	"github.com/termgate/termgate/internal/gatewayproc"
 )
 
 // The command line as users meet it: the real binary, built once per test
@@ -295,5 +297,36 @@ func TestCLIManPage(t *testing.T) {
 	cmd.Stdin = strings.NewReader(out)
 	if msg, err := cmd.CombinedOutput(); err != nil || len(msg) > 0 {
 		t.Errorf("groff -man -ww: %v\n%s", err, msg)
+	}
+}
+
+// TestCLIRunsFromConfigFile: the real gateway runs with what its config
+// file says, under the flags and the environment: the file's backend is
+// the one serving, its unusable http-addr is overridden by the flag
+// gatewayproc passes, and its log-level error by TERMGATE_LOG_LEVEL=info
+// (else the info line Start waits for would never come).
+func TestCLIRunsFromConfigFile(t *testing.T) {
+	cfg := writeConfig(t, `# a gateway for the test
+backend: local
+local-instances: [web1]
+http-addr: "256.0.0.1:0"
+log-level: error
+`)
+	g, err := gatewayproc.Start(context.Background(), gatewayproc.Config{
+		Bin:      termgateBinary(t),
+		StateDir: filepath.Join(t.TempDir(), "state"),
+		Args:     []string{"--config", cfg},
+		Env:      []string{"TERMGATE_LOG_LEVEL=info"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if _, err := g.Stop(10 * time.Second); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	}()
+	if log := g.Log.String(); !strings.Contains(log, `"backend":"local"`) {
+		t.Errorf("the listening line names another backend than the file's local:\n%s", log)
 	}
 }
