@@ -23,6 +23,9 @@ type options struct {
 	backend             string
 	shell               string
 	idleTimeout         time.Duration
+	maxKeep             time.Duration
+	sizePolicy          string
+	notifyJoins         bool
 	bufferSize          int
 	instanceLabel       string
 	allowedOrigins      []string
@@ -122,6 +125,9 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	checked(&o.replay, "replay", "screen", "mode", oneOf("a replay mode", "screen (redraw the terminal's state) or raw (replay the last bytes)", flagChoices["replay"]...), "what a (re)attaching client gets first: screen (the terminal's state redrawn) or raw (the last bytes of output)")
 	checked(&sz.scrollback, "scrollback", "auto", "size", checkScrollback, "with --replay screen: scrollback kept per session, as drawn (bytes, or with a KiB/MiB suffix; auto: --buffer-size)")
 	dur(&o.shutdownTimeout, "shutdown-timeout", 9*time.Second, false, "how long SIGTERM waits for sessions to end")
+	dur(&o.maxKeep, "max-keep", 24*time.Hour, true, "the longest ssh HOST keep (or the page's Keep) may keep a session with no client attached")
+	checked(&o.sizePolicy, "size-policy", "latest", "policy", oneOf("a size policy", "latest, smallest or largest", flagChoices["size-policy"]...), "the shell's window size: latest (the read-write client that most recently attached, resized or typed), smallest or largest of the read-write clients'")
+	boolean(&o.notifyJoins, "notify-joins", false, "tell SSH clients with a [termgate] line when someone joins or leaves their session (the page always shows who is attached)")
 
 	// Durable sessions.
 	boolean(&o.durable, "durable", false, "hold each session inside its instance (a holder program the gateway copies there), so that shells outlive gateway restarts, upgrades and crashes and several gateways can serve them; needs --backend docker or kubernetes")
@@ -148,10 +154,11 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 // flagChoices are the values of the flags that take one of a few words:
 // their checks and the shell completions both use them.
 var flagChoices = map[string][]string{
-	"backend":    {"docker", "kubernetes", "local"},
-	"replay":     {"screen", "raw"},
-	"log-level":  {"debug", "info", "warn", "error"},
-	"log-format": {"text", "json"},
+	"backend":     {"docker", "kubernetes", "local"},
+	"replay":      {"screen", "raw"},
+	"size-policy": {"latest", "smallest", "largest"},
+	"log-level":   {"debug", "info", "warn", "error"},
+	"log-format":  {"text", "json"},
 }
 
 // maxScrollback keeps a screen snapshot well within a client's queue

@@ -21,7 +21,7 @@ var flagGroups = []helpGroup{
 	{"Listeners", []string{"ssh-addr", "http-addr", "public-host", "allowed-origins", "tls-cert", "tls-key", "http-rate-limit", "ssh-compat-algorithms"}},
 	{"State and authentication", []string{"state-dir", "host-key", "authorized-keys", "token-file", "trusted-user-ca-keys"}},
 	{"Backend", []string{"backend", "instance-label", "shell", "kubeconfig", "kube-namespace", "local-instances"}},
-	{"Sessions", []string{"idle-timeout", "buffer-size", "replay", "scrollback", "shutdown-timeout"}},
+	{"Sessions", []string{"idle-timeout", "max-keep", "buffer-size", "replay", "scrollback", "size-policy", "notify-joins", "shutdown-timeout"}},
 	{"Recording", []string{"record-dir", "record-input", "record-max-size", "record-max-total"}},
 	{"Durable sessions", []string{"durable"}},
 	{"File transfer and port forwarding", []string{"file-transfer", "max-upload-size", "port-forwarding", "forward-idle-timeout"}},
