@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -43,6 +44,10 @@ type Identity struct {
 	// address in brackets; "*" as HOST or PORT matches any). Empty: any
 	// target. See MayOpen.
 	PermitOpen []string
+	// Grants, when set (identities signed in through Policies), replace
+	// Instances: the identity may use an instance one of them covers, and
+	// For says whether read-only there.
+	Grants []Grant
 }
 
 // MayOpen reports whether the identity's permitopen= list lets a forwarded
@@ -73,6 +78,9 @@ func (id Identity) May(instance string) bool {
 	if !names.Valid(instance) {
 		return false
 	}
+	if len(id.Grants) > 0 {
+		return slices.ContainsFunc(id.Grants, func(g Grant) bool { return grantCovers(g, instance) })
+	}
 	if len(id.Instances) == 0 {
 		return true
 	}
@@ -89,7 +97,7 @@ func (id Identity) May(instance string) bool {
 // input, say) is for such identities only: an observer never sees input
 // the shell did not echo.
 func (id Identity) MayWrite(instance string) bool {
-	return !id.ReadOnly && id.May(instance)
+	return !id.For(instance).ReadOnly && id.May(instance)
 }
 
 // parseInstances parses the comma-separated value of instances=. Every

@@ -29,6 +29,7 @@ type authMethod int
 const (
 	byBearer authMethod = iota + 1
 	byCookie
+	bySignin // an OpenID Connect sign-in's cookie (oidc.go)
 )
 
 // caller is an authenticated request's identity.
@@ -39,6 +40,8 @@ type caller struct {
 	// live connections look it up again on every authorization check, so
 	// removing the token from the file ends them.
 	tokenHash []byte
+	// signin is the sign-in behind a bySignin caller.
+	signin *signin
 }
 
 type callerKey struct{}
@@ -84,8 +87,11 @@ func (s *Server) authed(kind routeKind, h http.HandlerFunc) http.Handler {
 		if !ok {
 			return
 		}
+		if name := r.PathValue("name"); name != "" {
+			c.id = c.id.For(name) // a signed-in identity's read-only there
+		}
 		if kind == actRoute {
-			if err := s.origins.check(r, c.method == byCookie); err != nil {
+			if err := s.origins.check(r, c.method == byCookie || c.method == bySignin); err != nil {
 				s.refuseOrigin(w, r, c, err)
 				return
 			}
@@ -126,6 +132,9 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) (caller, b
 	}
 	ck, err := r.Cookie(cookieName)
 	if err != nil {
+		if sc, err := r.Cookie(oidcCookie); err == nil && s.cfg.OIDC != nil {
+			return s.signinCaller(w, r, sc.Value)
+		}
 		s.unauthorized(w, r, "authentication required: send an Authorization: Bearer header, or log in at POST /api/login")
 		return caller{}, false
 	}
@@ -198,6 +207,8 @@ func (m authMethod) String() string {
 		return "bearer"
 	case byCookie:
 		return "cookie"
+	case bySignin:
+		return "oidc"
 	}
 	return "none"
 }

@@ -174,9 +174,21 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 // POST, so another site cannot sign a user out.
 func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 	_, cookieErr := r.Cookie(cookieName)
-	if err := s.origins.check(r, cookieErr == nil); err != nil {
+	sc, signinErr := r.Cookie(oidcCookie)
+	if err := s.origins.check(r, cookieErr == nil || signinErr == nil); err != nil {
 		s.refuseOrigin(w, r, caller{}, err)
 		return
+	}
+	if signinErr == nil {
+		// A sign-in is forgotten here (until it would have expired), and
+		// the clients it attached are cut within a second (watchSignins).
+		var si signin
+		if s.cookies.openJSON(oidcCookie, sc.Value, &si) == nil && si.ID != "" {
+			s.signins.revoke(si.ID, si.Expires)
+			s.log.Info("signed out", "remote", r.RemoteAddr, "who", si.Email)
+			s.cfg.Audit.Event(audit.Detach, audit.Who{Via: "oidc", Name: si.Email, Remote: r.RemoteAddr}, "", "", "reason", "logout")
+		}
+		http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteLaxMode})
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name:     cookieName,

@@ -3,6 +3,7 @@ package websock
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // errTokenRemoved is the reason a connection whose token left the token
@@ -16,6 +17,19 @@ var errTokenRemoved = errors.New("the token of this connection was removed from 
 // a reset never carries a revoked connection into the fresh shell) and on
 // Registry.Recheck, which cmd/termgate calls after every reload.
 func (s *Server) allowedFor(c caller) func(instance string) error {
+	if c.signin != nil {
+		si, id := *c.signin, c.id
+		s.signins.attached(si.ID, si.Expires)
+		return func(instance string) error {
+			if err := s.signins.check(si, time.Now()); err != nil {
+				return err
+			}
+			if !id.May(instance) {
+				return fmt.Errorf("%s may no longer use instance %q", id.Name, instance)
+			}
+			return nil
+		}
+	}
 	hash := c.tokenHash
 	return func(instance string) error {
 		id, ok := s.cfg.Tokens.CheckHash(hash)

@@ -17,6 +17,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/oidc"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
@@ -131,6 +133,16 @@ type Config struct {
 	// /api/recordings/{instance}/{session} serves its files. Empty: that
 	// route answers 404.
 	RecordDir string
+
+	// OIDC, when set, signs people in with that provider (GET
+	// /login/oidc, /oidc/callback; oidc.go); Policies say what each
+	// identity may do, and OIDCSessionMax how long a sign-in lasts
+	// (default 12h). PublicURLHTTPS marks the cookies Secure behind a
+	// proxy that ends TLS.
+	OIDC           *oidc.Provider
+	Policies       keys.Policies
+	OIDCSessionMax time.Duration
+	PublicURLHTTPS bool
 }
 
 // Server is the HTTP and WebSocket listener. Its handler can also be
@@ -157,6 +169,11 @@ type Server struct {
 	// lastRefusal is when a refused connection was last logged at Warn.
 	lastRefusal time.Time
 	wg          sync.WaitGroup // one per tracked connection
+
+	signins     *signins
+	stopSignins chan struct{}  // closed by Shutdown
+	signinsDone sync.WaitGroup // watchSignins
+	stopOnce    sync.Once
 }
 
 // New checks cfg, fills in defaults and builds the routes.
@@ -245,6 +262,18 @@ func New(cfg Config) (*Server, error) {
 		hosts:   hs,
 		cookies: &cookies{key: cfg.CookieKey, ttl: cfg.LoginTTL, now: time.Now},
 		conns:   map[*conn]struct{}{},
+		signins: newSignins(),
+	}
+	if cfg.OIDC != nil {
+		if err := cfg.Policies.Check(); err != nil {
+			return nil, err
+		}
+		if cfg.OIDCSessionMax <= 0 {
+			s.cfg.OIDCSessionMax = 12 * time.Hour
+		}
+		s.stopSignins = make(chan struct{})
+		s.signinsDone.Add(1)
+		go s.watchSignins(s.stopSignins)
 	}
 	if cfg.RequestRate > 0 {
 		s.requests = newAddrLimiter(rate.Limit(cfg.RequestRate), cfg.RequestBurst, time.Now)
@@ -293,6 +322,11 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/whoami", s.authed(readRoute, s.handleWhoami))
 	mux.Handle("GET /api/recordings/{name}/{session}", s.authed(readRoute, s.handleRecording))
 	mux.HandleFunc("POST /api/login", s.handleLogin)
+	mux.HandleFunc("GET /api/signin", s.handleSigninOptions)
+	if s.cfg.OIDC != nil {
+		mux.HandleFunc("GET /login/oidc", s.handleOIDCLogin)
+		mux.HandleFunc("GET /oidc/callback", s.handleOIDCCallback)
+	}
 	mux.HandleFunc("POST /api/logout", s.handleLogout)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API endpoint")
@@ -352,6 +386,12 @@ func (s *Server) TLS() bool { return s.http.TLSConfig != nil }
 // (which then end at once) and returns ctx.Err(). Sessions are not touched:
 // shutting down the Registry is the caller's job.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		if s.stopSignins != nil {
+			close(s.stopSignins)
+		}
+	})
+	s.signinsDone.Wait()
 	s.mu.Lock()
 	s.closed = true
 	conns := s.snapshotLocked()

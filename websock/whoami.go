@@ -3,6 +3,7 @@ package websock
 import (
 	"crypto/subtle"
 	"net/http"
+	"time"
 )
 
 // whoami is GET /api/whoami's answer: who the request's credential belongs
@@ -10,10 +11,17 @@ import (
 // replaces the login with another token's (login CSRF, issue 9 item 7).
 type whoami struct {
 	Name string `json:"name"`
+	// Who is Name, as attached lists and the audit trail name the caller
+	// (a signed-in identity's email).
+	Who string `json:"who"`
+	// Groups are a signed-in identity's groups at the provider.
+	Groups []string `json:"groups,omitempty"`
+	// Expires is when a sign-in ends.
+	Expires *time.Time `json:"expires,omitempty"`
 	// Instances are the token's instances= patterns; empty means every
 	// instance.
 	Instances []string `json:"instances"`
-	// Via is how the request authenticated: "bearer" or "cookie".
+	// Via is how the request authenticated: "bearer", "cookie" or "oidc".
 	Via string `json:"via"`
 	// ReadOnly is set for a read-only token: its attaches are observers.
 	ReadOnly bool `json:"read_only"`
@@ -27,7 +35,13 @@ type whoami struct {
 // handleWhoami serves GET /api/whoami.
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
-	out := whoami{Name: c.id.Name, Instances: c.id.Instances, Via: c.method.String(), ReadOnly: c.id.ReadOnly}
+	out := whoami{Name: c.id.Name, Who: c.id.Name, Instances: c.id.Instances, Via: c.method.String(), ReadOnly: c.id.ReadOnly}
+	if c.signin != nil {
+		out.Groups, out.Expires = c.signin.Groups, &c.signin.Expires
+		for _, g := range c.id.Grants {
+			out.Instances = append(out.Instances, g.Instances...)
+		}
+	}
 	if out.Instances == nil {
 		out.Instances = []string{}
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/termgate/termgate/keys"
 )
 
 // The config file (--config FILE, CONTRACT.md "Build and run"): a YAML
@@ -22,14 +24,43 @@ import (
 // configSections are the keys whose value is a structure of its own (a
 // mapping, or a list of mappings) rather than one flag's value: the one
 // place such a key is added, with the function that reads it into the
-// options. None exists yet; the first will be policies: (CONTRACT.md
-// "Single sign-on"), which reservedKeys refuses until then.
-var configSections = map[string]func(path string, value *yaml.Node, o *options) error{}
+// options: policies: (CONTRACT.md "Single sign-on").
+var configSections = map[string]func(path string, value *yaml.Node, o *options) error{
+	"policies": readPolicies,
+}
 
 // reservedKeys are keys a later version gives a meaning: refused with
 // the reason, not as a typo.
-var reservedKeys = map[string]string{
-	"policies": "is for single sign-on (--oidc-issuer), which this termgate does not have yet; remove it",
+var reservedKeys = map[string]string{}
+
+// readPolicies reads policies: a list of {groups, emails, instances,
+// read-only, port-forwarding} mappings; an unknown field is refused with
+// its line.
+func readPolicies(path string, v *yaml.Node, o *options) error {
+	if v.Kind != yaml.SequenceNode {
+		return fmt.Errorf("%s line %d: policies: must be a list of rules such as - {groups: [ops], instances: [\"web*\"]}", path, v.Line)
+	}
+	for _, item := range v.Content {
+		if item.Kind != yaml.MappingNode {
+			return fmt.Errorf("%s line %d: a policies rule must be a mapping (groups, emails, instances, read-only, port-forwarding)", path, item.Line)
+		}
+		for i := 0; i+1 < len(item.Content); i += 2 {
+			switch k := item.Content[i].Value; k {
+			case "groups", "emails", "instances", "read-only", "port-forwarding":
+			default:
+				return fmt.Errorf("%s line %d: policies rule: unknown key %q (known: groups, emails, instances, read-only, port-forwarding)", path, item.Content[i].Line, k)
+			}
+		}
+		var r keys.PolicyRule
+		if err := item.Decode(&r); err != nil {
+			return fmt.Errorf("%s line %d: policies rule: %v", path, item.Line, err)
+		}
+		o.policies = append(o.policies, r)
+		if err := (keys.Policies{r}).Check(); err != nil {
+			return fmt.Errorf("%s line %d: %v", path, item.Line, strings.TrimPrefix(err.Error(), "policies rule 1: "))
+		}
+	}
+	return nil
 }
 
 // configEntry is one key: value of the file.

@@ -23,6 +23,14 @@ type options struct {
 	backend             string
 	shell               string
 	idleTimeout         time.Duration
+	oidcIssuer          string
+	oidcClientID        string
+	oidcSecretFile      string
+	oidcGroupsClaim     string
+	oidcScopes          []string
+	oidcSessionMax      time.Duration
+	publicURL           string
+	policies            keys.Policies // the config file's policies:
 	maxKeep             time.Duration
 	sizePolicy          string
 	notifyJoins         bool
@@ -109,6 +117,13 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	str(&o.hostKey, "host-key", "", "file", "SSH host key (default <state-dir>/ssh_host_ed25519_key; created on first start)")
 	str(&o.authorizedKeys, "authorized-keys", "", "file", "OpenSSH authorized_keys file (default <state-dir>/authorized_keys; reloaded on change or SIGHUP)")
 	str(&o.tokenFile, "token-file", "", "file", "HTTP/WebSocket bearer tokens, one per line (default <state-dir>/api_token; generated on first start)")
+	str(&o.oidcIssuer, "oidc-issuer", "", "url", "sign people in with this OpenID Connect provider (its issuer URL); the config file's policies: say what each identity may do")
+	str(&o.oidcClientID, "oidc-client-id", "", "id", "with --oidc-issuer: this gateway's client ID at the provider")
+	str(&o.oidcSecretFile, "oidc-client-secret-file", "", "file", "with --oidc-issuer: a file holding the client secret (absent: a public client, PKCE only)")
+	str(&o.oidcGroupsClaim, "oidc-groups-claim", "groups", "claim", "with --oidc-issuer: the ID token claim that lists the identity's groups")
+	list(&o.oidcScopes, "oidc-scopes", "with --oidc-issuer: the scopes asked for (default openid,email,profile,groups)")
+	dur(&o.oidcSessionMax, "oidc-session-max", 12*time.Hour, true, "with --oidc-issuer: how long a browser sign-in lasts; its clients are then cut")
+	str(&o.publicURL, "public-url", "", "url", "how browsers reach the gateway (https://ops.example.com); with --oidc-issuer the provider sends them back to PUBLIC_URL/oidc/callback")
 	str(&o.trustedUserCAKeys, "trusted-user-ca-keys", "", "file", "accept OpenSSH user certificates signed by the CA public keys in this file (authorized_keys format; @revoked KEY lines); a certificate's principals are the instance patterns it may use; reloaded on change or SIGHUP")
 
 	// Backend.

@@ -152,7 +152,15 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		sshSrv.Recheck()
 	}
 	creds.recheck.Store(&recheck)
+	provider, https, err := signIn(o)
+	if err != nil {
+		return err
+	}
 	webSrv, err := websock.New(websock.Config{
+		OIDC:           provider,
+		Policies:       o.policies,
+		OIDCSessionMax: o.oidcSessionMax,
+		PublicURLHTTPS: https,
 		Registry:       reg,
 		Remote:         runner,
 		NoFileTransfer: !o.fileTransfer,

@@ -115,6 +115,15 @@ function expired() {
 
 function showSignIn(message) {
   show('signin');
+  // With single sign-on, the provider's button beside the token form.
+  fetch('/api/signin', { cache: 'no-store' })
+    .then((r) => (r.ok ? r.json() : {}))
+    .then((o) => {
+      if (!o.oidc) return;
+      $('signin-oidc-name').textContent = o.provider;
+      $('signin-oidc').hidden = false;
+    })
+    .catch(() => {});
   document.title = 'Sign in · termgate';
   $('signin-error').textContent = message;
   $('signin-error').hidden = !message;

@@ -1,0 +1,120 @@
+package keys
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Policies map signed-in identities (OpenID Connect: an email and groups)
+// to what keys and tokens already express, in the same Identity: the
+// instances they may use, read-only or not, port forwarding. An identity
+// gets the union of the rules it matches, read-only only where every
+// matching rule that covers the instance says so; no rule, no access
+// (contract, "Single sign-on"). The rules are the config file's policies:
+// list.
+type Policies []PolicyRule
+
+// PolicyRule is one entry of policies:. A rule matches an identity in one
+// of Groups or whose email is one of Emails (compared case-insensitively).
+type PolicyRule struct {
+	Groups []string `yaml:"groups"`
+	Emails []string `yaml:"emails"`
+	// Instances are path.Match patterns; empty means every instance.
+	Instances []string `yaml:"instances"`
+	ReadOnly  bool     `yaml:"read-only"`
+	// PortForwarding false refuses forwarding to the identities this rule
+	// alone covers (default: allowed, as for keys).
+	PortForwarding *bool `yaml:"port-forwarding"`
+}
+
+// Grant is what one matching rule allows: Identity.Grants carries one per
+// rule, and May and For read them.
+type Grant struct {
+	Instances []string
+	ReadOnly  bool
+}
+
+// Check refuses rules that can never match or hold a bad pattern; the
+// error names the rule by its position (from 1).
+func (p Policies) Check() error {
+	for i, r := range p {
+		if len(r.Groups) == 0 && len(r.Emails) == 0 {
+			return fmt.Errorf("policies rule %d: it needs groups or emails (a rule for everyone would let any account of the provider in)", i+1)
+		}
+		for _, pat := range r.Instances {
+			if _, err := path.Match(pat, "x"); err != nil {
+				return fmt.Errorf("policies rule %d: instance pattern %q: %v", i+1, pat, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Identity is what the identity named email, in groups, may do: ok false
+// when no rule matches it.
+func (p Policies) Identity(email string, groups []string) (Identity, bool) {
+	id := Identity{Name: email, NoPortForwarding: true}
+	for _, r := range p {
+		if !r.matches(email, groups) {
+			continue
+		}
+		id.Grants = append(id.Grants, Grant{Instances: slices.Clone(r.Instances), ReadOnly: r.ReadOnly})
+		if r.PortForwarding == nil || *r.PortForwarding {
+			id.NoPortForwarding = false
+		}
+	}
+	if len(id.Grants) == 0 {
+		return Identity{}, false
+	}
+	id.ReadOnly = true // where no grant is read-write (see For)
+	for _, g := range id.Grants {
+		id.ReadOnly = id.ReadOnly && g.ReadOnly
+	}
+	return id, true
+}
+
+func (r PolicyRule) matches(email string, groups []string) bool {
+	for _, e := range r.Emails {
+		if email != "" && strings.EqualFold(e, email) {
+			return true
+		}
+	}
+	for _, g := range r.Groups {
+		if slices.Contains(groups, g) {
+			return true
+		}
+	}
+	return false
+}
+
+// For is the identity as it applies to one instance: with Grants, the
+// instance's own read-only (only where every grant covering it says so),
+// so listeners that know the instance read ReadOnly as they do for keys.
+func (id Identity) For(instance string) Identity {
+	if len(id.Grants) == 0 {
+		return id
+	}
+	ro, covered := true, false
+	for _, g := range id.Grants {
+		if grantCovers(g, instance) {
+			covered = true
+			ro = ro && g.ReadOnly
+		}
+	}
+	id.ReadOnly = ro || !covered
+	return id
+}
+
+func grantCovers(g Grant, instance string) bool {
+	if len(g.Instances) == 0 {
+		return true
+	}
+	for _, p := range g.Instances {
+		if ok, err := path.Match(p, instance); ok && err == nil {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,41 @@
+package keys
+
+import "testing"
+
+func TestPoliciesUnionAndReadOnlyPerInstance(t *testing.T) {
+	no := false
+	p := Policies{
+		{Groups: []string{"admins"}, Instances: []string{"web*"}},
+		{Groups: []string{"users"}, Instances: []string{"*"}, ReadOnly: true, PortForwarding: &no},
+		{Emails: []string{"Carol@Example.com"}, Instances: []string{"db1"}},
+	}
+	if err := p.Check(); err != nil {
+		t.Fatal(err)
+	}
+	alice, ok := p.Identity("alice@example.com", []string{"users", "admins"})
+	if !ok || alice.Name != "alice@example.com" || alice.NoPortForwarding {
+		t.Fatalf("alice: %+v, %v", alice, ok)
+	}
+	for inst, ro := range map[string]bool{"web1": false, "db1": true} {
+		if !alice.May(inst) || alice.For(inst).ReadOnly != ro || alice.MayWrite(inst) == ro {
+			t.Errorf("alice on %s: may %v, read-only %v; want read-only %v", inst, alice.May(inst), alice.For(inst).ReadOnly, ro)
+		}
+	}
+	bob, _ := p.Identity("bob@example.com", []string{"users"})
+	if !bob.For("web1").ReadOnly || !bob.NoPortForwarding || !bob.ReadOnly {
+		t.Errorf("bob: %+v", bob.For("web1"))
+	}
+	carol, ok := p.Identity("carol@example.com", nil)
+	if !ok || !carol.May("db1") || carol.May("web1") || carol.For("db1").ReadOnly {
+		t.Errorf("carol: %+v", carol)
+	}
+	if _, ok := p.Identity("eve@example.com", []string{"guests"}); ok {
+		t.Error("an identity no rule matches got access")
+	}
+	if err := (Policies{{Instances: []string{"*"}}}).Check(); err == nil {
+		t.Error("a rule without groups or emails was accepted")
+	}
+	if err := (Policies{{Groups: []string{"a"}, Instances: []string{"["}}}).Check(); err == nil {
+		t.Error("a bad pattern was accepted")
+	}
+}
