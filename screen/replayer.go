@@ -139,6 +139,11 @@ func (r *Replayer) Resize(size sessions.Size) {
 	r.push(item{size: size})
 }
 
+// Redraws reports that Replay redraws the whole terminal state from any
+// state a client's terminal is in (sessions.Redrawer): the session may
+// bring a lagging client forward with it instead of dropping it.
+func (*Replayer) Redraws() bool { return true }
+
 // Attached records the number of attached clients.
 func (r *Replayer) Attached(n int) { r.attached = n }
 

@@ -52,7 +52,8 @@ type Client struct {
 	limit  int      // queued bytes allowed before the client is dropped
 	cause  error    // set once: why the client is closed
 	wake   chan struct{}
-	after  []func() // AfterClose callbacks not yet run
+	after  []func()  // AfterClose callbacks not yet run
+	skip   skipState // catching up (skip.go)
 }
 
 func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {
@@ -127,13 +128,16 @@ const TakeMax = 256 << 10
 // A reset is returned in band, as a *ResetError with the chunks before it;
 // it is not final: the client stays attached and the next Take returns the
 // fresh session's replay and output. A *Notice (the instance paused or
-// unpaused, see paused.go) is returned in band the same way.
+// unpaused, see paused.go) and a *SkippedError (the client fell behind and
+// the next Take returns the current screen, see skip.go) are returned in
+// band the same way.
 func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.queue) == 0 {
 		return bufs, c.cause
 	}
+	c.skip.tookLocked()
 	n, taken := 0, 0
 	for n < len(c.queue) && len(c.queue[n]) > 0 && (n == 0 || taken+len(c.queue[n]) <= TakeMax) {
 		taken += len(c.queue[n])
@@ -253,6 +257,11 @@ const (
 	// droppedSlow: this chunk overflowed the queue; the client is now
 	// closed with ErrSlowClient.
 	droppedSlow
+	// overflowed: the chunk would overflow the queue and was not queued;
+	// the session brings the client forward or drops it (skip.go).
+	overflowed
+	// broughtForward: the client skipped to the current screen (skip.go).
+	broughtForward
 )
 
 // enqueue adds a chunk without blocking. Called with Session.mu held.
@@ -264,16 +273,21 @@ func (c *Client) enqueue(chunk []byte) enqueueResult {
 	}
 	if c.queued+len(chunk) > c.limit {
 		c.mu.Unlock()
-		if c.close(ErrSlowClient, true) {
-			return droppedSlow
-		}
-		return alreadyClosed
+		return overflowed
 	}
 	c.queue = append(c.queue, chunk)
 	c.queued += len(chunk)
 	c.mu.Unlock()
 	c.signal()
 	return enqueued
+}
+
+// dropSlow closes the client as too slow; its queue is dropped.
+func (c *Client) dropSlow() enqueueResult {
+	if c.close(ErrSlowClient, true) {
+		return droppedSlow
+	}
+	return alreadyClosed
 }
 
 // close records the cause (the first one wins) and wakes the reader. With

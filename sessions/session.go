@@ -232,7 +232,8 @@ func (s *Session) run() {
 }
 
 // pump copies shell output into the ring and every client's queue. It never
-// blocks on a client: a client whose queue is full is dropped.
+// blocks on a client: a client whose queue is full is brought forward or
+// dropped (skip.go).
 func (s *Session) pump() {
 	defer close(s.pumpGone)
 	defer s.recoverPump()
@@ -294,8 +295,15 @@ func (s *Session) deliver(chunk []byte) {
 	s.ring.Write(chunk)
 	s.replay.Write(chunk)
 	s.bytesOut.Add(int64(len(chunk)))
+	var fwd forward // a redraw for clients that fell behind, taken once (skip.go)
 	for c := range s.clients {
-		switch c.enqueue(chunk) {
+		res := c.enqueue(chunk)
+		if res == overflowed {
+			res = s.overflowLocked(c, chunk, &fwd)
+		}
+		switch res {
+		case broughtForward:
+			s.log.Debug("client brought forward", "client", c.label, "offset", fwd.offset)
 		case droppedSlow:
 			delete(s.clients, c)
 			s.clientsChangedLocked()
@@ -372,7 +380,8 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 	}
 	c := newClient(s, info, opts, s.cfg.ClientQueue)
 	if len(replay) > 0 {
-		c.enqueue(replay) // fits: the client's queue is empty
+		c.enqueue(replay)        // fits: the client's queue is empty
+		c.skip.headReplay = true // nobody else has c yet
 	}
 	s.clients[c] = struct{}{}
 	s.joinedLocked()
