@@ -53,7 +53,7 @@ type Client struct {
 	cause  error    // set once: why the client is closed
 	wake   chan struct{}
 	after  []func()  // AfterClose callbacks not yet run
-	skip   skipState // catching up (skip.go)
+	skip   skipState // falling behind and catching up (skip.go)
 }
 
 func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {
@@ -132,12 +132,13 @@ const TakeMax = 256 << 10
 // the next Take returns the current screen, see skip.go) are returned in
 // band the same way.
 func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
+	c.catchUp() // a client that fell behind is brought forward here (skip.go)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.queue) == 0 {
 		return bufs, c.cause
 	}
-	c.skip.tookLocked()
+	c.skip.headReplay = false // taken now, if it was there
 	n, taken := 0, 0
 	for n < len(c.queue) && len(c.queue[n]) > 0 && (n == 0 || taken+len(c.queue[n]) <= TakeMax) {
 		taken += len(c.queue[n])
@@ -257,11 +258,14 @@ const (
 	// droppedSlow: this chunk overflowed the queue; the client is now
 	// closed with ErrSlowClient.
 	droppedSlow
-	// overflowed: the chunk would overflow the queue and was not queued;
-	// the session brings the client forward or drops it (skip.go).
+	// overflowed: the chunk was not queued: it would overflow the queue,
+	// or the client is behind; the session brings the client forward or
+	// drops it (skip.go).
 	overflowed
-	// broughtForward: the client skipped to the current screen (skip.go).
-	broughtForward
+	// fellBehind: the client's backlog was discarded (skip.go).
+	fellBehind
+	// stillBehind: the chunk was counted as skipped (skip.go).
+	stillBehind
 )
 
 // enqueue adds a chunk without blocking. Called with Session.mu held.
@@ -271,7 +275,7 @@ func (c *Client) enqueue(chunk []byte) enqueueResult {
 		c.mu.Unlock()
 		return alreadyClosed
 	}
-	if c.queued+len(chunk) > c.limit {
+	if c.skip.behind || c.queued+len(chunk) > c.limit {
 		c.mu.Unlock()
 		return overflowed
 	}

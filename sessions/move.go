@@ -132,6 +132,7 @@ func (c *Client) moveTo(s *Session, info AttachInfo, ev *ResetError, replay []by
 		return false
 	}
 	c.sess, c.info = s, info
+	c.skip.behind = false               // the fresh session's replay brings it forward
 	c.queue = append(c.queue, []byte{}) // the event's place
 	c.resets = append(c.resets, ev)
 	if len(replay) > 0 {

@@ -232,8 +232,8 @@ func (s *Session) run() {
 }
 
 // pump copies shell output into the ring and every client's queue. It never
-// blocks on a client: a client whose queue is full is brought forward or
-// dropped (skip.go).
+// blocks on a client: a client whose queue is full falls behind (to be
+// brought forward, skip.go) or is dropped.
 func (s *Session) pump() {
 	defer close(s.pumpGone)
 	defer s.recoverPump()
@@ -295,21 +295,16 @@ func (s *Session) deliver(chunk []byte) {
 	s.ring.Write(chunk)
 	s.replay.Write(chunk)
 	s.bytesOut.Add(int64(len(chunk)))
-	var fwd forward // a redraw for clients that fell behind, taken once (skip.go)
 	for c := range s.clients {
 		res := c.enqueue(chunk)
 		if res == overflowed {
-			res = s.overflowLocked(c, chunk, &fwd)
+			res = s.overflowLocked(c, chunk) // brought forward or dropped (skip.go)
 		}
 		switch res {
-		case broughtForward:
-			s.log.Debug("client brought forward", "client", c.label, "offset", fwd.offset)
+		case fellBehind:
+			s.log.Debug("client fell behind; it is brought forward when it reads again", "client", c.label)
 		case droppedSlow:
-			delete(s.clients, c)
-			s.clientsChangedLocked()
-			s.replay.Attached(len(s.clients))
-			s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
-			s.startIdleLocked()
+			s.droppedLocked(c)
 		case alreadyClosed:
 			// Closed by a Detach or a revocation racing this output: that
 			// path removes and reports it.

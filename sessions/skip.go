@@ -9,21 +9,27 @@ import (
 // Catching up (contract, session semantics 8): with a Replayer that
 // redraws the terminal's whole state (a Redrawer: --replay screen), a
 // client whose queue would overflow is brought forward instead of being
-// dropped. In the pump's critical section (Session.mu), the output it has
-// not taken yet is discarded and its queue becomes: the in-band events it
-// had not taken (resets, notices), a *SkippedError, the current screen
-// (what a fresh attach gets) and then the live output from
-// SkippedError.Offset on. So no byte reaches it twice and the only gap is
-// the reported one. The snapshot counts against the queue: one that does
-// not fit drops the client with ErrSlowClient, as does --replay raw.
+// dropped, in two steps:
 //
-// Cost: one snapshot per delivered chunk at most, shared by every client
-// that overflows on it (the chunks are shared, never modified). A client
-// that keeps not reading is brought forward again only when its queue
-// overflows again, and one that took nothing for Config.StuckTimeout
-// since it was last brought forward is dropped at its next overflow: a
-// client that skips forever is still cut, the listeners' write timeouts
-// aside.
+//   - falling behind, in the pump (Session.mu held): the output it has not
+//     taken is discarded, the in-band events among it (resets, notices)
+//     are kept, and from then on its output is counted, not queued. This
+//     costs the pump no snapshot and the client no memory, however long
+//     it does not read;
+//   - catching up, in its reader's Take once the events are taken: the
+//     replayer is brought up to date outside the session's lock
+//     (Redrawer.Prepare), then, under it, the current screen is taken and
+//     the client is subscribed again in one critical section. Its queue
+//     becomes a *SkippedError, CAN + the screen, then the live output from
+//     SkippedError.Offset on. No byte reaches it twice; the only gap is
+//     the reported one.
+//
+// So a client is redrawn once per time it falls behind and reads again,
+// never for output it does not read. The redraw counts against its queue:
+// one that does not fit drops the client with ErrSlowClient, as does
+// --replay raw, and so does falling behind for Config.StuckTimeout without
+// a Take (a client that never reads is still cut, the listeners' write
+// timeouts aside).
 
 // SkippedError is returned in band by Take when the client fell too far
 // behind and was brought forward: Bytes output bytes were never sent to
@@ -61,7 +67,11 @@ func SizeString(n int64) string {
 // terminal state from any state the client's terminal is in (package
 // screen): only then may a lagging client be brought forward with it.
 type Redrawer interface {
-	Redraws() bool
+	// Prepare brings the replayer up to date with the output so far. It
+	// is called without the session's lock (and may run beside Write),
+	// so that the Replay that follows under the lock has little left to
+	// do and the pump waits as little as possible.
+	Prepare()
 }
 
 // skipState is a client's catching-up bookkeeping (guarded by Client.mu).
@@ -69,15 +79,9 @@ type skipState struct {
 	// headReplay: the first queued chunk is the attach's replay, not
 	// output (it is not counted in SkippedError.Bytes).
 	headReplay bool
-	skipped    bool      // the client was brought forward at least once
-	at         time.Time // when, last
-	took       bool      // Take returned something since then
-}
-
-// tookLocked records that Take returned something. Called with
-// Client.mu held and the queue not empty.
-func (k *skipState) tookLocked() {
-	k.took, k.headReplay = true, false
+	behind     bool      // fell behind: output is counted, not queued, until Take
+	lost       int64     // output bytes it never got
+	at         time.Time // when it fell behind
 }
 
 // cancelSequence (CAN) ends any escape, control or string sequence the
@@ -85,51 +89,40 @@ func (k *skipState) tookLocked() {
 // stopped there), so the redraw is read from the ground state.
 const cancelSequence = 0x18
 
-// forward is the bringing forward for one delivered chunk: the redraw is
-// taken once, by the first client that overflows on it, and shared.
-type forward struct {
-	redraw []byte // CAN, then the snapshot; nil until taken
-	offset int64  // the output offset after it
-}
-
-// overflowLocked handles a client whose queue chunk would overflow:
-// brought forward, or dropped. Called with s.mu held.
-func (s *Session) overflowLocked(c *Client, chunk []byte, f *forward) enqueueResult {
-	if rd, ok := s.replay.(Redrawer); !ok || !rd.Redraws() {
+// overflowLocked handles a chunk that did not go into c's queue: it
+// would overflow it, or c is behind. Called with s.mu held.
+func (s *Session) overflowLocked(c *Client, chunk []byte) enqueueResult {
+	if _, ok := s.replay.(Redrawer); !ok {
 		return c.dropSlow()
 	}
-	if f.redraw == nil {
-		start := time.Now()
-		snap := s.replay.Replay()
-		f.redraw = make([]byte, 0, 1+len(snap))
-		f.redraw = append(append(f.redraw, cancelSequence), snap...)
-		f.offset = s.ring.End()
-		s.log.Debug("snapshot to bring clients forward", "bytes", len(snap), "took", time.Since(start))
-	}
-	return c.bringForward(f.redraw, f.offset, int64(len(chunk)), s.clock.Now(), s.cfg.StuckTimeout)
+	return c.fallBehind(int64(len(chunk)), s.clock.Now(), s.cfg.StuckTimeout)
 }
 
-// bringForward replaces what the client has not taken by the in-band
-// events among it, a *SkippedError and redraw; lost is the overflowing
-// chunk's length (it is in the redraw, not queued). Called with
-// Session.mu held.
-func (c *Client) bringForward(redraw []byte, offset, lost int64, now time.Time, stuck time.Duration) enqueueResult {
+// fallBehind counts n output bytes the client does not get; the first
+// time, what it has not taken is discarded, but for its in-band events.
+// Called with Session.mu held.
+func (c *Client) fallBehind(n int64, now time.Time, stuck time.Duration) enqueueResult {
 	c.mu.Lock()
 	if c.cause != nil {
 		c.mu.Unlock()
 		return alreadyClosed
 	}
-	k := c.skip
-	if len(redraw) > c.limit || (k.skipped && !k.took && now.Sub(k.at) >= stuck) {
+	if c.skip.behind {
+		if now.Sub(c.skip.at) >= stuck {
+			c.mu.Unlock()
+			return c.dropSlow()
+		}
+		c.skip.lost += n
 		c.mu.Unlock()
-		return c.dropSlow()
+		return stillBehind
 	}
+	lost := n
 	var (
 		queue  [][]byte
 		events []error
 		next   int
 		// isReplay: the chunk at hand is a replay or a redraw, not output.
-		isReplay = k.headReplay
+		isReplay = c.skip.headReplay
 	)
 	for _, ch := range c.queue {
 		if len(ch) > 0 {
@@ -144,7 +137,7 @@ func (c *Client) bringForward(redraw []byte, offset, lost int64, now time.Time, 
 		var skipped *SkippedError
 		var reset *ResetError
 		switch {
-		case errors.As(ev, &skipped): // never taken: it merges into the new one
+		case errors.As(ev, &skipped): // not taken yet: it merges into the next
 			lost += skipped.Bytes
 			isReplay = skipped.Replay > 0
 			continue
@@ -156,12 +149,66 @@ func (c *Client) bringForward(redraw []byte, offset, lost int64, now time.Time, 
 		queue = append(queue, ch)
 		events = append(events, ev)
 	}
-	// A fresh array: the old one may have held a queue's worth of chunks.
-	c.queue = append(queue, []byte{}, redraw)
-	c.resets = append(events, &SkippedError{Offset: offset, Bytes: lost, Replay: len(redraw)})
-	c.queued = len(redraw)
-	c.skip = skipState{skipped: true, at: now}
+	// Fresh arrays: the old ones may have held a queue's worth of chunks.
+	c.queue, c.resets, c.queued = queue, events, 0
+	c.skip = skipState{behind: true, lost: lost, at: now}
 	c.mu.Unlock()
-	c.signal()
-	return broughtForward
+	c.signal() // its reader catches up at its next Take
+	return fellBehind
+}
+
+// catchUp brings a client that fell behind forward, once the events
+// queued before are taken: it queues the *SkippedError and the redraw and
+// subscribes the client again, under Session.mu. Take calls it first,
+// without locks.
+func (c *Client) catchUp() {
+	c.mu.Lock()
+	s, due := c.sess, c.skip.behind && len(c.queue) == 0 && c.cause == nil
+	c.mu.Unlock()
+	if !due {
+		return
+	}
+	rd, ok := s.replay.(Redrawer) // s.replay is set once, before any client
+	if !ok {
+		return
+	}
+	rd.Prepare()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateRunning {
+		return // it ends, or a reset moves the client (moveTo)
+	}
+	start := time.Now()
+	snap := s.replay.Replay()
+	redraw := make([]byte, 0, 1+len(snap))
+	redraw = append(append(redraw, cancelSequence), snap...)
+	c.mu.Lock()
+	if !c.skip.behind || c.sess != s || c.cause != nil || len(c.queue) > 0 {
+		c.mu.Unlock()
+		return
+	}
+	if len(redraw) > c.limit {
+		c.mu.Unlock()
+		if c.close(ErrSlowClient, true) {
+			s.droppedLocked(c)
+		}
+		return
+	}
+	ev := &SkippedError{Offset: s.ring.End(), Bytes: c.skip.lost, Replay: len(redraw)}
+	c.queue = append(c.queue, []byte{}, redraw)
+	c.resets = append(c.resets, ev)
+	c.queued = len(redraw)
+	c.skip = skipState{}
+	c.mu.Unlock()
+	s.log.Debug("client brought forward", "client", c.label, "offset", ev.Offset, "skipped", ev.Bytes, "redraw", len(redraw), "took", time.Since(start))
+}
+
+// droppedLocked takes a client dropped as too slow off the session.
+// Called with s.mu held.
+func (s *Session) droppedLocked(c *Client) {
+	delete(s.clients, c)
+	s.clientsChangedLocked()
+	s.replay.Attached(len(s.clients))
+	s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
+	s.startIdleLocked()
 }

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -22,11 +23,11 @@ type redrawReplayer struct {
 	snaps *atomic.Int32
 }
 
-func (redrawReplayer) Write([]byte)  {}
-func (redrawReplayer) Resize(Size)   {}
-func (redrawReplayer) Attached(int)  {}
-func (redrawReplayer) Close()        {}
-func (redrawReplayer) Redraws() bool { return true }
+func (redrawReplayer) Write([]byte) {}
+func (redrawReplayer) Resize(Size)  {}
+func (redrawReplayer) Attached(int) {}
+func (redrawReplayer) Close()       {}
+func (redrawReplayer) Prepare()     {}
 func (r redrawReplayer) Replay() []byte {
 	r.snaps.Add(1)
 	return fmt.Appendf(nil, "[screen@%d]%s", r.ring.End(), strings.Repeat("p", int(r.pad.Load())))
@@ -44,11 +45,12 @@ func block(i int) string {
 	return strings.Repeat(fmt.Sprintf("<%06d>", i), 1024/8)
 }
 
-// A client that stops reading is brought forward atomically: it gets the
-// bytes before the skip, one SkippedError whose offset and byte count add
-// up, the screen at that offset, then exactly the output from it on. A
-// client that reads is untouched, and the slow one's queue never passes
-// its bound.
+// A client that stops reading falls behind without holding its backlog,
+// and is brought forward atomically when it reads again: it gets the
+// bytes before, one SkippedError whose offset and byte count add up, the
+// screen at that offset, then exactly the output from it on. One
+// snapshot in all, taken when it reads; a client that reads is untouched;
+// the slow one's queue never passes its bound.
 func TestSkipBringsASlowClientForwardAtomically(t *testing.T) {
 	cfg, _, snaps := redrawConfig(Config{BufferSize: 16 << 10, ClientQueue: 16 << 10})
 	r, fb := newTestRegistry(t, cfg)
@@ -89,42 +91,80 @@ func TestSkipBringsASlowClientForwardAtomically(t *testing.T) {
 			t.Fatalf("the slow client queues %d bytes, over its bound %d", q, cfg.ClientQueue)
 		}
 	}
-	if !bytes.Equal(fastGot.Bytes(), all.Bytes()) {
-		t.Fatalf("the reading client got %d bytes, want all %d in order", fastGot.Len(), all.Len())
+	if n := snaps.Load() - before; n != 0 {
+		t.Fatalf("%d snapshots while the client did not read, want none", n)
 	}
 	_, err = readAtLeast(t, slow, 1<<30)
 	var sk *SkippedError
 	if !errors.As(err, &sk) {
 		t.Fatalf("the slow client: %v, want a SkippedError", err)
 	}
-	if sk.Offset-sk.Bytes != int64(slowGot.Len()) {
-		t.Fatalf("skipped %+v: offset - bytes = %d, want what the client took, %d", sk, sk.Offset-sk.Bytes, slowGot.Len())
+	if sk.Offset != int64(all.Len()) || sk.Offset-sk.Bytes != int64(slowGot.Len()) {
+		t.Fatalf("skipped %+v: want offset %d (all the output) and offset - bytes = what the client took, %d", sk, all.Len(), slowGot.Len())
 	}
 	redraw, err := readAtLeast(t, slow, sk.Replay)
 	want := "\x18" + fmt.Sprintf("[screen@%d]", sk.Offset)
-	if err != nil || !strings.HasPrefix(string(redraw), want) || len(redraw) < sk.Replay {
+	if err != nil || string(redraw) != want || len(redraw) != sk.Replay {
 		t.Fatalf("after the skip: %q, %v; want the redraw %q (%d bytes)", redraw, err, want, sk.Replay)
 	}
-	rest := redraw[sk.Replay:]
-	if want := all.Bytes()[sk.Offset:]; len(rest) < len(want) {
-		more, err := readAtLeast(t, slow, len(want)-len(rest))
-		if err != nil {
-			t.Fatal(err)
-		}
-		rest = append(rest, more...)
+	// Subscribed again: the output from the offset on, exactly.
+	for i := 60; i < 63; i++ {
+		emit(i)
 	}
-	if !bytes.Equal(rest, all.Bytes()[sk.Offset:]) {
-		t.Fatalf("after the redraw: %d bytes, want exactly the %d from offset %d on", len(rest), all.Len()-int(sk.Offset), sk.Offset)
+	rest, err := readAtLeast(t, slow, 3*1024)
+	if err != nil || !bytes.Equal(rest, all.Bytes()[sk.Offset:]) {
+		t.Fatalf("after the redraw: %d bytes, %v; want exactly the %d from offset %d on", len(rest), err, all.Len()-int(sk.Offset), sk.Offset)
+	}
+	if !bytes.Equal(fastGot.Bytes(), all.Bytes()) {
+		t.Fatalf("the reading client got %d bytes, want all %d in order", fastGot.Len(), all.Len())
+	}
+	if n := snaps.Load() - before; n != 1 {
+		t.Fatalf("%d snapshots, want one", n)
 	}
 	if slow.Cause() != nil {
 		t.Fatalf("the slow client was closed: %v", slow.Cause())
 	}
-	// 57 KiB past a 16 KiB queue: brought forward three times, one
-	// snapshot each (merged into one event: it never read meanwhile).
-	if n := snaps.Load() - before; n < 2 || n > 4 {
-		t.Fatalf("%d snapshots, want one per overflow (3)", n)
+}
+
+// A reset while a client is behind moves it as ever: the reset event and
+// the fresh session's replay, no skip.
+func TestSkipThenResetMovesTheClient(t *testing.T) {
+	cfg, _, _ := redrawConfig(Config{BufferSize: 16 << 10, ClientQueue: 16 << 10})
+	r, fb := newTestRegistry(t, cfg)
+	c := attach(t, r, "web1", AttachOptions{})
+	for i := range 20 {
+		fb.last().emit(block(i))
 	}
-	t.Logf("skipped %+v after %d snapshots", sk, snaps.Load()-before)
+	waitBehind(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := r.Reset(ctx, "web1", "test"); err != nil {
+		t.Fatal(err)
+	}
+	var reset *ResetError
+	if _, err := readAtLeast(t, c, 1<<30); !errors.As(err, &reset) {
+		t.Fatalf("%v, want the reset", err)
+	}
+	replay, err := readAtLeast(t, c, reset.Attach.Replay)
+	if err != nil || string(replay) != "[screen@0]" {
+		t.Fatalf("after the reset: %q, %v; want the fresh session's replay", replay, err)
+	}
+}
+
+// waitBehind waits until c fell behind.
+func waitBehind(t *testing.T, c *Client) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		c.mu.Lock()
+		behind := c.skip.behind
+		c.mu.Unlock()
+		if behind {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client did not fall behind")
+		}
+	}
 }
 
 // In-band events queued before a skip (a pause notice) are kept, before
@@ -140,17 +180,7 @@ func TestSkipKeepsEarlierEvents(t *testing.T) {
 	for i := 1; i < 20; i++ {
 		p.emit(block(i))
 	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
-		c.mu.Lock()
-		skipped := c.skip.skipped
-		c.mu.Unlock()
-		if skipped {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no skip")
-		}
-	}
+	waitBehind(t, c)
 	var n *Notice
 	if _, err := readAtLeast(t, c, 1<<30); !errors.As(err, &n) {
 		t.Fatalf("first event %v, want the pause notice", err)
@@ -175,22 +205,24 @@ func TestSkipFallsBackToDropping(t *testing.T) {
 		if _, err := readErr(t, c); !errors.Is(err, ErrSlowClient) {
 			t.Fatalf("%v, want ErrSlowClient", err)
 		}
+		if n := r.Sessions()[0].Clients; n != 0 {
+			t.Fatalf("%d clients after the drop, want 0", n)
+		}
 	})
 	t.Run("stuck", func(t *testing.T) {
 		clock := clockwork.NewFakeClock()
 		cfg, _, _ := redrawConfig(Config{BufferSize: 16 << 10, ClientQueue: 16 << 10, Clock: clock, StuckTimeout: time.Minute})
 		r, fb := newTestRegistry(t, cfg)
 		c := attach(t, r, "web1", AttachOptions{})
-		for i := range 20 { // one skip
+		for i := range 20 {
 			fb.last().emit(block(i))
 		}
+		waitBehind(t, c)
 		if c.Cause() != nil {
-			t.Fatalf("closed at the first skip: %v", c.Cause())
+			t.Fatalf("closed as it fell behind: %v", c.Cause())
 		}
 		clock.Advance(time.Minute)
-		for i := 20; i < 40; i++ { // the next overflow
-			fb.last().emit(block(i))
-		}
+		fb.last().emit(block(20)) // a minute behind, and still output
 		if _, err := readErr(t, c); !errors.Is(err, ErrSlowClient) {
 			t.Fatalf("%v, want ErrSlowClient", err)
 		}
