@@ -502,18 +502,27 @@ func (c *conn) reset() {
 	c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
 }
 
-// outputEnded handles err from cl's output: a reset or a notice is
-// reported and cl goes on (returned); anything else ends the connection (nil). A cut (too
+// outputEnded handles err from cl's output: a reset, a skip or a notice
+// is reported and cl goes on (returned); anything else ends the connection (nil). A cut (too
 // slow, revoked) is handled by watchCut, which may have run already.
 func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 	var reset *sessions.ResetError
 	var exit *sessions.ExitError
 	var notice *sessions.Notice
+	var skipped *sessions.SkippedError
 	switch {
 	case errors.Is(err, sessions.ErrDetached), cut(err):
 		return nil
 	case errors.As(err, &reset):
 		return c.resetMoved(cl, reset)
+	case errors.As(err, &skipped): // brought forward: the redraw follows
+		c.log.Debug("websocket client brought forward", "offset", skipped.Offset, "skipped", skipped.Bytes)
+		f := eventFrame(skippedEvent{Type: "skipped", Offset: skipped.Offset, Bytes: skipped.Bytes, Replay: skipped.Replay})
+		if werr := c.write(f.typ, f.data); werr != nil {
+			c.writeFailed(werr)
+			return nil
+		}
+		return cl
 	case errors.As(err, &notice): // the instance paused or runs again: stay
 		f := errorFrame(notice.Message)
 		if werr := c.write(f.typ, f.data); werr != nil {

@@ -221,6 +221,8 @@ type event struct {
 	Code     int    `json:"code"`
 	Message  string `json:"message"`
 	ReadOnly bool   `json:"read_only"`
+	Replay   int    `json:"replay"`
+	Bytes    int64  `json:"bytes"` // a skipped event's
 	// Attached is a clients event's list.
 	Attached []sessions.Attached `json:"attached"`
 }
