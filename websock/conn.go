@@ -103,6 +103,7 @@ func (c *conn) run(client *sessions.Client) {
 	c.mu.Lock()
 	c.client, c.told, c.toldSession = client, client, info.Session
 	c.mu.Unlock()
+	limitUnsent(c.ws.NetConn()) // a slow reader's writes go on as it reads (lowat.go)
 	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
 	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label, "read_only", c.readOnly)
 	// out is empty and nobody else sends yet: the attached event goes first.
