@@ -25,23 +25,43 @@ import (
 // --replay screen a client that falls behind is brought forward instead
 // of being dropped. Two measurements:
 //
-//   - catchup_lone / catchup_slow: the shell's pace (the throughput
-//     command, read by one SSH client) alone, then with a WebSocket client
-//     attached that reads at slowPace; the ratio is what the slow reader
-//     costs the shell (issue 23: at least 0.95). The slow client must stay
-//     attached and be brought forward (skipped events) in every run.
+//   - catchup_lone / catchup_slow / catchup_mem: the shell printing at
+//     catchupPace (the paced fan-out's command) read by one SSH client,
+//     alone, then with -slow-readers clients attached that read at
+//     slowPace: the shell's own pace (issue 23: at least 0.95 of alone)
+//     and the gateway's memory growth (bounded by their queues). The slow
+//     clients must stay attached and be brought forward.
 //   - skip_cost: in process, what one skip costs the session: the screen
 //     Replayer's Prepare (outside the session's lock) and Replay (the
 //     redraw, under it: the pump waits for it) at 80x24, 200x60 and the
 //     largest window (sessions.MaxDim square), each with a full
 //     scrollback and 64 KiB of output waiting for the emulator.
 
-// slowPace is the slow reader's pace, in bytes per second.
+// slowPace is the slow readers' pace, in bytes per second.
 const slowPace = 100_000
 
-var catchupMetrics = []string{"catchup_lone", "catchup_slow"}
+// maxSlowWS is how many slow readers use WebSocket; the rest use SSH (the
+// gateway holds at most 64 HTTP connections per address).
+const maxSlowWS = 40
 
-const catchupPath = "ssh + 100 KB/s reader"
+var catchupMetrics = []string{"catchup_lone", "catchup_slow", "catchup_mem"}
+
+const catchupPath = "5 MB/s shell, 100 KB/s readers"
+
+// The shell's pace and how long it prints in each run: 25 MB, more than
+// a client's queue (16 MiB) and its socket buffers.
+const (
+	catchupPace = 5_000_000
+	catchupFor  = 5 * time.Second
+)
+
+// reader is a client reading at slowPace.
+type reader interface {
+	skipsSeen() int64
+	alive() error
+	waitSkip(ctx context.Context, d time.Duration) error
+	Close()
+}
 
 func catchup(ctx context.Context, e *env, cfg *config, rep *Report) {
 	failAll := func(err error) {
@@ -60,53 +80,104 @@ func catchup(ctx context.Context, e *env, cfg *config, rep *Report) {
 		return
 	}
 	runs := min(cfg.runs, 3)
-	timeout := runTimeout(cfg.bytes)
-	cmd := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' x", cfg.bytes)
+	// The shell prints at catchupPace (paced fan-out's command), and its
+	// own clock (busybox ts stamps) gives its pace.
+	pcfg := *cfg
+	pcfg.pace, pcfg.paceFor = catchupPace, catchupFor
+	run := func() (float64, error) {
+		res, err := pacedRun(e, &pcfg, clients)
+		return res.shell / 1e3, err // MB/s
+	}
 	var lone, slow []float64
 	for r := 0; r < runs && err == nil && ctx.Err() == nil; r++ {
-		var rates []float64
-		if rates, err = fanoutRun(clients, cmd, timeout, cfg.bytes); err != nil {
+		var pace float64
+		if pace, err = run(); err != nil {
 			err = fmt.Errorf("alone, run %d: %w", r+1, cause(ctx, err))
 			break
 		}
-		lone = append(lone, rates[0])
+		lone = append(lone, pace)
 	}
-	var sr *slowReader
+	pid := e.gw.PID()
+	rss0, rerr := procRSS(pid)
 	if err == nil {
-		sr, err = dialSlow(ctx, e, e.instance(0))
+		err = rerr
 	}
-	if sr != nil {
-		defer sr.Close()
-	}
-	started := time.Now()
-	for r := 0; r < runs && err == nil && ctx.Err() == nil; r++ {
-		var rates []float64
-		if rates, err = fanoutRun(clients, cmd, timeout, cfg.bytes); err != nil {
-			err = fmt.Errorf("with the slow reader, run %d: %w", r+1, cause(ctx, err))
+	var readers []reader
+	defer func() {
+		for _, r := range readers {
+			r.Close()
+		}
+	}()
+	var ws *slowReader // the first WebSocket one: its skipped events are counted
+	for i := 0; i < cfg.slowReaders && err == nil; i++ {
+		var r reader
+		if i < maxSlowWS {
+			var w *slowReader
+			if w, err = dialSlow(ctx, e, e.instance(0)); err == nil {
+				r = w
+				if ws == nil {
+					ws = w
+				}
+			}
+		} else {
+			r, err = dialSlowSSH(ctx, e, e.instance(0), perKey+i-maxSlowWS)
+		}
+		if err != nil {
+			err = fmt.Errorf("slow reader %d: %w", i+1, err)
 			break
 		}
-		err = sr.alive()
-		slow = append(slow, rates[0])
+		readers = append(readers, r)
 	}
-	// The skipped event reaches the reader once it has read what was in
-	// flight (a frame and the socket buffers, at 100 KB/s): wait for it,
-	// bounded. 32 MB (the default -bytes) is more than the gateway's 16 MiB
-	// client queue and those buffers, so each run puts it behind.
-	if err == nil && cfg.bytes > 24<<20 {
-		err = sr.waitSkip(ctx, 45*time.Second)
+	started := time.Now()
+	var peak int64
+	for r := 0; r < runs && err == nil && ctx.Err() == nil; r++ {
+		var pace float64
+		if pace, err = run(); err != nil {
+			err = fmt.Errorf("with the slow readers, run %d: %w", r+1, cause(ctx, err))
+			break
+		}
+		if rss, rerr := procRSS(pid); rerr == nil {
+			peak = max(peak, rss)
+		}
+		for i, rd := range readers {
+			if err == nil {
+				if err = rd.alive(); err != nil {
+					err = fmt.Errorf("slow reader %d: %w", i+1, err)
+				}
+			}
+		}
+		slow = append(slow, pace)
 	}
-	if err == nil {
-		err = sr.alive()
+	// A skip reaches a reader once it has read what was in flight (a
+	// frame and the socket buffers, at 100 KB/s): wait for it, bounded.
+	// A run prints 25 MB, more than the gateway's 16 MiB client queue and
+	// those buffers, so each run puts the readers behind.
+	for i, rd := range readers {
+		if err == nil {
+			if err = rd.waitSkip(ctx, 45*time.Second); err != nil {
+				err = fmt.Errorf("slow reader %d: %w", i+1, err)
+			}
+		}
 	}
 	if err != nil {
 		failAll(err)
 		return
 	}
-	firstSkip := sr.first.Load().Sub(started).Round(100 * time.Millisecond)
-	rep.addSamples(ctx, "catchup_lone", catchupPath, median(lone), lone, runs, "one SSH client alone on the session (the shell's pace); compared with direct throughput")
+	firstSkip := time.Duration(0)
+	if t := ws.first.Load(); t != nil {
+		firstSkip = t.Sub(started).Round(100 * time.Millisecond)
+	}
+	var skips int64
+	for _, rd := range readers {
+		skips += rd.skipsSeen()
+	}
+	n := len(readers)
+	rep.addSamples(ctx, "catchup_lone", catchupPath, median(lone), lone, runs, fmt.Sprintf("the shell's own pace (busybox ts stamps), nominal %s/s for %s, one SSH client alone reading it", formatPace(catchupPace), catchupFor))
 	rep.addSamples(ctx, "catchup_slow", catchupPath, median(slow), slow, runs,
-		fmt.Sprintf("the same with a WebSocket client reading at 100 KB/s attached; compared with catchup_lone (issue 23: >= 0.95); it stayed attached and was brought forward %d times (the first event %s after the first run began), %s skipped in all",
-			sr.skips.Load(), firstSkip, sessions.SizeString(sr.skipped.Load())))
+		fmt.Sprintf("the same with %d clients reading at 100 KB/s attached (%d WebSocket, %d SSH); compared with catchup_lone (issue 23: >= 0.95); all stayed attached and were brought forward %d times in all (the first WebSocket one: first event %s after the first run began, %s skipped)",
+			n, min(n, maxSlowWS), max(0, n-maxSlowWS), skips, firstSkip, sessions.SizeString(ws.skipped.Load())))
+	rep.add("catchup_mem", catchupPath, float64(peak-rss0)/(1<<20), nil,
+		fmt.Sprintf("gateway RSS growth with the %d slow readers attached, peak at the runs' ends (%d MiB before); the bound is their queues, %d x 16 MiB", n, rss0>>20, n), nil)
 }
 
 // slowReader is a WebSocket client that reads its connection at slowPace
@@ -240,8 +311,100 @@ func (s *slowReader) alive() error {
 	return nil
 }
 
+func (s *slowReader) skipsSeen() int64 { return s.skips.Load() }
+
 func (s *slowReader) Close() {
 	_ = s.c.Close()
+	<-s.done
+}
+
+// sshSlow is an SSH client that reads its session's output at slowPace
+// (its channel's window then fills, and the gateway's writes block) and
+// counts the "[termgate] ... to catch up" notices in it.
+type sshSlow struct {
+	t     term
+	skips atomic.Int64
+	skip  chan struct{}
+	mu    sync.Mutex
+	err   error
+	done  chan struct{}
+}
+
+func dialSlowSSH(ctx context.Context, e *env, instance string, key int) (*sshSlow, error) {
+	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+	defer cancel()
+	t, err := dialSSHAs(dctx, e, instance, key)
+	if err != nil {
+		return nil, err
+	}
+	s := &sshSlow{t: t, skip: make(chan struct{}, 1), done: make(chan struct{})}
+	go s.read()
+	return s, nil
+}
+
+const skipNotice = "to catch up; this is the current screen"
+
+func (s *sshSlow) read() {
+	defer close(s.done)
+	start, n := time.Now(), 0
+	buf := make([]byte, 4<<10)
+	var tail []byte // the end of the previous read, for a notice split across reads
+	for {
+		k, err := s.t.Read(buf)
+		n += k
+		seen := append(tail, buf[:k]...)
+		if c := strings.Count(string(seen), skipNotice); c > 0 {
+			s.skips.Add(int64(c))
+			select {
+			case s.skip <- struct{}{}:
+			default:
+			}
+			seen = nil
+		}
+		tail = append([]byte(nil), seen[max(0, len(seen)-len(skipNotice)):]...)
+		if err != nil {
+			s.mu.Lock()
+			s.err = err
+			s.mu.Unlock()
+			return
+		}
+		if ahead := time.Duration(float64(n)/slowPace*float64(time.Second)) - time.Since(start); ahead > 0 {
+			time.Sleep(ahead)
+		}
+	}
+}
+
+func (s *sshSlow) skipsSeen() int64 { return s.skips.Load() }
+
+func (s *sshSlow) alive() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err != nil {
+		return fmt.Errorf("the slow SSH reader was disconnected: %w", s.err)
+	}
+	return nil
+}
+
+func (s *sshSlow) waitSkip(ctx context.Context, d time.Duration) error {
+	if s.skips.Load() > 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-s.skip:
+		return nil
+	case <-s.done:
+		return s.alive()
+	case <-t.C:
+		return fmt.Errorf("the slow SSH reader got no skip notice within %s of the runs' end", d)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (s *sshSlow) Close() {
+	_ = s.t.Close()
 	<-s.done
 }
 

@@ -122,7 +122,7 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 		}
 	}
 	phase(catchupMetrics, []string{catchupPath}, func() {
-		logf("catching up: the shell's pace alone and with a client reading at 100 KB/s")
+		logf("catching up: the shell's pace alone and with %d clients reading at 100 KB/s", cfg.slowReaders)
 		catchup(ctx, e, cfg, rep)
 	})
 	phase([]string{"skip_cost"}, nil, func() {
