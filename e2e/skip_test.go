@@ -12,24 +12,39 @@ import (
 // the gateway's 16 MiB client queue, the channel window and the socket
 // buffers) stays attached with --replay screen; when it reads again it
 // gets the redraw and a one-line [termgate] notice, and its shell is
-// still there. With --replay raw it is disconnected, as before.
+// still there, also in a durable session. With --replay raw it is
+// disconnected, as before.
 func TestOpenSSHClientThatStopsReading(t *testing.T) {
 	sshBin := needOpenSSH(t)
 	for _, tc := range []struct {
-		replay string
-		want   string // in ssh's output once it reads again
-		stays  bool
+		name, replay string
+		durable      bool
+		want         string // in ssh's output once it reads again
+		stays        bool
 	}{
-		{"screen", `\[termgate\] fell behind the output: skipped \d+ MB to catch up`, true},
-		{"raw", `\[termgate\] client fell too far behind the output and was disconnected`, false},
+		{"screen", "screen", false, `\[termgate\] fell behind the output: skipped \d+ MB to catch up`, true},
+		// A held shell's output reaches the gateway's emulator too.
+		{"durable", "screen", true, `\[termgate\] fell behind the output: skipped \d+ MB to catch up`, true},
+		{"raw", "raw", false, `\[termgate\] client fell too far behind the output and was disconnected`, false},
 	} {
-		t.Run(tc.replay, func(t *testing.T) {
+		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			g := newGateway(t, options{containers: []string{"web-skip"}, args: []string{"--replay", tc.replay}})
+			o := options{containers: []string{"web-skip"}, args: []string{"--replay", tc.replay}}
+			var g *gateway
+			if tc.durable {
+				g = durableGateway(t, o).gateway
+			} else {
+				g = newGateway(t, o)
+			}
 			name := g.name("web-skip")
 			r := g.openssh(t, sshBin, t.TempDir(), "-tt", name+"@127.0.0.1")
 			r.typeIn("echo PID=$$\n")
 			pid := r.expect(`PID=(\d+)`)[1]
+			if tc.durable {
+				if s, ok := durableSession(t, g, name); !ok || s.Durable == nil || !*s.Durable {
+					t.Fatalf("the session is not durable: %+v", s)
+				}
+			}
 			r.typeIn("head -c 40000000 /dev/zero | tr '\\0' x; echo EN''D$((6*7))\n")
 			r.expect(`xxxx`) // it runs
 			if err := r.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
