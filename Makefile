@@ -9,12 +9,18 @@ IMAGE     ?= termgate:dev
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: demo build holder web run test test-short lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
+.PHONY: demo build holder web man run test test-short lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
 
 # The gateway embeds the holder of durable sessions (--durable), built
 # first as a static Linux binary (internal/holderbin, gitignored).
 build: web holder
 	CGO_ENABLED=0 $(GO) build -trimpath -tags holderembed -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/termgate
+
+# The manual page termgate(1), generated from the flag definitions
+# (termgate --help-man); TestManPageIsCurrent fails when it is stale. Not
+# stamped with a version, so that it changes only with the flags.
+man:
+	$(GO) run ./cmd/termgate --help-man > docs/termgate.1
 
 holder:
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags=-s -o internal/holderbin/termgate-holder ./cmd/termgate-holder

@@ -25,7 +25,17 @@ const (
 	Detach      = "detach"
 	Reset       = "reset"
 	Reap        = "reap"
-	SessionEnd  = "session_end"
+	// Size: a session's window size pinned or unpinned (ssh HOST size,
+	// the page's pin control).
+	Size = "size"
+	// Keep: a session kept from idle reaping (ssh HOST keep, the page).
+	Keep = "keep"
+	// Grant: an observer given write access for a session.
+	Grant = "grant"
+	// WhoIs and Hand: ssh HOST who and hand (their refusals are audited).
+	WhoIs      = "who"
+	Hand       = "hand"
+	SessionEnd = "session_end"
 	// Recording: a recording served over HTTP (GET /api/recordings/…).
 	Recording = "recording"
 	// Command, Transfer and Forward: what ran beside a session (an SSH

@@ -6,7 +6,7 @@ package sessions
 // Session.mu held.
 func (s *Session) clientsChangedLocked() {
 	if s.held != nil {
-		s.held.Clients(len(s.clients))
+		s.held.Clients(s.heldClientsLocked())
 	}
 	if s.changed != nil {
 		close(s.changed)

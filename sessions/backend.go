@@ -3,6 +3,7 @@ package sessions
 import (
 	"context"
 	"io"
+	"strconv"
 )
 
 // Instance is a running instance resolved by a Backend.
@@ -98,6 +99,9 @@ type Size struct {
 
 // MaxDim is the largest accepted number of columns or rows.
 const MaxDim = 1000
+
+// String is "COLSxROWS", as ssh HOST size and recordings write it.
+func (s Size) String() string { return strconv.Itoa(s.Cols) + "x" + strconv.Itoa(s.Rows) }
 
 // IsZero reports whether the size is unknown (what ssh -tt sends).
 func (s Size) IsZero() bool { return s.Cols == 0 && s.Rows == 0 }

@@ -3,6 +3,7 @@ package sessions
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,6 +22,9 @@ type AttachInfo struct {
 	// Gap reports that a resume was asked for but its offset is no longer
 	// buffered, so the normal replay was sent instead.
 	Gap bool
+	// Size is the shell's window size once the client joined (after its
+	// own size, if it counts, was applied).
+	Size Size
 }
 
 // Client is one attached terminal. Take returns the replay, then live
@@ -54,6 +58,17 @@ type Client struct {
 	wake   chan struct{}
 	after  []func()  // AfterClose callbacks not yet run
 	skip   skipState // falling behind and catching up (skip.go)
+
+	// The window size this client asks for (zero: unknown), the size it
+	// was last told or asked for, and when it was last active (attached,
+	// resized, typed): guarded by the session's mu (see sizepolicy.go); a
+	// reset carries them to the fresh session.
+	sizeWant, sizeShown Size
+	active              uint64
+
+	granted atomic.Bool  // an observer given write access (presence.go)
+	lastIn  atomic.Int64 // when input was last written (Unix ns; 0: never)
+	handUp  bool         // an observer's raised hand (guarded by the session's mu)
 }
 
 func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {
@@ -187,8 +202,11 @@ func (c *Client) popReset() error {
 // the client waits for the move (up to InputTimeout) and goes to the fresh
 // shell.
 func (c *Client) Write(p []byte) (int, error) {
-	if c.who.ReadOnly {
+	if c.ReadOnly() {
 		return 0, ErrReadOnly
+	}
+	if s, _ := c.session(); len(p) > 0 {
+		c.lastIn.Store(s.clock.Now().UnixNano())
 	}
 	written := 0
 	for {
@@ -220,22 +238,23 @@ func (c *Client) awaitMove(s *Session, moved <-chan struct{}) error {
 	}
 }
 
-// ReadOnly reports whether the client is an observer.
-func (c *Client) ReadOnly() bool { return c.who.ReadOnly }
+// ReadOnly reports whether the client is an observer (and was not granted
+// write access: presence.go).
+func (c *Client) ReadOnly() bool { return c.who.ReadOnly && !c.granted.Load() }
 
-// Resize asks for a new window size (the latest request wins, see README).
-// Sizes outside 1..MaxDim are refused with ErrBadSize.
-// An observer's size is checked but never applied: its terminal shows the
-// shell at the shell's size.
+// Resize tells the session this client's window size; the session's size
+// policy decides the shell's (see sizepolicy.go). Sizes outside 1..MaxDim
+// are refused with ErrBadSize. An observer's size is checked but never
+// applied: its terminal shows the shell at the shell's size.
 func (c *Client) Resize(size Size) error {
-	if c.who.ReadOnly {
-		if !size.Valid() {
-			return ErrBadSize
-		}
-		return nil
+	if !size.Valid() {
+		return ErrBadSize
 	}
 	s, _ := c.session()
-	return s.resize(size)
+	s.mu.Lock()
+	s.wantSizeLocked(c, size)
+	s.mu.Unlock()
+	return nil
 }
 
 // Detach leaves the session; the shell keeps running. Take then returns

@@ -43,6 +43,14 @@
 // session (move.go), and an attach whose replay would overflow the
 // client's queue is refused rather than registered.
 //
+// The shell's window size follows a SizePolicy over the read-write
+// clients' sizes, or a pin (sizepolicy.go, sizepin.go); clients whose idea
+// of it is wrong get a *Resized in band. A keep postpones idle reaping
+// (keep.go). Presence (presence.go): Registry.Who, *Presence events with
+// Config.NotifyJoins, an observer's raised hand (*HandRaised for the
+// writers) and a writer's grant of write access (*Granted), which a reset
+// ends. In-band events a flood could multiply are bounded per client.
+//
 // Info never takes Session.mu: the session publishes a snapshot of it at
 // each change (infosnap.go), so /metrics and /api/sessions never wait on a
 // busy session.

@@ -12,15 +12,20 @@ import "slices"
 
 // publishLocked refreshes the snapshot. Called with mu held (or before
 // the session runs), after any change to the instance's name, the
-// clients, the idle time, the recording or the holder.
+// clients, the idle time, the recording, the holder or the size.
 func (s *Session) publishLocked() {
 	in := &Info{
 		Instance: s.inst.Name, Session: s.id, Created: s.created, Clients: len(s.clients),
 		Recording: s.recording, Durable: s.held != nil, Attached: attachedList(s.clients),
+		Size: s.size.String(), SizePinned: !s.pin.IsZero(),
 	}
 	if !s.idleSince.IsZero() {
-		t := s.idleSince
-		in.IdleSince = &t
+		t, reap := s.idleSince, s.reapAtLocked()
+		in.IdleSince, in.ReapAt = &t, &reap
+	}
+	if !s.keepUntil.IsZero() {
+		k := s.keepUntil
+		in.KeepUntil = &k
 	}
 	s.info.Store(in)
 }

@@ -19,6 +19,7 @@ type inputReq struct {
 	progress  chan struct{} // a chunk went in (capacity 1, latest wins)
 	done      chan error    // the request ended (capacity 1)
 	client    bool          // a client's input (observed), not an answer
+	from      *Client       // the client whose input it is (nil: an answer)
 	resizeSeq uint64        // the size changes asked for before it (see resizeorder.go)
 }
 
@@ -59,6 +60,7 @@ func (s *Session) enqueueInput(req *inputReq) bool {
 		return false
 	}
 	s.inputQ = slices.DeleteFunc(s.inputQ, func(r *inputReq) bool { return r.abandoned.Load() })
+	s.typedLocked(req.from) // a size it brings applies first
 	req.resizeSeq = s.resizeSeq
 	s.inputQ = append(s.inputQ, req)
 	if !s.inputting {
@@ -98,7 +100,7 @@ func (s *Session) input(c *Client, p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	req := &inputReq{p: p, progress: make(chan struct{}, 1), done: make(chan error, 1), client: true}
+	req := &inputReq{p: p, progress: make(chan struct{}, 1), done: make(chan error, 1), client: true, from: c}
 	select {
 	case <-c.done:
 		return 0, c.Cause()

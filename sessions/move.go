@@ -118,6 +118,7 @@ func (s *Session) adopt(clients []*Client, reset *ResetError) {
 	}
 	if n > 0 {
 		s.joinedLocked()
+		s.applySizePolicyLocked(false)
 		s.log.Info("clients moved here by a reset", "from", reset.OldSession, "moved", n, "clients", len(s.clients))
 	}
 }
@@ -132,7 +133,9 @@ func (c *Client) moveTo(s *Session, info AttachInfo, ev *ResetError, replay []by
 		return false
 	}
 	c.sess, c.info = s, info
-	c.skip.behind = false               // the fresh session's replay brings it forward
+	c.skip.behind = false  // the fresh session's replay brings it forward
+	c.granted.Store(false) // a grant lasts for its session only
+	c.handUp = false
 	c.queue = append(c.queue, []byte{}) // the event's place
 	c.resets = append(c.resets, ev)
 	if len(replay) > 0 {

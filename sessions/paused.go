@@ -64,7 +64,11 @@ func (s *Session) setPaused(paused bool) {
 }
 
 // notify queues n in band. Called with Session.mu held.
-func (c *Client) notify(n *Notice) {
+func (c *Client) notify(n *Notice) { c.notifyEvent(n) }
+
+// notifyEvent queues an in-band event (a *Notice, a *Resized). Called
+// with Session.mu held.
+func (c *Client) notifyEvent(n error) {
 	c.mu.Lock()
 	if c.cause != nil {
 		c.mu.Unlock()

@@ -30,6 +30,9 @@ type Config struct {
 	BufferSize int
 	// IdleTimeout reaps a session with no client for this long (default 30m).
 	IdleTimeout time.Duration
+	// MaxKeep bounds a keep (Registry.Keep: no reaping for that long with
+	// no client; default 24h).
+	MaxKeep time.Duration
 	// Shell is the command started in an instance; empty means automatic.
 	Shell []string
 	// ClientQueue is how many bytes of output may wait for one client before
@@ -47,6 +50,12 @@ type Config struct {
 	InputTimeout time.Duration
 	// NewReplayer picks the replay strategy (default NewRawReplayer).
 	NewReplayer NewReplayerFunc
+	// NotifyJoins: clients get a *Presence in band when another joins or
+	// leaves (the SSH listener prints it; the page has the roster).
+	NotifyJoins bool
+	// SizePolicy decides the shell's window size from its clients'
+	// (default SizeLatest; see sizepolicy.go).
+	SizePolicy SizePolicy
 	// OnEnd, when set, is called once for every session that ends, with
 	// the cause its clients were given (the audit trail uses it).
 	OnEnd  func(info Info, cause error)
@@ -109,6 +118,9 @@ func New(cfg Config) (*Registry, error) {
 	}
 	if cfg.BufferSize < MinBufferSize {
 		return nil, fmt.Errorf("buffer size %d bytes is too small: at least 10KiB is needed to replay a screen", cfg.BufferSize)
+	}
+	if cfg.MaxKeep <= 0 {
+		cfg.MaxKeep = 24 * time.Hour
 	}
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 30 * time.Minute

@@ -58,9 +58,12 @@ type Session struct {
 	replay    Replayer
 	clients   map[*Client]struct{}
 	changed   chan struct{} // closed when clients changes (see attachedwatch.go); nil: nobody waits
-	size      Size          // latest requested window size
+	size      Size          // the window size the policy picked (sizepolicy.go)
+	pin       Size          // a pinned size (zero: none), see pinSize
 	idleSince time.Time
 	idleTimer clockwork.Timer
+	keepUntil time.Time            // no reaping before it (keep.go); zero: none
+	keepTimer clockwork.Timer      // a held session's: ends the keep's count (keep.go)
 	bytesOut  atomic.Int64         // output bytes (atomic: Info reads it unlocked)
 	info      atomic.Pointer[Info] // what Info shows but BytesOut (see infosnap.go)
 
@@ -102,6 +105,15 @@ type Info struct {
 	// Durable: a holder in the instance holds the shell, which outlives
 	// the gateway (see HeldProcess).
 	Durable bool `json:"durable"`
+	// Size is the shell's window size ("COLSxROWS"); SizePinned says it
+	// is pinned (ssh HOST size) rather than following the clients.
+	Size       string `json:"size"`
+	SizePinned bool   `json:"size_pinned"`
+	// ReapAt is when the session will be reaped if no client attaches
+	// (null while one is attached); KeepUntil is its keep, if any
+	// (ssh HOST keep).
+	ReapAt    *time.Time `json:"reap_at"`
+	KeepUntil *time.Time `json:"keep_until,omitempty"`
 }
 
 func newSession(id string, inst Instance, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
@@ -169,6 +181,9 @@ func (s *Session) requestCloseLocked(cause error) {
 	s.state, s.cause = stateClosing, cause
 	if s.idleTimer != nil {
 		s.idleTimer.Stop()
+	}
+	if s.keepTimer != nil {
+		s.keepTimer.Stop()
 	}
 	close(s.closeReq)
 }
@@ -380,9 +395,12 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 	}
 	s.clients[c] = struct{}{}
 	s.joinedLocked()
-	if !opts.ReadOnly && !opts.Size.IsZero() && opts.Size.Valid() {
-		s.setSizeLocked(opts.Size)
+	c.sizeShown = s.size
+	if opts.Size.Valid() {
+		s.wantSizeLocked(c, opts.Size)
 	}
+	c.setAttachSize(s.size)
+	s.presenceLocked(c, true)
 	s.log.Info("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
 	return c, nil
 }
@@ -412,6 +430,8 @@ func (s *Session) remove(c *Client, msg string, attrs ...any) {
 	delete(s.clients, c)
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
+	s.applySizePolicyLocked(false) // the fall-back when the size was c's
+	s.presenceLocked(c, false)
 	s.log.Info(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()
 }
@@ -425,11 +445,20 @@ func (s *Session) startIdleLocked() {
 	}
 	s.idleSince = s.clock.Now()
 	s.publishLocked()
-	if s.held != nil {
+	s.armIdleLocked()
+}
+
+// armIdleLocked (re)arms the idle reaper of an idle session for the later
+// of the idle timeout and its keep (keep.go). Called with mu held.
+func (s *Session) armIdleLocked() {
+	if s.held != nil || len(s.clients) > 0 || s.state != stateRunning {
 		return
 	}
+	if s.idleTimer != nil {
+		s.idleTimer.Stop()
+	}
 	var t clockwork.Timer
-	t = s.clock.AfterFunc(s.cfg.IdleTimeout, func() {
+	t = s.clock.AfterFunc(s.reapAtLocked().Sub(s.clock.Now()), func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.idleTimer == t && len(s.clients) == 0 {
@@ -440,21 +469,12 @@ func (s *Session) startIdleLocked() {
 	s.idleTimer = t
 }
 
-func (s *Session) resize(size Size) error {
-	if !size.Valid() {
-		return ErrBadSize
-	}
-	s.mu.Lock()
-	s.setSizeLocked(size)
-	s.mu.Unlock()
-	return nil
-}
-
 func (s *Session) setSizeLocked(size Size) {
 	if size == s.size {
 		return
 	}
 	s.size = size
+	s.publishLocked()
 	s.resizeSeq++
 	s.startResizerLocked() // it resizes the emulator too, paced
 }

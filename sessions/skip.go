@@ -209,6 +209,7 @@ func (s *Session) droppedLocked(c *Client) {
 	delete(s.clients, c)
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
+	s.applySizePolicyLocked(false) // the fall-back when the size was c's
 	s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
 	s.startIdleLocked()
 }

@@ -188,8 +188,21 @@ func (r *relay) output() (code int, cause string) {
 		var reset *sessions.ResetError
 		var exit *sessions.ExitError
 		var notice *sessions.Notice
+		var resized *sessions.Resized
+		var hand *sessions.HandRaised
 		switch {
 		case errors.As(err, &skipped): // brought forward: the redraw comes next
+		case errors.As(err, &resized):
+			// Another client's size, a pin or a fall-back: a remote
+			// terminal cannot be resized from here; the shell redraws.
+		case errors.As(err, &hand):
+			if r.notice(r.out, hand.Error()+"; let them: ssh HOST grant "+r.name+" "+hand.Who.Who) != nil {
+				return exitDetached, clientLeft
+			}
+		case isPresence(err): // a join, a leave (--notify-joins), a grant
+			if r.notice(r.out, err.Error()) != nil {
+				return exitDetached, clientLeft
+			}
 		case errors.As(err, &notice): // the instance paused or runs again: stay
 			if r.notice(r.out, notice.Message) != nil {
 				return exitDetached, clientLeft

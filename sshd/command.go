@@ -14,6 +14,11 @@ const (
 	verbList
 	verbHelp
 	verbInstances
+	verbSize
+	verbKeep
+	verbWho
+	verbHand
+	verbGrant
 )
 
 func (v verb) String() string {
@@ -28,6 +33,16 @@ func (v verb) String() string {
 		return "help"
 	case verbInstances:
 		return "instances"
+	case verbSize:
+		return "size"
+	case verbKeep:
+		return "keep"
+	case verbWho:
+		return "who"
+	case verbHand:
+		return "hand"
+	case verbGrant:
+		return "grant"
 	}
 	return fmt.Sprintf("verb(%d)", int(v))
 }
@@ -35,8 +50,12 @@ func (v verb) String() string {
 // command is a parsed SSH command line.
 type command struct {
 	verb verb
-	// instance is reset's argument; empty means the SSH user name.
+	// instance is reset's argument (empty means the SSH user name) and
+	// size's.
 	instance string
+	// size is size's second argument (COLSxROWS, auto, or empty to show)
+	// and keep's (a duration, or off).
+	size string
 }
 
 // usageError is a command line parseCommand does not understand; the user
@@ -75,6 +94,33 @@ func parseCommand(raw string) (command, error) {
 			return command{}, &usageError{"instances takes no arguments"}
 		}
 		return command{verb: verbInstances}, nil
+	case "size":
+		switch len(f) {
+		case 2:
+			return command{verb: verbSize, instance: f[1]}, nil
+		case 3:
+			return command{verb: verbSize, instance: f[1], size: f[2]}, nil
+		}
+		return command{}, &usageError{"size takes an instance name and COLSxROWS or auto"}
+	case "keep":
+		if len(f) != 3 {
+			return command{}, &usageError{"keep takes an instance name and a duration (8h, 90m) or off"}
+		}
+		return command{verb: verbKeep, instance: f[1], size: f[2]}, nil
+	case "who", "hand":
+		if len(f) != 2 {
+			return command{}, &usageError{f[0] + " takes an instance name"}
+		}
+		v := verbWho
+		if f[0] == "hand" {
+			v = verbHand
+		}
+		return command{verb: v, instance: f[1]}, nil
+	case "grant":
+		if len(f) != 3 {
+			return command{}, &usageError{"grant takes an instance name and the name of an observer"}
+		}
+		return command{verb: verbGrant, instance: f[1], size: f[2]}, nil
 	}
 	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
 }
@@ -86,6 +132,8 @@ func (c command) String() string {
 		return ""
 	case verbReset:
 		return strings.TrimSpace("reset " + c.instance)
+	case verbSize, verbKeep, verbWho, verbHand, verbGrant:
+		return strings.TrimSpace(c.verb.String() + " " + c.instance + " " + c.size)
 	}
 	return c.verb.String()
 }
@@ -104,6 +152,14 @@ usage:
                               start a fresh one
   ssh INSTANCE@HOST reset     the same
   ssh HOST instances          the instances this key may attach to
+  ssh HOST size INSTANCE [COLSxROWS|auto]
+                              show the shell's window size, pin it, or let
+                              it follow the clients again (auto)
+  ssh HOST keep INSTANCE 8h   keep INSTANCE's session that long with no client
+                              attached (off: the idle timeout alone applies)
+  ssh HOST who INSTANCE       who is attached, their access, when they typed
+  ssh HOST hand INSTANCE      as an observer: ask the writers to let you type
+  ssh HOST grant INSTANCE WHO let the observer WHO type until the next reset
   ssh HOST list               the sessions this key may see
   ssh HOST help               this text
   ssh -N -L LPORT:127.0.0.1:PORT INSTANCE@HOST

@@ -120,12 +120,14 @@ func TestCommandList(t *testing.T) {
 	}
 	sessionsTable, _, _ := strings.Cut(r.stdout, "\n\n") // then who is attached
 	lines := strings.Split(strings.TrimSuffix(sessionsTable, "\n"), "\n")
-	if len(lines) != 3 || !regexp.MustCompile(`^INSTANCE +SESSION +CLIENTS +IDLE SINCE +BYTES$`).MatchString(lines[0]) {
+	if len(lines) != 3 || !regexp.MustCompile(`^INSTANCE +SESSION +CLIENTS +IDLE SINCE +BYTES +REAPED$`).MatchString(lines[0]) {
 		t.Fatalf("list printed %q", r.stdout)
 	}
+	// REAPED: when the idle session is reaped (the fixture's idle timeout
+	// is the default 30m).
 	row := map[string]*regexp.Regexp{
-		"web1": regexp.MustCompile(`^web1 +[0-9a-f]{16} +1 +- +[1-9][0-9]*$`),
-		"db1":  regexp.MustCompile(`^db1 +[0-9a-f]{16} +0 +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +\d+$`),
+		"web1": regexp.MustCompile(`^web1 +[0-9a-f]{16} +1 +- +[1-9][0-9]* +-$`),
+		"db1":  regexp.MustCompile(`^db1 +[0-9a-f]{16} +0 +\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ +\d+ +in (30m|29m)$`),
 	}
 	for _, l := range lines[1:] {
 		re := row[strings.Fields(l)[0]]

@@ -55,6 +55,16 @@ func (s *Server) route(sess *session) {
 		sess.end(s.list(sess, id))
 	case verbInstances:
 		sess.end(s.instances(sess, id))
+	case verbSize:
+		sess.end(s.size(sess, id, cmd.instance, cmd.size))
+	case verbKeep:
+		sess.end(s.keep(sess, id, cmd.instance, cmd.size))
+	case verbWho:
+		sess.end(s.who(sess, id, cmd.instance))
+	case verbHand:
+		sess.end(s.hand(sess, id, cmd.instance))
+	case verbGrant:
+		sess.end(s.grant(sess, id, cmd.instance, cmd.size))
 	case verbHelp:
 		_, _ = io.WriteString(sess, usage)
 		sess.end(0)
@@ -129,13 +139,19 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 	// something is recorded: without recordings the table stays as it was.
 	// Likewise DURABLE (yes: the shell outlives the gateway) only when a
 	// session is durable.
-	recorded, durable := false, false
+	// REAPED (when an idle session is reaped, relative) only when one is
+	// idle.
+	recorded, durable, idle := false, false, false
 	for _, in := range rows {
 		recorded = recorded || in.Recording != ""
 		durable = durable || in.Durable
+		idle = idle || in.ReapAt != nil
 	}
 	tw := tabwriter.NewWriter(sess, 0, 0, 2, ' ', 0)
 	header := "INSTANCE\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES"
+	if idle {
+		header += "\tREAPED"
+	}
 	if durable {
 		header += "\tDURABLE"
 	}
@@ -145,11 +161,14 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 	_, _ = fmt.Fprintln(tw, header)
 	attached := false
 	for _, in := range rows {
-		idle := "-"
+		idleSince := "-"
 		if in.IdleSince != nil {
-			idle = in.IdleSince.UTC().Format(time.RFC3339)
+			idleSince = in.IdleSince.UTC().Format(time.RFC3339)
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d", in.Instance, in.Session, in.Clients, idle, in.BytesOut)
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d", in.Instance, in.Session, in.Clients, idleSince, in.BytesOut)
+		if idle {
+			_, _ = fmt.Fprintf(tw, "\t%s", reapCell(in, time.Now()))
+		}
 		if durable {
 			_, _ = fmt.Fprintf(tw, "\t%s", map[bool]string{true: "yes", false: "no"}[in.Durable])
 		}

@@ -413,11 +413,14 @@ func (b *browser) observer(gw *gateway, base, instance string) {
 	b.typeKeys("echo page-typed\r")
 	b.do(chromedp.Evaluate[chromedp.Void](`termgate.conn.ws.send(new TextEncoder().encode('echo forced-typed\r'))`))
 	b.waitMatch(`read-only: your input is not sent to the shell`)
-	// Another window size: the page resizes (fit), then an invalid resize
-	// whose error event proves the valid one was handled first.
-	cols := eval[int](b, `termgate.term.cols`)
+	// Another window size: the page tells the gateway, which never applies
+	// an observer's (the terminal stays at the shell's 80x24, the page says
+	// the window is smaller), then an invalid resize whose error event
+	// proves the valid one was handled first.
+	cols := eval[int](b, `termgateSize.want.cols`)
 	b.do(chromedp.EmulateViewport(640, 360))
-	b.waitFunc("the page to resize", fmt.Sprintf(`termgate.term.cols !== %d`, cols))
+	b.waitFunc("the page to resize", fmt.Sprintf(`termgateSize.want.cols !== %d`, cols))
+	b.waitFunc("the observer's terminal at the shell's size", `termgate.term.cols === 80 && termgate.term.rows === 24 && termgateSize.note.startsWith('window smaller than the session (80×24)')`)
 	b.do(chromedp.Evaluate[chromedp.Void](`termgate.conn.ws.send(JSON.stringify({type: 'resize', cols: 0, rows: 0}))`))
 	b.waitMatch(`0x0 is out of range`)
 
@@ -431,8 +434,19 @@ func (b *browser) observer(gw *gateway, base, instance string) {
 		t.Errorf("an observer's input reached the shell; the SSH writer saw:\n%q", got)
 	}
 	b.do(chromedp.EmulateViewport(1100, 520)) // wide enough for the whole bar
-	b.waitFunc("the page to resize back", `termgate.term.cols > 100`)
+	b.waitFunc("the page to resize back", `termgateSize.want.cols > 100 && termgate.term.cols === 80`)
 	b.shot("11-observer")
+
+	// The observer raises a hand; the SSH writer reads it and grants write
+	// access; the page's keys then reach the shell.
+	b.do(chromedp.Click(chromedp.ID("raise-hand")))
+	w.waitFor(t, "[termgate] watcher via websocket raises a hand")
+	if out := runSSH(t, gw, "grant "+instance+" watcher"); !strings.HasPrefix(out, "granted watcher write access") {
+		t.Fatalf("grant: %q", out)
+	}
+	b.waitFunc("the granted badge", `document.getElementById('readonly').textContent === 'granted' && document.getElementById('raise-hand').hidden`)
+	b.typeKeys("echo page-granted-$((6*7))\r")
+	w.waitFor(t, "page-granted-42")
 	// Live: the writer leaves, the list follows without a reload.
 	n := eval[int](b, `termgateAttached.length`)
 	_ = w.sess.Close()
@@ -808,7 +822,7 @@ func startBrowser(t *testing.T, chromium string) *browser {
 				return
 			}
 			t.Logf("accepting the dialog %q", ev.Message)
-			if _, err := chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true}); err != nil {
+			if _, err := chromedp.Call(ctx, page.HandleJavaScriptDialog, page.HandleJavaScriptDialogParams{Accept: true, PromptText: ev.DefaultPrompt}); err != nil {
 				t.Errorf("accepting the dialog: %v", err)
 			}
 			b.mu.Lock()
@@ -1122,4 +1136,32 @@ func (s *sshTerm) waitFor(t *testing.T, want string) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// runSSH runs a gateway command (ssh termgate@HOST CMD) and returns its
+// stdout; a failure fails the test.
+func runSSH(t *testing.T, gw *gateway, cmd string) string {
+	t.Helper()
+	client, err := ssh.Dial("tcp", gw.sshAddr, &ssh.ClientConfig{
+		User:            "termgate",
+		Auth:            []ssh.AuthMethod{ssh.PublicKeys(gw.signer)},
+		HostKeyCallback: ssh.FixedHostKey(gw.hostKey),
+		Timeout:         10 * time.Second,
+	})
+	if err != nil {
+		t.Fatalf("ssh: %v", err)
+	}
+	defer client.Close()
+	sess, err := client.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	var stderr strings.Builder
+	sess.Stderr = &stderr
+	out, err := sess.Output(cmd)
+	if err != nil {
+		t.Fatalf("ssh %s: %v; stderr %q", cmd, err, stderr.String())
+	}
+	return string(out)
 }

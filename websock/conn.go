@@ -107,7 +107,7 @@ func (c *conn) run(client *sessions.Client) {
 	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
 	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label, "read_only", c.readOnly)
 	// out is empty and nobody else sends yet: the attached event goes first.
-	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay, ReadOnly: c.readOnly})
+	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay, ReadOnly: c.readOnly, Cols: info.Size.Cols, Rows: info.Size.Rows})
 
 	c.watchCut(client)
 	go c.writeLoop()
@@ -439,6 +439,12 @@ func (c *conn) control(data []byte) {
 			return
 		}
 		c.startReset()
+	case ctlPinSize:
+		c.pinSize(ctl.Size)
+	case ctlHand:
+		c.raiseHand()
+	case ctlGrant:
+		c.grant(ctl.Who)
 	}
 }
 
@@ -511,6 +517,9 @@ func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 	var exit *sessions.ExitError
 	var notice *sessions.Notice
 	var skipped *sessions.SkippedError
+	var resized *sessions.Resized
+	var hand *sessions.HandRaised
+	var granted *sessions.Granted
 	switch {
 	case errors.Is(err, sessions.ErrDetached), cut(err):
 		return nil
@@ -518,11 +527,15 @@ func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 		return c.resetMoved(cl, reset)
 	case errors.As(err, &skipped): // brought forward: the redraw follows
 		c.log.Debug("websocket client brought forward", "offset", skipped.Offset, "skipped", skipped.Bytes)
-		f := eventFrame(skippedEvent{Type: "skipped", Offset: skipped.Offset, Bytes: skipped.Bytes, Replay: skipped.Replay})
-		if werr := c.write(f.typ, f.data); werr != nil {
-			c.writeFailed(werr)
-			return nil
-		}
+		return c.event(cl, skippedEvent{Type: "skipped", Offset: skipped.Offset, Bytes: skipped.Bytes, Replay: skipped.Replay})
+	case errors.As(err, &resized): // another client's size, a pin, a fall-back
+		return c.event(cl, sizeEvent{Type: "size", Cols: resized.Size.Cols, Rows: resized.Size.Rows, Pinned: resized.Pinned})
+	case errors.As(err, &hand):
+		return c.event(cl, handEvent{Type: "hand", Who: hand.Who.Who, Via: hand.Who.Via})
+	case errors.As(err, &granted):
+		c.toldRO.Store(false)
+		return c.event(cl, grantedEvent{Type: "granted", By: granted.By})
+	case isPresence(err): // joins and leaves: the page's roster shows them
 		return cl
 	case errors.As(err, &notice): // the instance paused or runs again: stay
 		f := errorFrame(notice.Message)

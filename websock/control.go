@@ -10,15 +10,20 @@ import (
 
 // Control message types a client may send in a text frame.
 const (
-	ctlResize = "resize"
-	ctlReset  = "reset"
+	ctlResize  = "resize"
+	ctlReset   = "reset"
+	ctlPinSize = "pin-size" // {"type":"pin-size","cols":N,"rows":M} or {"type":"pin-size","auto":true}
+	ctlHand    = "raise-hand"
+	ctlGrant   = "grant" // {"type":"grant","who":NAME}
 )
 
 // control is a parsed, valid client control message.
 type control struct {
 	Type string
-	// Size is set for resize.
+	// Size is set for resize and pin-size (zero: auto, unpin).
 	Size sessions.Size
+	// Who is set for grant.
+	Who string
 }
 
 // wireControl is what parseControl decodes; pointers tell absent fields
@@ -27,6 +32,8 @@ type wireControl struct {
 	Type *string `json:"type"`
 	Cols *int    `json:"cols"`
 	Rows *int    `json:"rows"`
+	Auto bool    `json:"auto"`
+	Who  *string `json:"who"`
 }
 
 // parseControl decodes and validates a control message. Its errors are
@@ -52,8 +59,27 @@ func parseControl(data []byte) (control, error) {
 			return control{}, sizeError(size)
 		}
 		return control{Type: ctlResize, Size: size}, nil
+	case ctlPinSize:
+		if w.Auto {
+			return control{Type: ctlPinSize}, nil
+		}
+		if w.Cols == nil || w.Rows == nil {
+			return control{}, errors.New(`pin-size needs "cols" and "rows", or "auto": true`)
+		}
+		size := sessions.Size{Cols: *w.Cols, Rows: *w.Rows}
+		if !size.Valid() {
+			return control{}, sizeError(size)
+		}
+		return control{Type: ctlPinSize, Size: size}, nil
+	case ctlHand:
+		return control{Type: ctlHand}, nil
+	case ctlGrant:
+		if w.Who == nil || *w.Who == "" || len(*w.Who) > 256 {
+			return control{}, errors.New(`grant needs "who": the name of an attached observer`)
+		}
+		return control{Type: ctlGrant, Who: *w.Who}, nil
 	default:
-		return control{}, fmt.Errorf("unknown control message type %q (known: resize, reset)", truncateRunes(*w.Type, 32))
+		return control{}, fmt.Errorf("unknown control message type %q (known: resize, reset, pin-size, raise-hand, grant)", truncateRunes(*w.Type, 32))
 	}
 }
 

@@ -21,6 +21,20 @@ type attachedEvent struct {
 	// ReadOnly says the token is read-only (an addition to the contract's
 	// fields): the page shows "read-only" and no Reset button.
 	ReadOnly bool `json:"read_only"`
+	// Cols and Rows are the shell's window size (an addition): a page
+	// whose window is larger shows the session at this size.
+	Cols int `json:"cols"`
+	Rows int `json:"rows"`
+}
+
+// sizeEvent: the shell's window size changed other than by this client's
+// own resize (an addition to the contract's events; see
+// sessions.Resized).
+type sizeEvent struct {
+	Type   string `json:"type"` // "size"
+	Cols   int    `json:"cols"`
+	Rows   int    `json:"rows"`
+	Pinned bool   `json:"pinned"`
 }
 
 type resetEvent struct {

@@ -223,6 +223,11 @@ type event struct {
 	ReadOnly bool   `json:"read_only"`
 	Replay   int    `json:"replay"`
 	Bytes    int64  `json:"bytes"` // a skipped event's
+	// Who, Via: a hand event's; By: a granted event's.
+	Who, Via, By string
+	// Cols, Rows, Pinned: a size event's (cols, rows: attached's too).
+	Cols, Rows int
+	Pinned     bool
 	// Attached is a clients event's list.
 	Attached []sessions.Attached `json:"attached"`
 }

@@ -43,15 +43,15 @@ func newInputState() inputState {
 // one error event per connection, so a page that keeps sending keys is not
 // answered with an event per key.
 func (c *conn) input(p []byte) {
-	if c.readOnly {
+	cl := c.current()
+	if cl == nil {
+		return
+	}
+	if cl.ReadOnly() { // the token's, unless a writer granted write access
 		if !c.toldRO.Swap(true) {
 			c.log.Info("an observer typed; its input is dropped", "bytes", len(p))
 			c.send(*errorFrame(msgReadOnlyInput))
 		}
-		return
-	}
-	cl := c.current()
-	if cl == nil {
 		return
 	}
 	m := inputMsg{client: cl, data: p}

@@ -285,6 +285,7 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /api/instances/{name}/terminal", s.authed(actRoute, s.handleTerminal))
 	mux.Handle("POST /api/instances/{name}/terminal/reset", s.authed(actRoute, s.handleReset))
+	mux.Handle("POST /api/instances/{name}/keep", s.authed(actRoute, s.handleKeep))
 	mux.Handle("GET /api/instances/{name}/files", s.authed(readRoute, s.handleFileGet))
 	mux.Handle("PUT /api/instances/{name}/files", s.authed(actRoute, s.handleFilePut))
 	mux.Handle("GET /api/sessions", s.authed(readRoute, s.handleSessions))

@@ -2,22 +2,18 @@ package main
 
 import (
 	"errors"
-	"flag"
-	"fmt"
-	"os"
-	"path/filepath"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/termgate/termgate/keys"
-	"github.com/termgate/termgate/sessions"
 )
 
-// flagHelp reports that --help was shown.
-var flagHelp = flag.ErrHelp
-
-// options are the parsed flags; every flag also reads TERMGATE_<NAME>.
+// options are the settings, from the command line, the environment
+// (TERMGATE_<NAME>) and the config file (--config), in that precedence.
 type options struct {
 	sshAddr, httpAddr   string
 	stateDir            string
@@ -27,6 +23,9 @@ type options struct {
 	backend             string
 	shell               string
 	idleTimeout         time.Duration
+	maxKeep             time.Duration
+	sizePolicy          string
+	notifyJoins         bool
 	bufferSize          int
 	instanceLabel       string
 	allowedOrigins      []string
@@ -53,144 +52,113 @@ type options struct {
 	fileTransfer        bool
 	maxUploadSize       int64
 	version             bool
+	config              string // the --config file, "" for none
+	help, helpMan       bool
 }
 
-func parseFlags(args []string, getenv func(string) string) (*options, error) {
-	o := &options{}
-	fs := flag.NewFlagSet("termgate", flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
-	var buffer, origins, locals, scrollback, recordMax, recordTotal, maxUpload string
-	fs.StringVar(&o.sshAddr, "ssh-addr", ":2222", "SSH listener address")
-	fs.BoolVar(&o.sshCompat, "ssh-compat-algorithms", false, "also offer the NIST ECDH key exchanges (ecdh-sha2-nistp256/384/521) and the encrypt-and-MAC MACs (hmac-sha2-256/512), for SSH clients that have nothing better; ssh-audit fails them")
-	fs.StringVar(&o.httpAddr, "http-addr", ":8080", "HTTP + WebSocket listener address")
-	fs.StringVar(&o.stateDir, "state-dir", keys.DefaultStateDir(), "directory for generated state (host key, API token, authorized_keys)")
-	fs.StringVar(&o.hostKey, "host-key", "", "SSH host key (default <state-dir>/ssh_host_ed25519_key; created on first start)")
-	fs.StringVar(&o.authorizedKeys, "authorized-keys", "", "OpenSSH authorized_keys file (default <state-dir>/authorized_keys; reloaded on change or SIGHUP)")
-	fs.StringVar(&o.tokenFile, "token-file", "", "HTTP/WebSocket bearer tokens, one per line (default <state-dir>/api_token; generated on first start)")
-	fs.StringVar(&o.backend, "backend", "docker", "instance backend: docker, kubernetes or local")
-	fs.StringVar(&o.shell, "shell", "auto", "command started in the instance; auto picks bash when present, else sh")
-	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "reap a session after this long with no client attached")
-	fs.StringVar(&buffer, "buffer-size", "64KiB", "replay buffer per session (bytes, or with a KiB/MiB suffix; at least 10KiB)")
-	fs.StringVar(&o.replay, "replay", "screen", "what a (re)attaching client gets first: screen (the terminal's state redrawn) or raw (the last bytes of output)")
-	fs.StringVar(&scrollback, "scrollback", "auto", "with --replay screen: scrollback kept per session, as drawn (bytes, or with a KiB/MiB suffix; auto: --buffer-size)")
-	fs.StringVar(&o.instanceLabel, "instance-label", "", "only containers (pods with --backend kubernetes) with this label (KEY or KEY=VALUE) are instances")
-	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "with --backend kubernetes: the kubeconfig file (default: KUBECONFIG, else the pod's service account in a cluster, else ~/.kube/config)")
-	fs.StringVar(&o.kubeNamespace, "kube-namespace", "", "with --backend kubernetes: the namespace whose pods are instances (default: the kubeconfig context's, or the gateway pod's own)")
-	fs.StringVar(&origins, "allowed-origins", "", "extra browser origins allowed to open WebSockets (comma-separated, e.g. https://ops.example.com)")
-	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&o.logFormat, "log-format", "text", "text or json")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 9*time.Second, "how long SIGTERM waits for sessions to end")
-	fs.StringVar(&locals, "local-instances", "", "with --backend local: comma-separated instance names allowed (default: any valid name)")
-	fs.StringVar(&o.publicHost, "public-host", "", "host names browsers and ssh reach the gateway by (comma-separated, each NAME or NAME:PORT); the first is printed in the SSH command and browser URL (default: localhost); logins and WebSockets are refused for any Host but these, localhost and IP addresses")
-	fs.StringVar(&o.auditLog, "audit-log", "", "append the audit trail as JSON lines to this file (default: into the main log, marked audit=true)")
-	fs.StringVar(&o.trustedUserCAKeys, "trusted-user-ca-keys", "", "accept OpenSSH user certificates signed by the CA public keys in this file (authorized_keys format; @revoked KEY lines); a certificate's principals are the instance patterns it may use; reloaded on change or SIGHUP")
-	fs.StringVar(&o.tlsCert, "tls-cert", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")
-	fs.StringVar(&o.tlsKey, "tls-key", "", "the PEM private key of --tls-cert")
-	fs.StringVar(&o.recordDir, "record-dir", "", "record every session as an asciicast v2 file DIR/INSTANCE/SESSION.cast (created 0700; files 0600)")
-	fs.StringVar(&recordMax, "record-max-size", defaultRecordMaxSize, "with --record-dir: cut a recording that reaches this size (bytes, or KiB/MiB/GiB; 0: unlimited); the session goes on")
-	fs.StringVar(&recordTotal, "record-max-total", defaultRecordMaxTotal, "with --record-dir: what all recordings in it may hold together (bytes, or KiB/MiB/GiB; 0: unlimited); past it recordings are cut and new sessions not recorded until old recordings are removed")
-	fs.BoolVar(&o.recordInput, "record-input", false, "with --record-dir: also record what clients type (\"i\" events); off by default because input holds passwords")
-	fs.BoolVar(&o.durable, "durable", false, "hold each session inside its instance (a holder program the gateway copies there), so that shells outlive gateway restarts, upgrades and crashes and several gateways can serve them; needs --backend docker or kubernetes")
-	fs.BoolVar(&o.portForwarding, "port-forwarding", true, "let SSH clients forward TCP connections into instances (ssh -L, -D, -W: dialled from inside the instance); false refuses every forward")
-	fs.DurationVar(&o.forwardIdleTimeout, "forward-idle-timeout", 15*time.Minute, "close a forwarded connection that moved no byte either way for this long (0: never)")
-	fs.BoolVar(&o.fileTransfer, "file-transfer", true, "let clients read and write instances' files (sftp, scp, the HTTP files routes); false refuses them")
-	fs.StringVar(&maxUpload, "max-upload-size", "1GiB", "the largest file PUT /api/instances/NAME/files takes (bytes, or KiB/MiB/GiB)")
-	fs.BoolVar(&o.version, "version", false, "print the version and commit, and exit")
-	fs.Float64Var(&o.httpRateLimit, "http-rate-limit", 20, "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
+// sizeFlags hold the size flags as written; settle converts them once the
+// last source has been read (--scrollback auto depends on --buffer-size).
+type sizeFlags struct {
+	buffer, scrollback, recordMax, recordTotal, maxUpload string
+}
 
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, flagHelp
-		}
-		return nil, err
+// newFlagSet defines every flag on a fresh set writing into o and sz.
+// Names, defaults and TERMGATE_ variables are contract (CONTRACT.md
+// "Build and run"); each flag's group in --help is in flagGroups, the
+// values the shell completions offer in flagChoices. A value's type name
+// (Type) is what --help shows after the flag and what tells the
+// completions to offer files (file) or directories (dir).
+func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
+	fs := pflag.NewFlagSet("termgate", pflag.ContinueOnError)
+	fs.SortFlags = false
+	fs.SetOutput(io.Discard) // parseFlags words the errors; main prints them
+	fs.Usage = func() {}
+	str := func(p *string, name, def, typ, usage string) {
+		fs.Var(newText(p, def, typ, nil), name, usage)
 	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q (all settings are flags; see --help)", fs.Arg(0))
+	checked := func(p *string, name, def, typ string, check func(string) error, usage string) {
+		fs.Var(newText(p, def, typ, check), name, usage)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		env := "TERMGATE_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v := getenv(env); v != "" && !set[f.Name] && envErr == nil {
-			if err := fs.Set(f.Name, v); err != nil {
-				envErr = fmt.Errorf("%s=%q: %w", env, v, err)
-			}
-		}
-	})
-	if envErr != nil {
-		return nil, envErr
+	boolean := func(p *bool, name string, def bool, usage string) {
+		fs.VarPF(newBool(p, def), name, "", usage).NoOptDefVal = "true"
 	}
+	dur := func(p *time.Duration, name string, def time.Duration, positive bool, usage string) {
+		fs.Var(newDuration(p, def, positive), name, usage)
+	}
+	list := func(p *[]string, name, usage string) { fs.Var(&listValue{p}, name, usage) }
 
-	var err error
-	if o.recordInput && o.recordDir == "" {
-		return nil, errors.New("--record-input needs --record-dir (where the recordings are written)")
-	}
-	if o.recordMaxSize, err = parseRecordSize(recordMax); err != nil {
-		return nil, fmt.Errorf("--record-max-size: %w", err)
-	}
-	if o.recordMaxTotal, err = parseRecordSize(recordTotal); err != nil {
-		return nil, fmt.Errorf("--record-max-total: %w", err)
-	}
-	if o.maxUploadSize, err = parseRecordSize(maxUpload); err != nil || o.maxUploadSize <= 0 {
-		return nil, fmt.Errorf("--max-upload-size %q: use a positive size such as 1GiB or 100MiB", maxUpload)
-	}
-	if o.bufferSize, err = parseSize(buffer); err != nil {
-		return nil, fmt.Errorf("--buffer-size: %w", err)
-	}
-	if o.bufferSize < sessions.MinBufferSize {
-		return nil, fmt.Errorf("--buffer-size %s is too small: the replay buffer needs at least 10KiB", buffer)
-	}
-	switch o.replay {
-	case "screen", "raw":
-	default:
-		return nil, fmt.Errorf("--replay %q: use screen (redraw the terminal's state) or raw (replay the last bytes)", o.replay)
-	}
-	if scrollback != "auto" {
-		if o.scrollback, err = parseSize(scrollback); err != nil {
-			return nil, fmt.Errorf("--scrollback: %w", err)
-		}
-		if o.scrollback < sessions.MinBufferSize {
-			return nil, fmt.Errorf("--scrollback %s is too small: at least 10KiB (the replay promises 10KiB of recent output)", scrollback)
-		}
-		if o.scrollback > maxScrollback {
-			return nil, fmt.Errorf("--scrollback %s is too large: at most 8MiB (a snapshot must fit in a client's 16MiB queue)", scrollback)
-		}
-	} else {
-		o.scrollback = o.bufferSize
-	}
-	if (o.tlsCert == "") != (o.tlsKey == "") {
-		return nil, errors.New("--tls-cert and --tls-key go together: give both (PEM certificate and key files) or neither (plain HTTP)")
-	}
-	if o.httpRateLimit < 0 {
-		return nil, fmt.Errorf("--http-rate-limit must be 0 (off) or positive, got %v", o.httpRateLimit)
-	}
-	if o.idleTimeout <= 0 {
-		return nil, fmt.Errorf("--idle-timeout must be positive, got %s", o.idleTimeout)
-	}
-	switch o.backend {
-	case "docker", "local", "kubernetes":
-	default:
-		return nil, fmt.Errorf("--backend %q: use docker, kubernetes or local", o.backend)
-	}
-	if o.backend != "kubernetes" && (o.kubeconfig != "" || o.kubeNamespace != "") {
-		return nil, errors.New("--kubeconfig and --kube-namespace go with --backend kubernetes")
-	}
-	if o.durable && o.backend == "local" {
-		return nil, errors.New("--durable needs --backend docker or kubernetes: a local shell is the gateway's own child and cannot outlive it (drop --durable or TERMGATE_DURABLE)")
-	}
-	o.allowedOrigins = splitList(origins)
-	o.localInstances = splitList(locals)
-	if o.hostKey == "" {
-		o.hostKey = filepath.Join(o.stateDir, "ssh_host_ed25519_key")
-	}
-	if o.authorizedKeys == "" {
-		o.authorizedKeys = filepath.Join(o.stateDir, "authorized_keys")
-	}
-	if o.tokenFile == "" {
-		o.tokenFile = filepath.Join(o.stateDir, "api_token")
-	}
-	return o, nil
+	// General.
+	fs.VarPF(newBool(&o.help, false), "help", "h", "print this help, and exit").NoOptDefVal = "true"
+	boolean(&o.version, "version", false, "print the version and commit, and exit")
+	str(&o.config, "config", "", "file", "read settings from this YAML file (keys are the flag names: idle-timeout: 45m); a flag wins over the environment, which wins over the file")
+	boolean(&o.helpMan, "help-man", false, "print the manual page (roff), and exit")
+	_ = fs.MarkHidden("help-man")
+
+	// Listeners.
+	str(&o.sshAddr, "ssh-addr", ":2222", "addr", "SSH listener address")
+	str(&o.httpAddr, "http-addr", ":8080", "addr", "HTTP + WebSocket listener address")
+	str(&o.publicHost, "public-host", "", "list", "host names browsers and ssh reach the gateway by (comma-separated, each NAME or NAME:PORT); the first is printed in the SSH command and browser URL (default: localhost); logins and WebSockets are refused for any Host but these, localhost and IP addresses")
+	list(&o.allowedOrigins, "allowed-origins", "extra browser origins allowed to open WebSockets (comma-separated, e.g. https://ops.example.com)")
+	str(&o.tlsCert, "tls-cert", "", "file", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")
+	str(&o.tlsKey, "tls-key", "", "file", "the PEM private key of --tls-cert")
+	fs.Var(newRate(&o.httpRateLimit, 20), "http-rate-limit", "HTTP requests per second one client address may make (bursts of 5 seconds' worth); 0 turns the limit off")
+	boolean(&o.sshCompat, "ssh-compat-algorithms", false, "also offer the NIST ECDH key exchanges (ecdh-sha2-nistp256/384/521) and the encrypt-and-MAC MACs (hmac-sha2-256/512), for SSH clients that have nothing better; ssh-audit fails them")
+
+	// State and authentication.
+	str(&o.stateDir, "state-dir", keys.DefaultStateDir(), "dir", "directory for generated state (host key, API token, authorized_keys)")
+	str(&o.hostKey, "host-key", "", "file", "SSH host key (default <state-dir>/ssh_host_ed25519_key; created on first start)")
+	str(&o.authorizedKeys, "authorized-keys", "", "file", "OpenSSH authorized_keys file (default <state-dir>/authorized_keys; reloaded on change or SIGHUP)")
+	str(&o.tokenFile, "token-file", "", "file", "HTTP/WebSocket bearer tokens, one per line (default <state-dir>/api_token; generated on first start)")
+	str(&o.trustedUserCAKeys, "trusted-user-ca-keys", "", "file", "accept OpenSSH user certificates signed by the CA public keys in this file (authorized_keys format; @revoked KEY lines); a certificate's principals are the instance patterns it may use; reloaded on change or SIGHUP")
+
+	// Backend.
+	checked(&o.backend, "backend", "docker", "name", oneOf("a backend", "docker, kubernetes or local", flagChoices["backend"]...), "instance backend: docker, kubernetes or local")
+	str(&o.instanceLabel, "instance-label", "", "label", "only containers (pods with --backend kubernetes) with this label (KEY or KEY=VALUE) are instances")
+	str(&o.shell, "shell", "auto", "command", "command started in the instance; auto picks bash when present, else sh")
+	str(&o.kubeconfig, "kubeconfig", "", "file", "with --backend kubernetes: the kubeconfig file (default: KUBECONFIG, else the pod's service account in a cluster, else ~/.kube/config)")
+	str(&o.kubeNamespace, "kube-namespace", "", "name", "with --backend kubernetes: the namespace whose pods are instances (default: the kubeconfig context's, or the gateway pod's own)")
+	list(&o.localInstances, "local-instances", "with --backend local: comma-separated instance names allowed (default: any valid name)")
+
+	// Sessions.
+	dur(&o.idleTimeout, "idle-timeout", 30*time.Minute, true, "reap a session after this long with no client attached")
+	checked(&sz.buffer, "buffer-size", "64KiB", "size", checkBufferSize, "replay buffer per session (bytes, or with a KiB/MiB suffix; at least 10KiB)")
+	checked(&o.replay, "replay", "screen", "mode", oneOf("a replay mode", "screen (redraw the terminal's state) or raw (replay the last bytes)", flagChoices["replay"]...), "what a (re)attaching client gets first: screen (the terminal's state redrawn) or raw (the last bytes of output)")
+	checked(&sz.scrollback, "scrollback", "auto", "size", checkScrollback, "with --replay screen: scrollback kept per session, as drawn (bytes, or with a KiB/MiB suffix; auto: --buffer-size)")
+	dur(&o.shutdownTimeout, "shutdown-timeout", 9*time.Second, false, "how long SIGTERM waits for sessions to end")
+	dur(&o.maxKeep, "max-keep", 24*time.Hour, true, "the longest ssh HOST keep (or the page's Keep) may keep a session with no client attached")
+	checked(&o.sizePolicy, "size-policy", "latest", "policy", oneOf("a size policy", "latest, smallest or largest", flagChoices["size-policy"]...), "the shell's window size: latest (the read-write client that most recently attached, resized or typed), smallest or largest of the read-write clients'")
+	boolean(&o.notifyJoins, "notify-joins", false, "tell SSH clients with a [termgate] line when someone joins or leaves their session (the page always shows who is attached)")
+
+	// Durable sessions.
+	boolean(&o.durable, "durable", false, "hold each session inside its instance (a holder program the gateway copies there), so that shells outlive gateway restarts, upgrades and crashes and several gateways can serve them; needs --backend docker or kubernetes")
+
+	// Recording.
+	str(&o.recordDir, "record-dir", "", "dir", "record every session as an asciicast v2 file DIR/INSTANCE/SESSION.cast (created 0700; files 0600)")
+	boolean(&o.recordInput, "record-input", false, "with --record-dir: also record what clients type (\"i\" events); off by default because input holds passwords")
+	checked(&sz.recordMax, "record-max-size", defaultRecordMaxSize, "size", checkRecordSize, "with --record-dir: cut a recording that reaches this size (bytes, or KiB/MiB/GiB; 0: unlimited); the session goes on")
+	checked(&sz.recordTotal, "record-max-total", defaultRecordMaxTotal, "size", checkRecordSize, "with --record-dir: what all recordings in it may hold together (bytes, or KiB/MiB/GiB; 0: unlimited); past it recordings are cut and new sessions not recorded until old recordings are removed")
+
+	// File transfer and port forwarding.
+	boolean(&o.fileTransfer, "file-transfer", true, "let clients read and write instances' files (sftp, scp, the HTTP files routes); false refuses them")
+	checked(&sz.maxUpload, "max-upload-size", "1GiB", "size", checkUploadSize, "the largest file PUT /api/instances/NAME/files takes (bytes, or KiB/MiB/GiB)")
+	boolean(&o.portForwarding, "port-forwarding", true, "let SSH clients forward TCP connections into instances (ssh -L, -D, -W: dialled from inside the instance); false refuses every forward")
+	dur(&o.forwardIdleTimeout, "forward-idle-timeout", 15*time.Minute, false, "close a forwarded connection that moved no byte either way for this long (0: never)")
+
+	// Logging.
+	checked(&o.logLevel, "log-level", "info", "level", checkLogLevel, "debug, info, warn or error")
+	checked(&o.logFormat, "log-format", "text", "format", oneOf("a log format", "text or json", flagChoices["log-format"]...), "text or json")
+	str(&o.auditLog, "audit-log", "", "file", "append the audit trail as JSON lines to this file (default: into the main log, marked audit=true)")
+	return fs
+}
+
+// flagChoices are the values of the flags that take one of a few words:
+// their checks and the shell completions both use them.
+var flagChoices = map[string][]string{
+	"backend":     {"docker", "kubernetes", "local"},
+	"replay":      {"screen", "raw"},
+	"size-policy": {"latest", "smallest", "largest"},
+	"log-level":   {"debug", "info", "warn", "error"},
+	"log-format":  {"text", "json"},
 }
 
 // maxScrollback keeps a screen snapshot well within a client's queue
@@ -212,7 +180,7 @@ func parseSize(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(t)
 	if err != nil || n <= 0 || n > (1<<30)/mult {
-		return 0, fmt.Errorf("%q is not a size: use bytes or a KiB/MiB suffix, e.g. 64KiB", s)
+		return 0, errors.New("is not a size: use bytes or a KiB/MiB suffix, e.g. 64KiB")
 	}
 	return n * mult, nil
 }

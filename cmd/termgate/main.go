@@ -36,12 +36,17 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "completion" {
+		os.Exit(completionCommand(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	opts, err := parseFlags(os.Args[1:], os.Getenv)
 	if err != nil {
-		if errors.Is(err, flagHelp) {
-			os.Exit(0)
+		if errors.Is(err, errHelp) {
+			printHelp(os.Stdout, opts)
+			return
 		}
 		fmt.Fprintln(os.Stderr, "termgate:", err)
+		fmt.Fprintln(os.Stderr, "Try 'termgate --help' for more information.")
 		os.Exit(2)
 	}
 	if opts.version {
@@ -109,6 +114,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		BufferSize:  o.bufferSize,
 		ClientQueue: clientQueue(o),
 		IdleTimeout: o.idleTimeout,
+		MaxKeep:     o.maxKeep,
+		SizePolicy:  sizePolicy(o.sizePolicy),
+		NotifyJoins: o.notifyJoins,
 		Shell:       shellArgv(o.shell),
 		OnEnd:       auditSessionEnd(auditLog),
 		NewReplayer: newReplayer(o),

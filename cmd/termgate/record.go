@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -87,10 +87,10 @@ func parseRecordSize(s string) (int64, error) {
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	if err != nil || n < 0 || n > (1<<50)/mult {
-		return 0, fmt.Errorf("%q is not a size: use bytes or a KiB/MiB/GiB suffix, e.g. 512MiB (0: unlimited)", s)
+		return 0, errors.New("is not a size: use bytes or a KiB/MiB/GiB suffix, e.g. 512MiB (0: unlimited)")
 	}
 	if n > 0 && n*mult < 4<<10 {
-		return 0, fmt.Errorf("%q is too small: at least 4KiB (0: unlimited)", s)
+		return 0, errors.New("is too small: at least 4KiB (0: unlimited)")
 	}
 	return n * mult, nil
 }

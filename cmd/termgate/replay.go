@@ -24,3 +24,9 @@ func clientQueue(o *options) int {
 	}
 	return q
 }
+
+// sizePolicy reads --size-policy (already checked against flagChoices).
+func sizePolicy(s string) sessions.SizePolicy {
+	p, _ := sessions.ParseSizePolicy(s)
+	return p
+}

@@ -47,7 +47,7 @@ func TestSecurityFlags(t *testing.T) {
 	}{
 		{[]string{"--tls-cert", "c.pem"}, "--tls-cert and --tls-key go together"},
 		{[]string{"--tls-key", "k.pem"}, "--tls-cert and --tls-key go together"},
-		{[]string{"--http-rate-limit", "-1"}, "--http-rate-limit must be"},
+		{[]string{"--http-rate-limit", "-1"}, `--http-rate-limit "-1" must be 0 (off)`},
 	} {
 		if _, err := parseFlags(tc.args, env(nil)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("parseFlags(%q) = %v, want %q", tc.args, err, tc.want)

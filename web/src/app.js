@@ -131,7 +131,16 @@ $('signin-form').addEventListener('submit', async (e) => {
 // ---- the instance list -----------------------------------------------------
 
 function ago(iso) {
-  const s = Math.max(0, Math.round((Date.now() - Date.parse(iso)) / 1000));
+  return span(Date.now() - Date.parse(iso));
+}
+
+// until is how long from now to iso, as ago writes it.
+function until(iso) {
+  return span(Date.parse(iso) - Date.now());
+}
+
+function span(ms) {
+  const s = Math.max(0, Math.round(ms / 1000));
   if (s < 5) return 'a moment';
   if (s < 60) return `${s} s`;
   if (s < 3600) return `${Math.floor(s / 60)} min`;
@@ -158,8 +167,10 @@ function cell(row, content, className) {
 function sessionState(s) {
   if (!s) return ['no session', 'none'];
   if (s.clients > 0) return [`attached: ${s.clients} ${s.clients === 1 ? 'client' : 'clients'}`, 'attached'];
-  if (s.idle_since) return [`idle for ${ago(s.idle_since)}`, 'idle'];
-  return ['idle', 'idle'];
+  // reap_at: when the gateway reaps it (the idle timeout, or a keep).
+  const reap = s.reap_at ? ` · reaped in ${until(s.reap_at)}${s.keep_until && s.keep_until >= s.reap_at ? ' (kept)' : ''}` : '';
+  if (s.idle_since) return [`idle for ${ago(s.idle_since)}${reap}`, 'idle'];
+  return [`idle${reap}`, 'idle'];
 }
 
 // refreshInstances redraws the list from GET /api/instances: the running
@@ -240,7 +251,8 @@ $('signout').addEventListener('click', async () => {
 function attachedText(list) {
   if (!list || !list.length) return '';
   const via = (v) => (v === 'websocket' ? 'web' : v);
-  return `attached: ${list.map((a) => `${a.who || '?'} (${via(a.via)}${a.read_only ? ', read-only' : ''})`).join(', ')}`;
+  const access = (a) => (a.granted ? ', granted' : a.read_only ? ', read-only' : '') + (a.hand ? ', ✋' : '');
+  return `attached: ${list.map((a) => `${a.who || '?'} (${via(a.via)}${access(a)})`).join(', ')}`;
 }
 
 // showAttached puts the list in the status bar; its title has the details.
@@ -258,8 +270,21 @@ function setReadOnly(term, ro) {
   $('readonly').hidden = !ro;
   $('reset').hidden = ro;
   $('download').hidden = ro;
+  $('pin-size').hidden = ro;
+  $('keep').hidden = ro;
+  $('raise-hand').hidden = !ro;
+  $('readonly').textContent = 'read-only';
   readOnly = ro;
   if (term) term.options.disableStdin = ro;
+}
+
+// setGranted: a writer let this observer type for the rest of the session
+// (input only: reset, keep and pin stay the writers').
+function setGranted(term) {
+  readOnly = false;
+  term.options.disableStdin = false;
+  $('raise-hand').hidden = true;
+  $('readonly').textContent = 'granted';
 }
 
 let readOnly = false; // the latest attach's (or the token's) read_only
@@ -298,6 +323,28 @@ class Connection {
     this.ended = false; // the shell exited: wait for the user
     this.lastAttach = null; // {session, new, gap, resumed}: for tests and debugging
     this.restartUntil = 0; // until then the gateway is restarting (close 1012): retry briskly
+    // The shell's window size is the gateway's to decide (its size
+    // policy, a pin): want is what this window fits (sent as resize),
+    // shown the session's size as last told (the terminal is drawn at it).
+    this.size = { want: null, shown: null, pinned: false };
+    this.onSize = () => {};
+  }
+
+  // want tells the gateway what this window fits (not echoed back).
+  want(size) {
+    this.size.want = size;
+    // An observer's size never applies; a pinned one waits for the
+    // gateway's size event.
+    if (!this.size.pinned && !readOnly) this.size.shown = size;
+    if (this.attached) this.send(JSON.stringify({ type: 'resize', cols: size.cols, rows: size.rows }));
+  }
+
+  // told records the session's size from an attached or size event.
+  told(cols, rows, pinned) {
+    if (!cols || !rows) return;
+    this.size.shown = { cols, rows };
+    this.size.pinned = !!pinned;
+    this.onSize();
   }
 
   connect() {
@@ -306,7 +353,8 @@ class Connection {
     if (this.ws) return;
     // clients=1: the gateway sends a clients event whenever someone
     // attaches or leaves (the status bar's list).
-    const q = new URLSearchParams({ cols: this.term.cols, rows: this.term.rows, clients: 1 });
+    const want = this.size.want || { cols: this.term.cols, rows: this.term.rows };
+    const q = new URLSearchParams({ cols: want.cols, rows: want.rows, clients: 1 });
     if (this.session && this.pos >= 0) {
       q.set('session', this.session);
       q.set('since', this.pos);
@@ -345,8 +393,25 @@ class Connection {
         this.lastAttach = { session: ev.session, new: ev.new, gap: ev.gap, resumed, readOnly: !!ev.read_only };
         setReadOnly(this.term, !!ev.read_only);
         setStatus('connected', 'connected');
+        this.told(ev.cols, ev.rows, this.size.pinned);
         break;
       }
+      case 'size':
+        this.told(ev.cols, ev.rows, ev.pinned);
+        break;
+      case 'hand': {
+        // An observer asks to type: one button lets them.
+        const g = $('grant');
+        g.dataset.who = ev.who;
+        g.textContent = `✋ Let ${ev.who} type`;
+        g.title = `${ev.who} (${ev.via}, read-only) raised a hand: give them write access until the session is reset`;
+        g.hidden = false;
+        break;
+      }
+      case 'granted':
+        setGranted(this.term);
+        setFilesResult('ok', `${ev.by} let you type in this session`);
+        break;
       case 'clients':
         showAttached(ev.attached);
         break;
@@ -354,6 +419,8 @@ class Connection {
         // With --replay screen, the replay that follows redraws the fresh
         // shell's screen over the notice: the status bar keeps it.
         this.term.reset();
+        // A grant of write access ends with its session.
+        if (this.lastAttach && this.lastAttach.readOnly) setReadOnly(this.term, true);
         this.term.write('\x1b[2m[termgate] session reset: fresh shell\x1b[0m\r\n');
         setStatus('connected', 'connected · session reset: fresh shell');
         this.session = ev.session;
@@ -516,17 +583,11 @@ function showTerminal(name) {
   const enc = new TextEncoder();
   term.onData((d) => conn.send(enc.encode(d)));
   term.onBinary((d) => conn.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
-  term.onResize(({ cols, rows }) => conn.send(JSON.stringify({ type: 'resize', cols, rows })));
+  setupSize(term, fit, conn);
   term.onTitleChange((t) => {
     document.title = t ? `${name}: ${t} · termgate` : `${name} · termgate`;
   });
 
-  // Follow the window: fit (at most every 50 ms), which fires onResize.
-  let fitting = 0;
-  new ResizeObserver(() => {
-    clearTimeout(fitting);
-    fitting = setTimeout(() => fit.fit(), 50);
-  }).observe($('term'));
 
   // Ctrl+Shift+C copies, Ctrl+Shift+V pastes (the browser's paste event,
   // which xterm handles); on a Mac ⌘C and ⌘V already do.
@@ -538,6 +599,18 @@ function showTerminal(name) {
       return false;
     }
     return e.code !== 'KeyV';
+  });
+  $('keep').addEventListener('click', () => keepSession(name, term));
+  $('raise-hand').addEventListener('click', () => {
+    if (conn.attached) conn.send(JSON.stringify({ type: 'raise-hand' }));
+    setFilesResult('', 'hand raised: the writers are asked to let you type');
+    term.focus();
+  });
+  $('grant').addEventListener('click', () => {
+    const who = $('grant').dataset.who;
+    if (conn.attached && who) conn.send(JSON.stringify({ type: 'grant', who }));
+    $('grant').hidden = true;
+    term.focus();
   });
   $('copy').addEventListener('click', () => copySelection(term));
   $('paste').addEventListener('click', () => pasteClipboard(term));
@@ -576,6 +649,73 @@ function showTerminal(name) {
   }, 1000);
 
   conn.connect();
+}
+
+// keepSession asks how long to keep the session with no client attached
+// (POST .../keep?for=D, up to the gateway's --max-keep) and says the outcome
+// in the status bar.
+async function keepSession(name, term) {
+  const d = prompt(`Keep the session of ${name} running with no client attached for how long?\n\nA duration such as 8h or 90m (at most the gateway's --max-keep), or off.`, '8h');
+  term.focus();
+  if (!d) return;
+  const res = await fetch(`/api/instances/${encodeURIComponent(name)}/keep?for=${encodeURIComponent(d.trim())}`, { method: 'POST' }).catch(() => null);
+  if (!res) return setFilesResult('bad', 'keep failed: the gateway is unreachable');
+  if (res.status === 401) return expired();
+  if (!res.ok) return setFilesResult('bad', `keep failed: ${await errorOf(res)}`);
+  const { keep_until: k } = await res.json();
+  setFilesResult('ok', k ? `kept until ${new Date(k).toLocaleString()} with no client attached` : 'keep off: reaped after the idle timeout');
+}
+
+// ---- window size: the page asks, the gateway decides -----------------------
+
+// setupSize follows the window (at most every 50 ms): it tells the gateway
+// what the window fits and draws the terminal at the session's size, which
+// another client's window or a pin may make different. A larger window
+// shows the session at its size; a smaller one says so.
+function setupSize(term, fit, conn) {
+  const draw = () => {
+    const { want, shown, pinned } = conn.size;
+    const s = shown || want;
+    if (s && (term.cols !== s.cols || term.rows !== s.rows)) term.resize(s.cols, s.rows);
+    const note = $('size-note');
+    let text = '';
+    if (want && s && (s.cols !== want.cols || s.rows !== want.rows)) {
+      const dims = `${s.cols}×${s.rows}`;
+      if (s.cols > want.cols || s.rows > want.rows) {
+        text = `window smaller than the session (${dims})`;
+        if (!pinned && !readOnly) text += ': type to make it yours';
+      } else {
+        text = pinned ? `pinned at ${dims}` : `session at ${dims} (another client's size)`;
+      }
+    } else if (pinned && s) {
+      text = `pinned at ${s.cols}×${s.rows}`;
+    }
+    note.textContent = text;
+    note.hidden = !text;
+    $('pin-size').textContent = pinned ? 'Unpin size' : 'Pin size';
+    window.termgateSize = { want, shown: s, pinned, note: text, cols: term.cols, rows: term.rows }; // for the browser test
+  };
+  conn.onSize = draw;
+  const layout = () => {
+    const p = fit.proposeDimensions();
+    if (!p || !p.cols || !p.rows || !isFinite(p.cols) || !isFinite(p.rows)) return;
+    const want = { cols: Math.max(1, Math.floor(p.cols)), rows: Math.max(1, Math.floor(p.rows)) };
+    const w = conn.size.want;
+    if (!w || w.cols !== want.cols || w.rows !== want.rows) conn.want(want);
+    draw();
+  };
+  layout();
+  let fitting = 0;
+  new ResizeObserver(() => {
+    clearTimeout(fitting);
+    fitting = setTimeout(layout, 50);
+  }).observe($('term'));
+  $('pin-size').addEventListener('click', () => {
+    const s = conn.size.shown || conn.size.want;
+    if (!conn.attached || !s) return;
+    conn.send(JSON.stringify(conn.size.pinned ? { type: 'pin-size', auto: true } : { type: 'pin-size', cols: s.cols, rows: s.rows }));
+    term.focus();
+  });
 }
 
 // ---- files: drop onto the terminal to upload, a dialog to download ---------

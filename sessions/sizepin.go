@@ -1,0 +1,58 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// ErrNoSession: the instance runs but has no session (nothing to size).
+var ErrNoSession = errors.New("no session")
+
+// NoSessionMessage is the user-facing text for ErrNoSession.
+func NoSessionMessage(name string) string {
+	return fmt.Sprintf("instance %q has no session; attach first (ssh -t %s@HOST)", name, name)
+}
+
+// Size reports the window size of the instance's session.
+func (r *Registry) Size(ctx context.Context, name string) (SizeInfo, error) {
+	s, err := r.sessionOf(ctx, name)
+	if err != nil {
+		return SizeInfo{}, err
+	}
+	return s.sizeInfo(), nil
+}
+
+// PinSize fixes the window size of the instance's session (ssh HOST size
+// INSTANCE COLSxROWS), whatever its clients' sizes; a zero size unpins it
+// (auto): the policy applies again. The pin lasts for that session: a
+// reset's fresh session follows the policy.
+func (r *Registry) PinSize(ctx context.Context, name string, size Size) (SizeInfo, error) {
+	s, err := r.sessionOf(ctx, name)
+	if err != nil {
+		return SizeInfo{}, err
+	}
+	if err := s.pinSize(size); err != nil {
+		if errors.Is(err, errSessionClosing) {
+			return SizeInfo{}, ErrNoSession
+		}
+		return SizeInfo{}, err
+	}
+	s.log.Info("window size pinned", "size", size.String(), "auto", size.IsZero())
+	return s.sizeInfo(), nil
+}
+
+// sessionOf is the running session of a running instance.
+func (r *Registry) sessionOf(ctx context.Context, name string) (*Session, error) {
+	inst, err := r.Lookup(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	sl := r.slots[inst.ID]
+	r.mu.Unlock()
+	if sl == nil || !sl.ended() || sl.sess == nil || sl.sess.closing() {
+		return nil, ErrNoSession
+	}
+	return sl.sess, nil
+}

@@ -1,0 +1,73 @@
+package sshd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/sessions"
+)
+
+// size shows or pins an instance's window size (ssh HOST size INSTANCE
+// [COLSxROWS|auto]). Showing needs what list needs; pinning is refused to
+// read-only keys, as reset is.
+func (s *Server) size(sess *session, id keys.Identity, name, arg string) int {
+	if !s.allowed(sess, id, name, audit.Size) {
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)
+	defer cancel()
+	var info sessions.SizeInfo
+	var err error
+	if arg == "" {
+		info, err = s.cfg.Registry.Size(ctx, name)
+	} else {
+		want, perr := parseSizeArg(arg)
+		if perr != nil {
+			sess.errorf("termgate: " + perr.Error())
+			return 2
+		}
+		if id.ReadOnly {
+			sess.errorf("size refused: this key is read-only (an observer's size never changes the shell's)")
+			s.cfg.Audit.Event(audit.Size, who(id, sess.remote), name, "", "size", arg, "result", "denied", "reason", "read-only key")
+			return 1
+		}
+		info, err = s.cfg.Registry.PinSize(ctx, name, want)
+		if err == nil {
+			s.cfg.Audit.Event(audit.Size, who(id, sess.remote), name, "", "size", arg, "result", "ok")
+		}
+	}
+	if errors.Is(err, sessions.ErrNoSession) {
+		sess.errorf(sessions.NoSessionMessage(name))
+		return 1
+	}
+	if err != nil {
+		sess.errorf(s.userError(sess, "size", name, err))
+		return 1
+	}
+	how := "follows the clients (" + info.Policy.String() + ")"
+	if info.Pinned {
+		how = "pinned (ssh HOST size " + name + " auto to follow the clients again)"
+	}
+	_, _ = fmt.Fprintf(sess, "size %s: %s, %s\n", name, info.Size, how)
+	return 0
+}
+
+// parseSizeArg reads COLSxROWS or auto (a zero Size).
+func parseSizeArg(arg string) (sessions.Size, error) {
+	if arg == "auto" {
+		return sessions.Size{}, nil
+	}
+	c, r, ok := strings.Cut(strings.ToLower(arg), "x")
+	cols, err1 := strconv.Atoi(c)
+	rows, err2 := strconv.Atoi(r)
+	size := sessions.Size{Cols: cols, Rows: rows}
+	if !ok || err1 != nil || err2 != nil || !size.Valid() {
+		return sessions.Size{}, fmt.Errorf("size %q: use COLSxROWS with 1..%d each (e.g. 120x40), or auto", clip(arg, 32), sessions.MaxDim)
+	}
+	return size, nil
+}

@@ -1,0 +1,59 @@
+package websock
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/sessions"
+)
+
+const msgReadOnlyKeep = "keep refused: this token is read-only (an observer may watch, not keep a session alive)"
+
+// handleKeep serves POST /api/instances/{name}/keep?for=8h (for=off ends
+// the keep): the session is not reaped for that long with no client
+// attached, up to --max-keep. 200 {"instance","keep_until"};
+// 400 a bad duration or one over --max-keep; 403 a read-only token; 404
+// no such instance, or no session.
+func (s *Server) handleKeep(w http.ResponseWriter, r *http.Request) {
+	c, _ := callerFrom(r.Context())
+	name, ok := s.instanceFor(w, r, c)
+	if !ok {
+		return
+	}
+	arg := r.URL.Query().Get("for")
+	d, err := time.ParseDuration(arg)
+	if arg == "off" {
+		d, err = 0, nil
+	}
+	if err != nil || d < 0 {
+		writeError(w, http.StatusBadRequest, `"for" must be a duration such as 8h or 90m, or off`)
+		return
+	}
+	if c.id.ReadOnly {
+		s.cfg.Audit.Event(audit.Keep, s.who(r, c), name, "", "keep", arg, "result", "denied", "reason", "read-only token")
+		writeError(w, http.StatusForbidden, msgReadOnlyKeep)
+		return
+	}
+	until, err := s.cfg.Registry.Keep(r.Context(), name, d)
+	var tooLong *sessions.KeepTooLongError
+	switch {
+	case errors.As(err, &tooLong):
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	case errors.Is(err, sessions.ErrNoSession):
+		writeError(w, http.StatusNotFound, sessions.NoSessionMessage(name))
+		return
+	case err != nil:
+		status, msg := s.attachFailure(r.Context(), name, err)
+		writeError(w, status, msg)
+		return
+	}
+	s.cfg.Audit.Event(audit.Keep, s.who(r, c), name, "", "keep", d.String(), "result", "ok")
+	out := map[string]any{"instance": name, "keep_until": nil}
+	if !until.IsZero() {
+		out["keep_until"] = until.UTC()
+	}
+	writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,37 @@
+package websock
+
+import (
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/sessions"
+)
+
+const msgReadOnlyPin = "pin-size refused: this token is read-only (an observer's size never changes the shell's)"
+
+// pinSize pins the session's window size (zero: auto) for the page's pin
+// control; the clients whose size it changes get a size event.
+func (c *conn) pinSize(size sessions.Size) {
+	cl := c.current()
+	if cl == nil {
+		return
+	}
+	pin := size.String()
+	if size.IsZero() {
+		pin = "auto"
+	}
+	if c.allowed != nil {
+		if err := c.allowed(c.name); err != nil {
+			c.revoked(&sessions.RevokedError{Reason: err.Error()})
+			return
+		}
+	}
+	if c.readOnly {
+		c.s.cfg.Audit.Event(audit.Size, c.who, c.name, cl.Info().Session, "size", pin, "result", "denied", "reason", "read-only token")
+		c.send(*errorFrame(msgReadOnlyPin))
+		return
+	}
+	if err := cl.PinSize(size); err != nil {
+		c.send(*errorFrame("pin-size failed: " + err.Error()))
+		return
+	}
+	c.s.cfg.Audit.Event(audit.Size, c.who, c.name, cl.Info().Session, "size", pin, "result", "ok")
+}

@@ -1,0 +1,80 @@
+package websock
+
+import (
+	"errors"
+
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/sessions"
+)
+
+// Presence events and controls (issue 23 item 3; additions to the
+// contract's frames): an observer's {"type":"raise-hand"} reaches the
+// writers as {"type":"hand","who","via"}; a writer's
+// {"type":"grant","who":NAME} gives that person's observer clients write
+// access until a reset, and they get {"type":"granted","by"}.
+
+type handEvent struct {
+	Type string `json:"type"` // "hand"
+	Who  string `json:"who"`
+	Via  string `json:"via"`
+}
+
+type grantedEvent struct {
+	Type string `json:"type"` // "granted"
+	By   string `json:"by"`
+}
+
+const msgReadOnlyGrant = "grant refused: this token is read-only (only a writer lets an observer type)"
+
+func isPresence(err error) bool {
+	var p *sessions.Presence
+	return errors.As(err, &p)
+}
+
+// event writes an in-band event for cl; nil once the write failed.
+func (c *conn) event(cl *sessions.Client, v any) *sessions.Client {
+	f := eventFrame(v)
+	if werr := c.write(f.typ, f.data); werr != nil {
+		c.writeFailed(werr)
+		return nil
+	}
+	return cl
+}
+
+// raiseHand asks the writers to let this observer type.
+func (c *conn) raiseHand() {
+	cl := c.current()
+	if cl == nil {
+		return
+	}
+	if err := cl.RaiseHand(); err != nil {
+		c.send(*errorFrame(err.Error()))
+		return
+	}
+	c.s.cfg.Audit.Event(audit.Hand, c.who, c.name, cl.Info().Session, "result", "ok")
+}
+
+// grant lets the observers named whom type until the session is reset.
+func (c *conn) grant(whom string) {
+	cl := c.current()
+	if cl == nil {
+		return
+	}
+	if c.allowed != nil {
+		if err := c.allowed(c.name); err != nil {
+			c.revoked(&sessions.RevokedError{Reason: err.Error()})
+			return
+		}
+	}
+	if c.readOnly {
+		c.s.cfg.Audit.Event(audit.Grant, c.who, c.name, cl.Info().Session, "to", whom, "result", "denied", "reason", "read-only token")
+		c.send(*errorFrame(msgReadOnlyGrant))
+		return
+	}
+	n, err := cl.Grant(whom)
+	if err != nil {
+		c.send(*errorFrame("grant failed: " + err.Error()))
+		return
+	}
+	c.s.cfg.Audit.Event(audit.Grant, c.who, c.name, cl.Info().Session, "to", whom, "clients", n, "result", "ok")
+}
