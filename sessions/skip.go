@@ -54,7 +54,7 @@ func SizeString(n int64) string {
 	switch {
 	case n < 1000:
 		return fmt.Sprintf("%d B", n)
-	case n < 1000*1000:
+	case n < 999_500: // rounds to at most 999 KB
 		return fmt.Sprintf("%d KB", (n+500)/1000)
 	case n < 10*1000*1000:
 		return fmt.Sprintf("%.1f MB", float64(n)/1e6)

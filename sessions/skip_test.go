@@ -249,3 +249,11 @@ func TestSkipInAHeldSession(t *testing.T) {
 		t.Fatalf("%v (%+v), want a skip from offset 5002", err, sk)
 	}
 }
+
+func TestSizeString(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1 KB", 999_499: "999 KB", 999_500: "1.0 MB", 9_949_999: "9.9 MB", 25_554_182: "26 MB"} {
+		if got := SizeString(n); got != want {
+			t.Errorf("SizeString(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -292,7 +292,7 @@ let readOnly = false; // the latest attach's (or the token's) read_only
 // sizeString writes a byte count for people, as the gateway does.
 function sizeString(n) {
   if (n < 1000) return `${n} B`;
-  if (n < 1e6) return `${Math.round(n / 1000)} KB`;
+  if (n < 999500) return `${Math.round(n / 1000)} KB`;
   if (n < 1e7) return `${(n / 1e6).toFixed(1)} MB`;
   return `${Math.round(n / 1e6)} MB`;
 }
