@@ -22,38 +22,8 @@ func TestOpenSSH(t *testing.T) {
 	sshBin := needOpenSSH(t)
 	g := newGateway(t, options{containers: []string{"web-ossh"}})
 	name := g.name("web-ossh")
-	_, port, _ := net.SplitHostPort(g.sshAddr)
-	base := []string{"-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", g.keyFiles[keyAdmin], "-p", port}
 	home := t.TempDir()
-
-	// start runs ssh with a pipe as its input.
-	start := func(args ...string) *opensshRun {
-		t.Helper()
-		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
-		cmd := exec.CommandContext(ctx, sshBin, append(append([]string{}, base...), args...)...)
-		cmd.Env = append(sshEnv(home), "TERM=xterm")
-		r := &opensshRun{t: t, cmd: cmd, out: newStream(), errOut: &termtest.SyncBuffer{}, done: make(chan struct{})}
-		cmd.Stdout, cmd.Stderr = r.out, r.errOut
-		var err error
-		if r.stdin, err = cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			cancel()
-			t.Fatal(err)
-		}
-		go func() {
-			r.err = cmd.Wait()
-			cancel()
-			close(r.done)
-		}()
-		t.Cleanup(func() {
-			cancel()
-			<-r.done
-		})
-		return r
-	}
+	start := func(args ...string) *opensshRun { t.Helper(); return g.openssh(t, sshBin, home, args...) }
 
 	// Attach, type, detach with ~. (the shell keeps running).
 	first := start("-tt", name+"@127.0.0.1")
@@ -107,6 +77,39 @@ func TestOpenSSH(t *testing.T) {
 	if code := r.wait(); code != 1 || !strings.Contains(r.out.String()+r.errOut.String(), `instance "`+g.name("nope")+`" not found or not running`) {
 		t.Errorf("ssh to an unknown instance: status %d, output %q %q", code, r.out, r.errOut)
 	}
+}
+
+// openssh runs sshBin as the admin key against g, with a pipe as its
+// input and HOME set to home; the run is bounded by waitFor.
+func (g *gateway) openssh(t *testing.T, sshBin, home string, args ...string) *opensshRun {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(g.sshAddr)
+	base := []string{"-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
+		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", g.keyFiles[keyAdmin], "-p", port}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	cmd := exec.CommandContext(ctx, sshBin, append(base, args...)...)
+	cmd.Env = append(sshEnv(home), "TERM=xterm")
+	r := &opensshRun{t: t, cmd: cmd, out: newStream(), errOut: &termtest.SyncBuffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = r.out, r.errOut
+	var err error
+	if r.stdin, err = cmd.StdinPipe(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	go func() {
+		r.err = cmd.Wait()
+		cancel()
+		close(r.done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-r.done
+	})
+	return r
 }
 
 // needOpenSSH returns the ssh binary, or skips t without one (fails it

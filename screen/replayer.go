@@ -139,6 +139,22 @@ func (r *Replayer) Resize(size sessions.Size) {
 	r.push(item{size: size})
 }
 
+// Prepare feeds the emulator what waits for it, without the session's
+// lock (sessions.Redrawer: Replay redraws the whole terminal state, so a
+// lagging client is brought forward with it instead of being dropped):
+// the Replay that follows, under the lock, then has little left to feed,
+// and the session's output waits for it as little as possible. After an
+// overflow it does nothing: Replay rebuilds from the ring.
+func (r *Replayer) Prepare() {
+	r.emuMu.Lock()
+	r.drainLocked()
+	replies := len(r.replies) > 0
+	r.emuMu.Unlock()
+	if replies { // the worker sends them
+		r.signal()
+	}
+}
+
 // Attached records the number of attached clients.
 func (r *Replayer) Attached(n int) { r.attached = n }
 

@@ -56,7 +56,8 @@ type Client struct {
 	limit  int      // queued bytes allowed before the client is dropped
 	cause  error    // set once: why the client is closed
 	wake   chan struct{}
-	after  []func() // AfterClose callbacks not yet run
+	after  []func()  // AfterClose callbacks not yet run
+	skip   skipState // falling behind and catching up (skip.go)
 
 	// The window size this client asks for (zero: unknown), the size it
 	// was last told or asked for, and when it was last active (attached,
@@ -142,13 +143,17 @@ const TakeMax = 256 << 10
 // A reset is returned in band, as a *ResetError with the chunks before it;
 // it is not final: the client stays attached and the next Take returns the
 // fresh session's replay and output. A *Notice (the instance paused or
-// unpaused, see paused.go) is returned in band the same way.
+// unpaused, see paused.go) and a *SkippedError (the client fell behind and
+// the next Take returns the current screen, see skip.go) are returned in
+// band the same way.
 func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
+	c.catchUp() // a client that fell behind is brought forward here (skip.go)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.queue) == 0 {
 		return bufs, c.cause
 	}
+	c.skip.headReplay = false // taken now, if it was there
 	n, taken := 0, 0
 	for n < len(c.queue) && len(c.queue[n]) > 0 && (n == 0 || taken+len(c.queue[n]) <= TakeMax) {
 		taken += len(c.queue[n])
@@ -272,6 +277,14 @@ const (
 	// droppedSlow: this chunk overflowed the queue; the client is now
 	// closed with ErrSlowClient.
 	droppedSlow
+	// overflowed: the chunk was not queued: it would overflow the queue,
+	// or the client is behind; the session brings the client forward or
+	// drops it (skip.go).
+	overflowed
+	// fellBehind: the client's backlog was discarded (skip.go).
+	fellBehind
+	// stillBehind: the chunk was counted as skipped (skip.go).
+	stillBehind
 )
 
 // enqueue adds a chunk without blocking. Called with Session.mu held.
@@ -281,18 +294,23 @@ func (c *Client) enqueue(chunk []byte) enqueueResult {
 		c.mu.Unlock()
 		return alreadyClosed
 	}
-	if c.queued+len(chunk) > c.limit {
+	if c.skip.behind || c.queued+len(chunk) > c.limit {
 		c.mu.Unlock()
-		if c.close(ErrSlowClient, true) {
-			return droppedSlow
-		}
-		return alreadyClosed
+		return overflowed
 	}
 	c.queue = append(c.queue, chunk)
 	c.queued += len(chunk)
 	c.mu.Unlock()
 	c.signal()
 	return enqueued
+}
+
+// dropSlow closes the client as too slow; its queue is dropped.
+func (c *Client) dropSlow() enqueueResult {
+	if c.close(ErrSlowClient, true) {
+		return droppedSlow
+	}
+	return alreadyClosed
 }
 
 // close records the cause (the first one wins) and wakes the reader. With

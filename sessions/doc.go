@@ -15,15 +15,18 @@
 // credential (recheck.go) and shutdown end it or its clients with a cause
 // the listeners print. A paused instance keeps its session: its clients
 // get an in-band *Notice and attaches are refused until the unpause
-// (paused.go).
+// (paused.go). A client that falls too far behind the output gets an
+// in-band *SkippedError, then the current screen (skip.go).
 //
 // Goroutines, each owned and waited for by Close/Wait or Shutdown:
 //
 //   - per Session, run (waits for the end, then kills the shell's
 //     processes and tears down in order) and pump (reads the shell's output
 //     into the ring, the observer and every client's bounded queue; it
-//     never blocks on a client: one whose queue overflows is dropped with
-//     ErrSlowClient and may reattach);
+//     never blocks on a client: one whose queue overflows is brought
+//     forward to the current screen with an in-band *SkippedError when the
+//     Replayer is a Redrawer (--replay screen, skip.go), and otherwise
+//     dropped with ErrSlowClient and may reattach);
 //   - per Session while they have work only, the resizer (applies window
 //     sizes in order, to the replayer and the backend, paced and coalesced:
 //     resizer.go, resizepace.go) and the inputter (writes queued input and

@@ -133,6 +133,7 @@ func (c *Client) moveTo(s *Session, info AttachInfo, ev *ResetError, replay []by
 		return false
 	}
 	c.sess, c.info = s, info
+	c.skip.behind = false  // the fresh session's replay brings it forward
 	c.granted.Store(false) // a grant lasts for its session only
 	c.handUp = false
 	c.queue = append(c.queue, []byte{}) // the event's place

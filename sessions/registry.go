@@ -39,6 +39,9 @@ type Config struct {
 	// it is dropped as too slow (default 16 MiB: about half a second of a
 	// container printing flat out, so a loaded host does not drop readers).
 	ClientQueue int
+	// StuckTimeout: a client brought forward (skip.go) that takes nothing
+	// for this long is dropped at its next overflow (default 30s).
+	StuckTimeout time.Duration
 	// StartTimeout bounds starting a shell; KillTimeout bounds killing one
 	// and other backend calls made while tearing down (defaults 15s, 10s).
 	StartTimeout, KillTimeout time.Duration
@@ -127,6 +130,9 @@ func New(cfg Config) (*Registry, error) {
 	}
 	if cfg.ClientQueue < cfg.BufferSize {
 		cfg.ClientQueue = cfg.BufferSize // the replay must fit
+	}
+	if cfg.StuckTimeout <= 0 {
+		cfg.StuckTimeout = 30 * time.Second
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 15 * time.Second

@@ -247,7 +247,8 @@ func (s *Session) run() {
 }
 
 // pump copies shell output into the ring and every client's queue. It never
-// blocks on a client: a client whose queue is full is dropped.
+// blocks on a client: a client whose queue is full falls behind (to be
+// brought forward, skip.go) or is dropped.
 func (s *Session) pump() {
 	defer close(s.pumpGone)
 	defer s.recoverPump()
@@ -310,14 +311,15 @@ func (s *Session) deliver(chunk []byte) {
 	s.replay.Write(chunk)
 	s.bytesOut.Add(int64(len(chunk)))
 	for c := range s.clients {
-		switch c.enqueue(chunk) {
+		res := c.enqueue(chunk)
+		if res == overflowed {
+			res = s.overflowLocked(c, chunk) // brought forward or dropped (skip.go)
+		}
+		switch res {
+		case fellBehind:
+			s.log.Debug("client fell behind; it is brought forward when it reads again", "client", c.label)
 		case droppedSlow:
-			delete(s.clients, c)
-			s.clientsChangedLocked()
-			s.replay.Attached(len(s.clients))
-			s.applySizePolicyLocked(false)
-			s.log.Info("client dropped", "client", c.label, "cause", ErrSlowClient.Error())
-			s.startIdleLocked()
+			s.droppedLocked(c)
 		case alreadyClosed:
 			// Closed by a Detach or a revocation racing this output: that
 			// path removes and reports it.
@@ -388,7 +390,8 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 	}
 	c := newClient(s, info, opts, s.cfg.ClientQueue)
 	if len(replay) > 0 {
-		c.enqueue(replay) // fits: the client's queue is empty
+		c.enqueue(replay)        // fits: the client's queue is empty
+		c.skip.headReplay = true // nobody else has c yet
 	}
 	s.clients[c] = struct{}{}
 	s.joinedLocked()

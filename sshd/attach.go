@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/termgate/termgate/audit"
-	"github.com/termgate/termgate/internal/relaybuf"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
@@ -165,6 +164,7 @@ func (r *relay) run() (code int) {
 func (r *relay) output() (code int, cause string) {
 	const clientLeft = "client closed the channel"
 	var bufs [][]byte
+	var skipped *sessions.SkippedError // its notice follows the redraw (skip.go)
 	for {
 		c := r.current()
 		<-c.Ready() // also when the client is closed
@@ -173,7 +173,7 @@ func (r *relay) output() (code int, cause string) {
 		if len(bufs) > 0 {
 			// What was queued goes as one channel write (relaybuf), from
 			// this goroutine: no copy into a buffer, no hand-off.
-			werr := r.guard.do(func() error { return relaybuf.Write(r.out, bufs) })
+			werr := r.writeOutput(bufs, &skipped)
 			clear(bufs) // hold no output once it is written
 			if werr != nil {
 				if cause := c.Cause(); cause != nil && !errors.Is(cause, sessions.ErrDetached) {
@@ -191,6 +191,7 @@ func (r *relay) output() (code int, cause string) {
 		var resized *sessions.Resized
 		var hand *sessions.HandRaised
 		switch {
+		case errors.As(err, &skipped): // brought forward: the redraw comes next
 		case errors.As(err, &resized):
 			// Another client's size, a pin or a fall-back: a remote
 			// terminal cannot be resized from here; the shell redraws.

@@ -214,7 +214,9 @@ func (g *writeGuard) blockedFor() time.Duration {
 // (dropped as too slow, detached, revoked, reset, shutdown), run starts
 // watchClosed, which closes the whole connection when a write to the
 // channel stays blocked for CloseGrace. While the client is attached
-// nothing is timed (the registry drops a client that falls behind). The
+// nothing is timed: the registry brings forward a client that falls
+// behind (skip.go) and drops one that stays behind without taking output
+// for its StuckTimeout, or drops it at once with --replay raw. The
 // notice is written when it can be: a client that reads again before
 // CloseGrace gets it.
 

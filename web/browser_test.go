@@ -642,6 +642,27 @@ type proxy struct {
 	target string
 	down   bool
 	conns  map[net.Conn]struct{}
+
+	// hold, write-locked by pause, stops every copy before its next
+	// write: the gateway's writes then block as behind a client that
+	// stopped reading (skip_browser_test.go).
+	hold sync.RWMutex
+}
+
+// pause stops forwarding (both ways) until resume; the connections stay.
+func (p *proxy) pause()  { p.hold.Lock() }
+func (p *proxy) resume() { p.hold.Unlock() }
+
+// heldWriter writes to w unless the proxy is paused.
+type heldWriter struct {
+	w io.Writer
+	p *proxy
+}
+
+func (h heldWriter) Write(b []byte) (int, error) {
+	h.p.hold.RLock()
+	defer h.p.hold.RUnlock()
+	return h.w.Write(b)
 }
 
 func startProxy(t *testing.T, target string) *proxy {
@@ -704,7 +725,7 @@ func (p *proxy) track(cs ...net.Conn) bool {
 }
 
 func (p *proxy) pipe(dst, src net.Conn) {
-	_, _ = io.Copy(dst, src)
+	_, _ = io.Copy(heldWriter{dst, p}, src)
 	_ = dst.Close()
 	_ = src.Close()
 	p.mu.Lock()

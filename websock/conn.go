@@ -103,6 +103,7 @@ func (c *conn) run(client *sessions.Client) {
 	c.mu.Lock()
 	c.client, c.told, c.toldSession = client, client, info.Session
 	c.mu.Unlock()
+	limitUnsent(c.ws.NetConn()) // a slow reader's writes go on as it reads (lowat.go)
 	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
 	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label, "read_only", c.readOnly)
 	// out is empty and nobody else sends yet: the attached event goes first.
@@ -508,13 +509,14 @@ func (c *conn) reset() {
 	c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
 }
 
-// outputEnded handles err from cl's output: a reset or a notice is
-// reported and cl goes on (returned); anything else ends the connection (nil). A cut (too
+// outputEnded handles err from cl's output: a reset, a skip or a notice
+// is reported and cl goes on (returned); anything else ends the connection (nil). A cut (too
 // slow, revoked) is handled by watchCut, which may have run already.
 func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 	var reset *sessions.ResetError
 	var exit *sessions.ExitError
 	var notice *sessions.Notice
+	var skipped *sessions.SkippedError
 	var resized *sessions.Resized
 	var hand *sessions.HandRaised
 	var granted *sessions.Granted
@@ -523,6 +525,9 @@ func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 		return nil
 	case errors.As(err, &reset):
 		return c.resetMoved(cl, reset)
+	case errors.As(err, &skipped): // brought forward: the redraw follows
+		c.log.Debug("websocket client brought forward", "offset", skipped.Offset, "skipped", skipped.Bytes)
+		return c.event(cl, skippedEvent{Type: "skipped", Offset: skipped.Offset, Bytes: skipped.Bytes, Replay: skipped.Replay})
 	case errors.As(err, &resized): // another client's size, a pin, a fall-back
 		return c.event(cl, sizeEvent{Type: "size", Cols: resized.Size.Cols, Rows: resized.Size.Rows, Pinned: resized.Pinned})
 	case errors.As(err, &hand):

@@ -46,6 +46,18 @@ type resetEvent struct {
 	Replay int   `json:"replay"`
 }
 
+// skippedEvent: the client fell too far behind the output and was
+// brought forward (session semantics 8); the current screen follows.
+type skippedEvent struct {
+	Type   string `json:"type"` // "skipped"
+	Offset int64  `json:"offset"`
+	Bytes  int64  `json:"bytes"`
+	// Replay is how many bytes of redraw follow before the output from
+	// offset on (an addition to the contract's fields, for resuming:
+	// since = offset + received - replay, as after attached).
+	Replay int `json:"replay"`
+}
+
 type exitEvent struct {
 	Type string `json:"type"` // "exit"
 	Code int    `json:"code"`

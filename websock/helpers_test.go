@@ -221,6 +221,8 @@ type event struct {
 	Code     int    `json:"code"`
 	Message  string `json:"message"`
 	ReadOnly bool   `json:"read_only"`
+	Replay   int    `json:"replay"`
+	Bytes    int64  `json:"bytes"` // a skipped event's
 	// Who, Via: a hand event's; By: a granted event's.
 	Who, Via, By string
 	// Cols, Rows, Pinned: a size event's (cols, rows: attached's too).

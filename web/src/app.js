@@ -298,6 +298,14 @@ function setGranted(term) {
 
 let readOnly = false; // the latest attach's (or the token's) read_only
 
+// sizeString writes a byte count for people, as the gateway does.
+function sizeString(n) {
+  if (n < 1000) return `${n} B`;
+  if (n < 999500) return `${Math.round(n / 1000)} KB`;
+  if (n < 1e7) return `${(n / 1e6).toFixed(1)} MB`;
+  return `${Math.round(n / 1e6)} MB`;
+}
+
 function setStatus(kind, text) {
   $('status').className = `status ${kind}`;
   $('status').textContent = text;
@@ -426,6 +434,17 @@ class Connection {
         setStatus('connected', 'connected · session reset: fresh shell');
         this.session = ev.session;
         this.pos = ev.offset - ev.replay;
+        break;
+      case 'skipped':
+        // This terminal fell too far behind the output (a slow link, a
+        // background tab) and the gateway brought it forward: the redraw
+        // that follows is the current screen, as a fresh attach gets. The
+        // status bar says so; nothing is written into the terminal.
+        this.term.reset();
+        this.pos = ev.offset - ev.replay;
+        this.skipped = (this.skipped || 0) + ev.bytes;
+        window.termgateSkipped = this.skipped; // for the browser test
+        setStatus('connected', `connected · skipped ${sizeString(ev.bytes)} to catch up`);
         break;
       case 'exit':
         this.ended = true;

@@ -10,7 +10,7 @@ const perKey = 16
 
 // keysFor is the number of client keys the run needs.
 func keysFor(cfg *config) int {
-	n := max(cfg.fanout, cfg.scale)
+	n := max(cfg.fanout, cfg.scale, perKey+cfg.slowReaders) // the slow SSH readers start at perKey (catchup.go)
 	return 1 + (n+perKey-1)/perKey
 }
 

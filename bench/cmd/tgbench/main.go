@@ -49,6 +49,9 @@ type config struct {
 	// it) and how long the shell prints in each run.
 	pace    int
 	paceFor time.Duration
+	// slowReaders is how many clients read at 100 KB/s in the catching-up
+	// phase (catchup.go).
+	slowReaders int
 }
 
 type listFlag []string
@@ -73,6 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.fanout, "fanout", 4, "clients attached to one session for the fan-out measurement, compared with one client alone (0: skip it)")
 	pace := fs.String("fanout-pace", "400KB", "the paced fan-out's pace: the shell prints pace/100 bytes every 10 ms, with one client alone and with -fanout clients (KB, MB: 10^3, 10^6 bytes per second; 0: skip it)")
 	fs.DurationVar(&c.paceFor, "fanout-pace-for", 5*time.Second, "how long the shell prints in each paced fan-out run")
+	fs.IntVar(&c.slowReaders, "slow-readers", 100, "clients reading at 100 KB/s in the catching-up phase (WebSocket, past 40 SSH), 1..100")
 	fs.IntVar(&c.scale, "scale-clients", 0, "SSH clients to attach at once, spread over the two benchmark sessions, for the scale measurement (e.g. 1000; 0: skip it)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound on the measurements (setup and cleanup are bounded separately, about 30 s each at worst)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary state directory and the gateway's log")
@@ -113,6 +117,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-fanout-pace-for %s: use %s..%s", c.paceFor, minPaceFor, maxPaceFor)
 	case c.scale < 0 || c.scale > maxScale:
 		return nil, fmt.Errorf("-scale-clients %d: use 0..%d", c.scale, maxScale)
+	case c.slowReaders < 1 || c.slowReaders > 100:
+		return nil, fmt.Errorf("-slow-readers %d: use 1..100", c.slowReaders)
 	case c.timeout <= 0:
 		return nil, fmt.Errorf("-timeout must be positive")
 	case c.kubernetes != "auto" && c.kubernetes != "off" && c.kubernetes != "only":

@@ -121,6 +121,14 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 			})
 		}
 	}
+	phase(catchupMetrics, []string{catchupPath}, func() {
+		logf("catching up: the shell's pace alone and with %d clients reading at 100 KB/s", cfg.slowReaders)
+		catchup(ctx, e, cfg, rep)
+	})
+	phase([]string{"skip_cost"}, nil, func() {
+		logf("skip cost: one redraw at %d window sizes, in process", len(skipSizes))
+		skipCost(ctx, rep)
+	})
 	if cfg.scale > 0 {
 		phase(scaleMetrics, []string{scalePath(cfg)}, func() {
 			logf("scale: %d SSH clients attached at once", cfg.scale)

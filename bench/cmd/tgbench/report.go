@@ -121,6 +121,10 @@ var metricOrder = []struct{ name, title, unit, better string }{
 	{"fanout_paced_bench", "paced fan-out, tgbench CPU (its clients)", "%", "lower"},
 	{"fanout_paced_host_lone", "paced fan-out, machine busy, one client", "%", "lower"},
 	{"fanout_paced_host", "paced fan-out, machine busy", "%", "lower"},
+	{"catchup_lone", "catching up, the shell's pace, one client", "MB/s", "higher"},
+	{"catchup_slow", "catching up, the shell's pace with 100 KB/s readers", "MB/s", "higher"},
+	{"catchup_mem", "catching up, gateway memory with the slow readers", "MiB", "lower"},
+	{"skip_cost", "catching up, one skip's redraw", "ms", "lower"},
 	{"scale_attach_all", "scale, all clients attached", "s", "lower"},
 	{"scale_attach_p50", "scale, attach p50", "ms", "lower"},
 	{"scale_attach_p99", "scale, attach p99", "ms", "lower"},
@@ -209,6 +213,15 @@ func (r *Report) direct(metric string) (Result, bool) {
 		metric = "throughput"
 	case strings.HasPrefix(metric, "fanout"):
 		metric = "throughput"
+	case metric == "catchup_slow": // against the shell's pace alone
+		if res := r.find("catchup_lone", catchupPath); res != nil && res.Error == "" && res.Value > 0 {
+			return *res, true
+		}
+		return Result{}, false
+	case metric == "catchup_lone":
+		return Result{}, false // the shell's nominal pace is the reference
+	case metric == "skip_cost" || metric == "catchup_mem":
+		return Result{}, false // absolute
 	case metric == "attach_new":
 		metric = "attach"
 	}

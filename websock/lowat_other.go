@@ -1,0 +1,5 @@
+//go:build !linux
+
+package websock
+
+func setNotSentLowat(uintptr, int) {}
