@@ -79,12 +79,18 @@ func (id Identity) May(instance string) bool {
 		return false
 	}
 	if len(id.Grants) > 0 {
-		return slices.ContainsFunc(id.Grants, func(g Grant) bool { return grantCovers(g, instance) })
+		return slices.ContainsFunc(id.Grants, func(g Grant) bool { return covers(g.Instances, instance) })
 	}
-	if len(id.Instances) == 0 {
+	return covers(id.Instances, instance)
+}
+
+// covers reports whether instance matches one of patterns; no patterns
+// cover every instance.
+func covers(patterns []string, instance string) bool {
+	if len(patterns) == 0 {
 		return true
 	}
-	for _, p := range id.Instances {
+	for _, p := range patterns {
 		if ok, err := path.Match(p, instance); ok && err == nil {
 			return true
 		}

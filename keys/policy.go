@@ -98,23 +98,11 @@ func (id Identity) For(instance string) Identity {
 	}
 	ro, covered := true, false
 	for _, g := range id.Grants {
-		if grantCovers(g, instance) {
+		if covers(g.Instances, instance) {
 			covered = true
 			ro = ro && g.ReadOnly
 		}
 	}
 	id.ReadOnly = ro || !covered
 	return id
-}
-
-func grantCovers(g Grant, instance string) bool {
-	if len(g.Instances) == 0 {
-		return true
-	}
-	for _, p := range g.Instances {
-		if ok, err := path.Match(p, instance); ok && err == nil {
-			return true
-		}
-	}
-	return false
 }
