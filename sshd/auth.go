@@ -41,7 +41,13 @@ func (s *Server) authorize(key gossh.PublicKey, remote net.Addr) (keys.Identity,
 		}
 		return s.cfg.UserCAs.AuthorizeCert(cert, remote)
 	}
-	return s.cfg.Keys.Authorize(key, remote)
+	id, err := s.cfg.Keys.Authorize(key, remote)
+	if err != nil {
+		if sid, ok := s.signedIn(key); ok { // a key signed in through the browser (signin.go)
+			return sid, nil
+		}
+	}
+	return id, err
 }
 
 // publicKey is the handshake's public-key callback. x/crypto calls it for

@@ -15,6 +15,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/oidc"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -35,6 +36,7 @@ type connState struct {
 	mu       sync.Mutex      // guards the fields below
 	verified gossh.PublicKey // the key whose signature was verified
 	identity keys.Identity   // the verified key's identity
+	signin   *oidc.Approved  // a browser sign-in approved this connection (signin.go)
 	keySlot  func()          // releases the key's connection slot; nil before
 	channels int             // session channels open (MaxChannelsPerConn)
 	authDone bool
@@ -171,6 +173,7 @@ func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
 			return &gossh.Permissions{}, nil
 		},
 		VerifiedPublicKeyCallback: func(_ gossh.ConnMetadata, key gossh.PublicKey, perms *gossh.Permissions, _ string) (*gossh.Permissions, error) {
+			s.bindSignedIn(cs, key, perms) // the key proven after a browser sign-in
 			id, err := s.authorize(key, cs.remote)
 			if err != nil { // the file changed since the key was offered
 				return nil, err
@@ -198,6 +201,11 @@ func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
 				cs.log.Debug("authentication attempt failed", "method", method, "err", err)
 			}
 		},
+	}
+	if s.cfg.SignIn != nil {
+		cfg.KeyboardInteractiveCallback = func(meta gossh.ConnMetadata, challenge gossh.KeyboardInteractiveChallenge) (*gossh.Permissions, error) {
+			return s.keyboardInteractive(cs, meta.RemoteAddr(), challenge)
+		}
 	}
 	cfg.AddHostKey(s.host)
 	return cfg

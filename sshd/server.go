@@ -29,6 +29,9 @@ type Config struct {
 	HostSigner gossh.Signer
 	// Keys authorizes public keys (required; usually a *keys.KeyStore).
 	Keys Authorizer
+	// SignIn, when set, lets a key no authorized_keys line accepts sign in
+	// through the identity provider (signin.go).
+	SignIn *SignIn
 	// UserCAs authorizes OpenSSH user certificates (usually a
 	// *keys.CAStore); nil refuses every certificate.
 	UserCAs CertAuthorizer
