@@ -55,9 +55,12 @@ type Away struct {
 
 // Error is the one-line summary:
 // "away 12m: 3.4 MB of output, 2 commands finished: make (exit 0), make test (exit 2)".
-func (a *Away) Error() string {
+func (a *Away) Error() string { return "away " + AwayDuration(a.Gone) + ": " + a.Summary() }
+
+// Summary is the summary without how long: "3.4 MB of output, …".
+func (a *Away) Summary() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "away %s: %s of output", awayDuration(a.Gone), awayBytes(a.Bytes))
+	fmt.Fprintf(&b, "%s of output", awayBytes(a.Bytes))
 	if !a.Marked {
 		return b.String()
 	}
@@ -106,8 +109,8 @@ func exitText(c FinishedCommand) string {
 	return fmt.Sprint(c.Exit)
 }
 
-// awayDuration is "45s", "12m", "3h5m".
-func awayDuration(d time.Duration) string {
+// AwayDuration is "45s", "12m", "3h5m".
+func AwayDuration(d time.Duration) string {
 	switch {
 	case d < time.Minute:
 		return fmt.Sprintf("%ds", int(d/time.Second))
