@@ -25,8 +25,9 @@ import (
 const (
 	// awayPeople is how many people a session remembers.
 	awayPeople = 64
-	// awayQuiet: a return this soon with no output in between (a
-	// reconnect after a network blip) gets no summary.
+	// awayQuiet: a return this soon (a reconnect after a network blip,
+	// whose output a resume carries anyway) gets no summary, unless a
+	// command finished meanwhile.
 	awayQuiet = 5 * time.Second
 	// awayListed is how many commands the one-line summary names.
 	awayListed = 5
@@ -171,8 +172,8 @@ func (s *Session) attachedLocked(who string) bool {
 }
 
 // returnedLocked is the summary for who coming back, or nil: none when
-// they never left this session, still have a client here, or come back at
-// once to no news. Called with Session.mu held, before the new client
+// they never left this session, still have a client here, or come back
+// within awayQuiet with no command finished. Called with Session.mu held, before the new client
 // is in clients.
 func (s *Session) returnedLocked(who string) *Away {
 	m, ok := s.away[who]
@@ -181,7 +182,7 @@ func (s *Session) returnedLocked(who string) *Away {
 	}
 	a := &Away{Gone: s.clock.Since(m.at), Bytes: s.ring.End() - m.offset, Marked: s.marks.seen}
 	a.Commands, a.Finished = s.marks.since(m.seq)
-	if a.Gone < awayQuiet && a.Bytes == 0 {
+	if a.Gone < awayQuiet && a.Finished == 0 {
 		return nil
 	}
 	return a

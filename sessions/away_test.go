@@ -88,26 +88,40 @@ func TestAwaySummaryAfterTheReplay(t *testing.T) {
 }
 
 // Without OSC 133 the summary says only how long and how much; a return
-// at once to no news says nothing (a reconnect after a network blip).
+// within seconds says nothing (a reconnect after a network blip), output
+// or not, unless a command finished.
 func TestAwayWithoutMarksAndQuietReturn(t *testing.T) {
 	clock := clockwork.NewFakeClock()
 	r, fb := newTestRegistry(t, Config{Clock: clock, IdleTimeout: 24 * time.Hour})
 	ann := attach(t, r, "web1", AttachOptions{Who: "ann"})
 	ann.Detach()
-	clock.Advance(time.Second)
-	quick := attach(t, r, "web1", AttachOptions{Who: "ann"})
+	s := sessionOfT(t, r, "web1")
 	p := fb.last()
 	p.emit("y")
-	if b, err := readAtLeast(t, quick, 1); err != nil || string(b) != "y" {
-		t.Fatalf("a quick return read %q, %v; want the output and no event", b, err)
+	waitFor(t, func() bool { return s.bytesOut.Load() == 1 })
+	clock.Advance(4 * time.Second)
+	quick := attach(t, r, "web1", AttachOptions{Who: "ann"})
+	p.emit("z")
+	if b, err := readAtLeast(t, quick, 2); err != nil || string(b) != "yz" {
+		t.Fatalf("a quick return read %q, %v; want the replay, the output and no event", b, err)
 	}
 	quick.Detach()
+	p.emit(shellRun("true", "", 0))
+	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.marks.total == 1 })
+	clock.Advance(time.Second)
+	quick = attach(t, r, "web1", AttachOptions{Who: "ann"})
+	if _, err := readErr(t, quick); !strings.HasSuffix(fmt.Sprint(err), "1 command finished: true (exit 0)") {
+		t.Fatalf("a quick return after a command finished: %v, want the summary", err)
+	}
+	quick.Detach()
+	s.mu.Lock()
+	s.marks = marks{} // the rest is about a shell without marks
+	s.mu.Unlock()
 
-	s := sessionOfT(t, r, "web1")
 	clock.Advance(3 * time.Hour)
 	big := strings.Repeat("z", 3400)
 	p.emit(big)
-	waitFor(t, func() bool { return s.bytesOut.Load() == int64(1+len(big)) })
+	waitFor(t, func() bool { return s.bytesOut.Load() == int64(2+len(shellRun("true", "", 0))+len(big)) })
 	back := attach(t, r, "web1", AttachOptions{Who: "ann"})
 	defer back.Detach()
 	_, err := readErr(t, back)

@@ -197,3 +197,22 @@ func FuzzOSC133(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkOSC133Plain: what following the marks costs the pump for a
+// 64 KiB chunk of output without marks, and with a command's marks in it.
+func BenchmarkOSC133Plain(b *testing.B) {
+	plain := []byte(strings.Repeat("some build output, \x1b[1mbold\x1b[m and all\r\n", 64<<10/42))
+	marked := append([]byte(shellRun("make", "", 0)), plain...)
+	for _, bc := range []struct {
+		name  string
+		chunk []byte
+	}{{"plain", plain}, {"marked", marked}} {
+		b.Run(bc.name, func(b *testing.B) {
+			m := &marks{}
+			b.SetBytes(int64(len(bc.chunk)))
+			for b.Loop() {
+				m.feed(bc.chunk, 0, fixedNow)
+			}
+		})
+	}
+}
