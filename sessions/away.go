@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/termgate/termgate/screen/sanitize"
 )
@@ -29,8 +30,10 @@ const (
 	// whose output a resume carries anyway) gets no summary, unless a
 	// command finished meanwhile.
 	awayQuiet = 5 * time.Second
-	// awayListed is how many commands the one-line summary names.
-	awayListed = 5
+	// awayListed is how many commands the one-line summary names, and
+	// awayLineCmd how much of each (the event carries them whole).
+	awayListed  = 5
+	awayLineCmd = 60
 )
 
 // awayMark is where one person left.
@@ -98,9 +101,17 @@ func (a *Away) Summary() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s (exit %s)", c.Command, exitText(c))
+		fmt.Fprintf(&b, "%s (exit %s)", clipRunes(c.Command, awayLineCmd), exitText(c))
 	}
 	return b.String()
+}
+
+// clipRunes cuts s to n characters, marking the cut.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
 }
 
 func exitText(c FinishedCommand) string {

@@ -209,3 +209,49 @@ func TestSinceLastDetach(t *testing.T) {
 		t.Fatalf("after the ring wrapped: missing %d, %d bytes starting %.20q, %v; want a count and whole lines", l.Missing, len(l.Output), l.Output, err)
 	}
 }
+
+// A shell that floods marks while someone is away: the summary stays
+// bounded (the last 32 commands, the count of all) and so does the state.
+func TestAwayAfterAFloodOfMarks(t *testing.T) {
+	clock := clockwork.NewFakeClock()
+	r, fb := newTestRegistry(t, Config{Clock: clock, IdleTimeout: 24 * time.Hour})
+	attach(t, r, "web1", AttachOptions{Who: "ann"}).Detach()
+	s := sessionOfT(t, r, "web1")
+	p := fb.last()
+	var b strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&b, "\x1b]133;B\x07cmd %d\x1b]133;C\x07\x1b]133;D;%d\x07\x1b]133;%s\x07", i, i%256, strings.Repeat("x", 100))
+	}
+	flood := b.String()
+	p.emit(flood)
+	waitFor(t, func() bool { return s.bytesOut.Load() == int64(len(flood)) })
+	clock.Advance(time.Minute)
+	back := attach(t, r, "web1", AttachOptions{Who: "ann"})
+	defer back.Detach()
+	_, err := readErr(t, back)
+	var away *Away
+	if !errors.As(err, &away) || away.Finished != 20000 || len(away.Commands) != keptCommands ||
+		away.Commands[len(away.Commands)-1].Command != "cmd 19999" || away.Commands[0].Command != "cmd 19968" {
+		t.Fatalf("after 20000 commands: %v", err)
+	}
+	if line := away.Error(); len(line) > 300 || !strings.Contains(line, "20000 commands finished, the last 5: cmd 19995 (exit 27)") {
+		t.Errorf("summary %q: want it short, naming the last 5", line)
+	}
+}
+
+// The one-line summary names at most 5 commands, each cut to 60
+// characters; the event keeps them whole.
+func TestAwayLineStaysShort(t *testing.T) {
+	long := strings.Repeat("é", 150)
+	a := &Away{Gone: 90 * time.Minute, Bytes: 3_400_000, Marked: true, Finished: 1,
+		Commands: []FinishedCommand{{Command: long, Exit: 1, ExitKnown: true}}}
+	want := "away 1h30m: 3.4 MB of output, 1 command finished: " + strings.Repeat("é", 59) + "… (exit 1)"
+	if got := a.Error(); got != want {
+		t.Errorf("summary %q\nwant %q", got, want)
+	}
+	a.Commands = append(a.Commands, FinishedCommand{})
+	a.Finished = 2
+	if got := a.Error(); got != "away 1h30m: 3.4 MB of output, 2 commands finished (exit 1, ?)" {
+		t.Errorf("without every command's text: %q", got)
+	}
+}
