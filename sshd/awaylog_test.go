@@ -59,3 +59,25 @@ func TestAwayNoticeAndLog(t *testing.T) {
 		}
 	}
 }
+
+// When the replay buffer no longer reaches back to the detach, log says
+// so on stderr and prints what it still holds, from a line's start.
+func TestAwayLogBufferWrapped(t *testing.T) {
+	f := newFixtureReg(t, nil, func(c *sessions.Config) { c.BufferSize = sessions.MinBufferSize })
+	a := f.attach(t, "admin", "web1", 80, 24)
+	a.send("echo before-$((6*7))")
+	a.expect("before-42")
+	_ = a.client.Close()
+	eventually(t, "admin detached", func() bool { return clientsOf(f.reg, "web1") == 0 })
+	b := f.attach(t, "web", "web1", 80, 24)
+	b.send(`i=0; while [ $i -lt 1000 ]; do echo "line $i of the flood"; i=$((i+1)); done; echo end-$((6*7))`)
+	b.expect("end-42")
+
+	r := f.run(t, "admin", gatewayUser, "log web1")
+	if r.code != 0 || !strings.Contains(r.stdout, "end-42") || strings.Contains(r.stdout, "line 0 of") || len(r.stdout) > sessions.MinBufferSize {
+		t.Fatalf("log: status %d, %d bytes of stdout ending %q", r.code, len(r.stdout), r.stdout[max(0, len(r.stdout)-40):])
+	}
+	if !regexp.MustCompile(`(?m)^termgate: the buffer no longer reaches back that far: the first \d+ bytes are gone`).MatchString(r.stderr) {
+		t.Errorf("log: stderr %q, want the note that the buffer no longer reaches back", r.stderr)
+	}
+}
