@@ -136,17 +136,20 @@ func AwayDuration(d time.Duration) string {
 	return fmt.Sprintf("%dh%dm", h, m)
 }
 
-// awayBytes is "512 B", "12.0 KB", "3.4 MB" (decimal units).
+// awayBytes is "512 B", "12.0 KB", "3.4 MB" (decimal units; 999,960
+// bytes is 1.0 MB, not 1000.0 KB).
 func awayBytes(n int64) string {
-	switch {
-	case n < 1000:
+	if n < 1000 {
 		return fmt.Sprintf("%d B", n)
-	case n < 1000*1000:
-		return fmt.Sprintf("%.1f KB", float64(n)/1e3)
-	case n < 1000*1000*1000:
-		return fmt.Sprintf("%.1f MB", float64(n)/1e6)
 	}
-	return fmt.Sprintf("%.1f GB", float64(n)/1e9)
+	v := float64(n) / 1e3
+	for _, unit := range []string{"KB", "MB"} {
+		if v < 999.95 {
+			return fmt.Sprintf("%.1f %s", v, unit)
+		}
+		v /= 1e3
+	}
+	return fmt.Sprintf("%.1f GB", v)
 }
 
 // leftLocked records that c left; when it was its person's last client

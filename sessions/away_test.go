@@ -255,3 +255,12 @@ func TestAwayLineStaysShort(t *testing.T) {
 		t.Errorf("without every command's text: %q", got)
 	}
 }
+
+func TestAwayBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1.0 KB", 3400: "3.4 KB", 999_949: "999.9 KB",
+		999_960: "1.0 MB", 3_400_000: "3.4 MB", 999_960_000: "1.0 GB", 5e12: "5000.0 GB"} {
+		if got := awayBytes(n); got != want {
+			t.Errorf("awayBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
