@@ -38,6 +38,9 @@ const (
 	SessionEnd = "session_end"
 	// Recording: a recording served over HTTP (GET /api/recordings/…).
 	Recording = "recording"
+	// OutputLog: a session's output since a person's detach read (ssh
+	// HOST log INSTANCE).
+	OutputLog = "log"
 	// Command, Transfer and Forward: what ran beside a session (an SSH
 	// command, an SFTP session or an HTTP file transfer, a forwarded
 	// connection).

@@ -143,9 +143,9 @@ const TakeMax = 256 << 10
 // A reset is returned in band, as a *ResetError with the chunks before it;
 // it is not final: the client stays attached and the next Take returns the
 // fresh session's replay and output. A *Notice (the instance paused or
-// unpaused, see paused.go) and a *SkippedError (the client fell behind and
-// the next Take returns the current screen, see skip.go) are returned in
-// band the same way.
+// unpaused, see paused.go), a *SkippedError (the client fell behind and
+// the next Take returns the current screen, see skip.go) and an *Away
+// (someone came back, away.go) are returned in band the same way.
 func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 	c.catchUp() // a client that fell behind is brought forward here (skip.go)
 	c.mu.Lock()

@@ -17,6 +17,12 @@
 // get an in-band *Notice and attaches are refused until the unpause
 // (paused.go). A client that falls too far behind the output gets an
 // in-band *SkippedError, then the current screen (skip.go).
+// A person (a client's Who) who comes back to a session they
+// left gets, after the replay, an in-band *Away: how long they were gone,
+// how much output went by and, where the shell marks its prompts with OSC
+// 133, the commands that finished meanwhile with their exit statuses
+// (away.go; the pump follows the marks in bounded state, osc133.go and
+// cmdline.go). Registry.Since returns the output since they left.
 //
 // Goroutines, each owned and waited for by Close/Wait or Shutdown:
 //

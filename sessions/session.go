@@ -88,6 +88,11 @@ type Session struct {
 	paused     bool           // the instance is paused (guarded by mu; paused.go)
 	tornDown   chan struct{}  // closed when run has ended the shell, before it moves clients
 	done       chan struct{}  // closed when the session is fully closed
+
+	// Who left when, and the shell's OSC 133 marks, for the away
+	// summary (guarded by mu; away.go, osc133.go).
+	away  map[string]awayMark
+	marks marks
 }
 
 // Info is a session's state as shown by "list" and GET /api/sessions.
@@ -307,6 +312,7 @@ func (s *Session) instanceGone(ctx context.Context) bool {
 func (s *Session) deliver(chunk []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.marks.feed(chunk, s.ring.End(), s.clock.Now)
 	s.ring.Write(chunk)
 	s.replay.Write(chunk)
 	s.bytesOut.Add(int64(len(chunk)))
@@ -393,6 +399,9 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		c.enqueue(replay)        // fits: the client's queue is empty
 		c.skip.headReplay = true // nobody else has c yet
 	}
+	if away := s.returnedLocked(opts.Who); away != nil {
+		c.notifyEvent(away) // after the screen (away.go)
+	}
 	s.clients[c] = struct{}{}
 	s.joinedLocked()
 	c.sizeShown = s.size
@@ -428,6 +437,7 @@ func (s *Session) remove(c *Client, msg string, attrs ...any) {
 		return
 	}
 	delete(s.clients, c)
+	s.leftLocked(c)
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
 	s.applySizePolicyLocked(false) // the fall-back when the size was c's

@@ -207,6 +207,7 @@ func (c *Client) catchUp() {
 // Called with s.mu held.
 func (s *Session) droppedLocked(c *Client) {
 	delete(s.clients, c)
+	s.leftLocked(c) // for the away summary (away.go)
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
 	s.applySizePolicyLocked(false) // the fall-back when the size was c's

@@ -190,7 +190,12 @@ func (r *relay) output() (code int, cause string) {
 		var notice *sessions.Notice
 		var resized *sessions.Resized
 		var hand *sessions.HandRaised
+		var away *sessions.Away
 		switch {
+		case errors.As(err, &away): // back after a detach: the summary, after the redraw
+			if r.notice(r.out, away.Error()) != nil {
+				return exitDetached, clientLeft
+			}
 		case errors.As(err, &skipped): // brought forward: the redraw comes next
 		case errors.As(err, &resized):
 			// Another client's size, a pin or a fall-back: a remote

@@ -19,6 +19,7 @@ const (
 	verbWho
 	verbHand
 	verbGrant
+	verbLog
 )
 
 func (v verb) String() string {
@@ -43,6 +44,8 @@ func (v verb) String() string {
 		return "hand"
 	case verbGrant:
 		return "grant"
+	case verbLog:
+		return "log"
 	}
 	return fmt.Sprintf("verb(%d)", int(v))
 }
@@ -50,8 +53,8 @@ func (v verb) String() string {
 // command is a parsed SSH command line.
 type command struct {
 	verb verb
-	// instance is reset's argument (empty means the SSH user name) and
-	// size's.
+	// instance is reset's argument (empty means the SSH user name),
+	// size's and log's.
 	instance string
 	// size is size's second argument (COLSxROWS, auto, or empty to show)
 	// and keep's (a duration, or off).
@@ -121,6 +124,11 @@ func parseCommand(raw string) (command, error) {
 			return command{}, &usageError{"grant takes an instance name and the name of an observer"}
 		}
 		return command{verb: verbGrant, instance: f[1], size: f[2]}, nil
+	case "log":
+		if len(f) != 2 {
+			return command{}, &usageError{"log takes an instance name"}
+		}
+		return command{verb: verbLog, instance: f[1]}, nil
 	}
 	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
 }
@@ -132,7 +140,7 @@ func (c command) String() string {
 		return ""
 	case verbReset:
 		return strings.TrimSpace("reset " + c.instance)
-	case verbSize, verbKeep, verbWho, verbHand, verbGrant:
+	case verbSize, verbKeep, verbWho, verbHand, verbGrant, verbLog:
 		return strings.TrimSpace(c.verb.String() + " " + c.instance + " " + c.size)
 	}
 	return c.verb.String()
@@ -160,6 +168,8 @@ usage:
   ssh HOST who INSTANCE       who is attached, their access, when they typed
   ssh HOST hand INSTANCE      as an observer: ask the writers to let you type
   ssh HOST grant INSTANCE WHO let the observer WHO type until the next reset
+  ssh HOST log INSTANCE       the output of INSTANCE's shell since you last
+                              detached from it, as far as its buffer reaches
   ssh HOST list               the sessions this key may see
   ssh HOST help               this text
   ssh -N -L LPORT:127.0.0.1:PORT INSTANCE@HOST

@@ -65,6 +65,8 @@ func (s *Server) route(sess *session) {
 		sess.end(s.hand(sess, id, cmd.instance))
 	case verbGrant:
 		sess.end(s.grant(sess, id, cmd.instance, cmd.size))
+	case verbLog:
+		sess.end(s.awayLog(sess, id, cmd.instance))
 	case verbHelp:
 		_, _ = io.WriteString(sess, usage)
 		sess.end(0)

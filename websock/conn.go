@@ -520,9 +520,17 @@ func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 	var resized *sessions.Resized
 	var hand *sessions.HandRaised
 	var granted *sessions.Granted
+	var away *sessions.Away
 	switch {
 	case errors.Is(err, sessions.ErrDetached), cut(err):
 		return nil
+	case errors.As(err, &away): // back after leaving: after the replay (away.go)
+		f := eventFrame(newAwayEvent(away))
+		if werr := c.write(f.typ, f.data); werr != nil {
+			c.writeFailed(werr)
+			return nil
+		}
+		return cl
 	case errors.As(err, &reset):
 		return c.resetMoved(cl, reset)
 	case errors.As(err, &skipped): // brought forward: the redraw follows

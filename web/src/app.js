@@ -312,6 +312,18 @@ function setStatus(kind, text) {
   $('status').title = text;
 }
 
+// showAway shows what happened while this token was away (the away
+// event, after the replay): the server's one-line summary in a banner over
+// the terminal, never in its stream; the title lists every command kept.
+// It stays until dismissed or the next away event.
+function showAway(ev) {
+  const cmds = ev.commands || [];
+  $('away-text').textContent = ev.summary.replace(/^away ([^:]*): /, 'While you were away ($1): ');
+  $('away').title = cmds.map((c) => `${c.at}  ${c.command || '(command)'}  exit ${c.exit ?? '?'}`).join('\n');
+  $('away').classList.toggle('failed', cmds.some((c) => c.exit));
+  $('away').hidden = false;
+}
+
 // Connection keeps one terminal attached to an instance's session: it
 // reconnects with backoff and resumes where the output stopped.
 class Connection {
@@ -445,6 +457,9 @@ class Connection {
         this.skipped = (this.skipped || 0) + ev.bytes;
         window.termgateSkipped = this.skipped; // for the browser test
         setStatus('connected', `connected · skipped ${sizeString(ev.bytes)} to catch up`);
+        break;
+      case 'away':
+        showAway(ev);
         break;
       case 'exit':
         this.ended = true;
@@ -623,6 +638,10 @@ function showTerminal(name) {
   });
   $('copy').addEventListener('click', () => copySelection(term));
   $('paste').addEventListener('click', () => pasteClipboard(term));
+  $('away-close').addEventListener('click', () => {
+    $('away').hidden = true;
+    term.focus();
+  });
   $('reconnect').addEventListener('click', () => {
     conn.restart();
     term.focus();

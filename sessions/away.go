@@ -1,0 +1,256 @@
+package sessions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/termgate/termgate/screen/sanitize"
+)
+
+// While you were away (issue 23, item 4): a session remembers, per person
+// (the Who of a client: a key's or token's name), when their last client
+// of it left and where the output was then. When they come back (no other
+// client of theirs still attached), Take gives their new client, after the
+// replay, an in-band *Away: how long they were gone, how much output went
+// by, and the commands that finished meanwhile with their exit statuses
+// where the shell marks its prompts (osc133.go). Registry.Since returns
+// the output since then (ssh HOST log INSTANCE).
+//
+// The book is bounded (awayPeople, the oldest forgotten first) and lives
+// with the session: a reset starts a new one, empty.
+
+const (
+	// awayPeople is how many people a session remembers.
+	awayPeople = 64
+	// awayQuiet: a return this soon (a reconnect after a network blip,
+	// whose output a resume carries anyway) gets no summary, unless a
+	// command finished meanwhile.
+	awayQuiet = 5 * time.Second
+	// awayListed is how many commands the one-line summary names, and
+	// awayLineCmd how much of each (the event carries them whole).
+	awayListed  = 5
+	awayLineCmd = 60
+)
+
+// awayMark is where one person left.
+type awayMark struct {
+	at     time.Time
+	offset int64  // the output offset then
+	seq    uint64 // commands finished by then
+}
+
+// Away is the in-band event a person's client gets on their return, after
+// the replay (SSH: a [termgate] line; WebSocket: an "away" event). It is
+// not final: the client stays attached.
+type Away struct {
+	Gone  time.Duration
+	Bytes int64 // output bytes produced meanwhile
+	// Marked: the shell marks its prompts (OSC 133), so Finished counts.
+	Marked bool
+	// Finished is how many commands finished meanwhile; Commands lists
+	// the last of them (at most 32), oldest first.
+	Finished int
+	Commands []FinishedCommand
+}
+
+// Error is the one-line summary:
+// "away 12m: 3.4 MB of output, 2 commands finished: make (exit 0), make test (exit 2)".
+func (a *Away) Error() string { return "away " + AwayDuration(a.Gone) + ": " + a.Summary() }
+
+// Summary is the summary without how long: "3.4 MB of output, …".
+func (a *Away) Summary() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s of output", awayBytes(a.Bytes))
+	if !a.Marked {
+		return b.String()
+	}
+	switch a.Finished {
+	case 0:
+		b.WriteString(", no command finished")
+		return b.String()
+	case 1:
+		b.WriteString(", 1 command finished")
+	default:
+		fmt.Fprintf(&b, ", %d commands finished", a.Finished)
+	}
+	listed := a.Commands[max(0, len(a.Commands)-awayListed):]
+	named := true
+	for _, c := range listed {
+		named = named && c.Command != ""
+	}
+	if len(listed) < a.Finished {
+		fmt.Fprintf(&b, ", the last %d", len(listed))
+	}
+	if !named {
+		b.WriteString(" (exit ")
+		for i, c := range listed {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(exitText(c))
+		}
+		b.WriteString(")")
+		return b.String()
+	}
+	b.WriteString(": ")
+	for i, c := range listed {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s (exit %s)", clipRunes(c.Command, awayLineCmd), exitText(c))
+	}
+	return b.String()
+}
+
+// clipRunes cuts s to n characters, marking the cut.
+func clipRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	return string([]rune(s)[:n-1]) + "…"
+}
+
+func exitText(c FinishedCommand) string {
+	if !c.ExitKnown {
+		return "?"
+	}
+	return fmt.Sprint(c.Exit)
+}
+
+// AwayDuration is "45s", "12m", "3h5m".
+func AwayDuration(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	}
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	if m == 0 {
+		return fmt.Sprintf("%dh", h)
+	}
+	return fmt.Sprintf("%dh%dm", h, m)
+}
+
+// awayBytes is "512 B", "12.0 KB", "3.4 MB" (decimal units; 999,960
+// bytes is 1.0 MB, not 1000.0 KB).
+func awayBytes(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v := float64(n) / 1e3
+	for _, unit := range []string{"KB", "MB"} {
+		if v < 999.95 {
+			return fmt.Sprintf("%.1f %s", v, unit)
+		}
+		v /= 1e3
+	}
+	return fmt.Sprintf("%.1f GB", v)
+}
+
+// leftLocked records that c left; when it was its person's last client
+// here, their mark moves to now. Called with Session.mu held, after c was
+// taken out of clients.
+func (s *Session) leftLocked(c *Client) {
+	who := c.who.Who
+	if who == "" || s.attachedLocked(who) {
+		return
+	}
+	if s.away == nil {
+		s.away = map[string]awayMark{}
+	}
+	if _, ok := s.away[who]; !ok && len(s.away) >= awayPeople {
+		oldest := ""
+		for w, m := range s.away {
+			if oldest == "" || m.at.Before(s.away[oldest].at) {
+				oldest = w
+			}
+		}
+		delete(s.away, oldest)
+	}
+	s.away[who] = awayMark{at: s.clock.Now(), offset: s.ring.End(), seq: s.marks.total}
+}
+
+// attachedLocked reports whether a client of who is attached.
+func (s *Session) attachedLocked(who string) bool {
+	for c := range s.clients {
+		if c.who.Who == who {
+			return true
+		}
+	}
+	return false
+}
+
+// returnedLocked is the summary for who coming back, or nil: none when
+// they never left this session, still have a client here, or come back
+// within awayQuiet with no command finished. Called with Session.mu held, before the new client
+// is in clients.
+func (s *Session) returnedLocked(who string) *Away {
+	m, ok := s.away[who]
+	if who == "" || !ok || s.attachedLocked(who) {
+		return nil
+	}
+	a := &Away{Gone: s.clock.Since(m.at), Bytes: s.ring.End() - m.offset, Marked: s.marks.seen}
+	a.Commands, a.Finished = s.marks.since(m.seq)
+	if a.Gone < awayQuiet && a.Finished == 0 {
+		return nil
+	}
+	return a
+}
+
+// ErrNeverLeft: the person has not left the session (since its last
+// reset), so there is no "since" to show.
+var ErrNeverLeft = errors.New("never left")
+
+// NeverLeftMessage is the user-facing text for ErrNeverLeft.
+func NeverLeftMessage(name string) string {
+	return fmt.Sprintf("you have not detached from %s's session since it started: nothing to show (ssh -t %s@HOST shows its screen)", name, name)
+}
+
+// AwayLog is the output since a person's last detach (Registry.Since).
+type AwayLog struct {
+	Left time.Time // when they left
+	// Output is the session's output since then, without terminal queries,
+	// as far as the replay buffer still reaches; Missing counts the bytes
+	// it no longer holds (the start is then cut at a line's start).
+	Output  []byte
+	Missing int64
+	Away    Away
+}
+
+// Since returns what the instance's session printed since who's last
+// client of it left.
+func (r *Registry) Since(ctx context.Context, name, who string) (AwayLog, error) {
+	s, err := r.sessionOf(ctx, name)
+	if err != nil {
+		return AwayLog{}, err
+	}
+	return s.since(who)
+}
+
+func (s *Session) since(who string) (AwayLog, error) {
+	s.mu.Lock()
+	m, ok := s.away[who]
+	if who == "" || !ok {
+		s.mu.Unlock()
+		return AwayLog{}, ErrNeverLeft
+	}
+	l := AwayLog{Left: m.at}
+	l.Away = Away{Gone: s.clock.Since(m.at), Bytes: s.ring.End() - m.offset, Marked: s.marks.seen}
+	l.Away.Commands, l.Away.Finished = s.marks.since(m.seq)
+	start := s.ring.Start()
+	held := s.ring.Bytes()
+	s.mu.Unlock()
+	// Sanitized outside the lock: the pump must not wait for it.
+	if m.offset < start {
+		l.Missing = start - m.offset
+		l.Output = sanitize.Replay(held, true)
+	} else {
+		l.Output = sanitize.StripQueriesFrom(held, int(m.offset-start))
+	}
+	return l, nil
+}
