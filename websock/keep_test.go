@@ -39,8 +39,16 @@ func TestKeepRoute(t *testing.T) {
 		ReapAt    *time.Time `json:"reap_at"`
 		KeepUntil *time.Time `json:"keep_until"`
 	}
-	resp = e.do(http.MethodGet, "/api/sessions", bearerHeader(tokAll), nil)
-	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil || len(list) != 1 || list[0].ReapAt == nil || !list[0].ReapAt.Equal(kept.KeepUntil) {
-		t.Fatalf("/api/sessions after the keep: %+v, %v", list, err)
+	// reap_at is published once the session counts as idle, just after
+	// its last client left.
+	for deadline := time.Now().Add(waitFor); ; time.Sleep(20 * time.Millisecond) {
+		resp = e.do(http.MethodGet, "/api/sessions", bearerHeader(tokAll), nil)
+		err := json.NewDecoder(resp.Body).Decode(&list)
+		if err == nil && len(list) == 1 && list[0].ReapAt != nil && list[0].ReapAt.Equal(kept.KeepUntil) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/api/sessions after the keep: %+v, %v", list, err)
+		}
 	}
 }
