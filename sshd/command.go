@@ -20,6 +20,8 @@ const (
 	verbHand
 	verbGrant
 	verbLog
+	verbWhoami
+	verbLogout
 )
 
 func (v verb) String() string {
@@ -46,6 +48,10 @@ func (v verb) String() string {
 		return "grant"
 	case verbLog:
 		return "log"
+	case verbWhoami:
+		return "whoami"
+	case verbLogout:
+		return "logout"
 	}
 	return fmt.Sprintf("verb(%d)", int(v))
 }
@@ -129,6 +135,14 @@ func parseCommand(raw string) (command, error) {
 			return command{}, &usageError{"log takes an instance name"}
 		}
 		return command{verb: verbLog, instance: f[1]}, nil
+	case "whoami", "logout":
+		if len(f) > 1 {
+			return command{}, &usageError{f[0] + " takes no arguments"}
+		}
+		if f[0] == "whoami" {
+			return command{verb: verbWhoami}, nil
+		}
+		return command{verb: verbLogout}, nil
 	}
 	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
 }
@@ -171,6 +185,8 @@ usage:
   ssh HOST log INSTANCE       the output of INSTANCE's shell since you last
                               detached from it, as far as its buffer reaches
   ssh HOST list               the sessions this key may see
+  ssh HOST whoami             who this key is, and what it may do
+  ssh HOST logout             forget this key's sign-in with the identity provider
   ssh HOST help               this text
   ssh -N -L LPORT:127.0.0.1:PORT INSTANCE@HOST
                               forward local port LPORT to PORT inside INSTANCE

@@ -15,7 +15,6 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/keys"
-	"github.com/termgate/termgate/oidc"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -33,12 +32,12 @@ type connState struct {
 	cancel context.CancelFunc
 	login  string // the user name it authenticated as; set before any channel opens
 
-	mu       sync.Mutex      // guards the fields below
-	verified gossh.PublicKey // the key whose signature was verified
-	identity keys.Identity   // the verified key's identity
-	signin   *oidc.Approved  // a browser sign-in approved this connection (signin.go)
-	keySlot  func()          // releases the key's connection slot; nil before
-	channels int             // session channels open (MaxChannelsPerConn)
+	mu       sync.Mutex        // guards the fields below
+	verified gossh.PublicKey   // the key whose signature was verified
+	identity keys.Identity     // the verified key's identity
+	proven   []gossh.PublicKey // unknown keys the client proved it holds, for a sign-in (signin.go)
+	keySlot  func()            // releases the key's connection slot; nil before
+	channels int               // session channels open (MaxChannelsPerConn)
 	authDone bool
 	// Failed authentication attempts (method "none" aside), for the
 	// lock-out and the audit trail: how many, how many of them only hit
@@ -168,12 +167,18 @@ func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
 		MaxAuthTries:            s.cfg.MaxAuthTries,
 		PublicKeyCallback: func(meta gossh.ConnMetadata, key gossh.PublicKey) (*gossh.Permissions, error) {
 			if !s.publicKey(cs, meta.User(), key) {
+				if s.signInProbe(cs, key) { // signin.go: let the client prove it
+					return &gossh.Permissions{Extensions: map[string]string{extProbe: "1"}}, nil
+				}
 				return nil, errPermissionDenied
 			}
 			return &gossh.Permissions{}, nil
 		},
 		VerifiedPublicKeyCallback: func(_ gossh.ConnMetadata, key gossh.PublicKey, perms *gossh.Permissions, _ string) (*gossh.Permissions, error) {
-			s.bindSignedIn(cs, key, perms) // the key proven after a browser sign-in
+			if perms != nil && perms.Extensions[extProbe] != "" {
+				cs.proved(key) // for a browser sign-in next; this attempt fails
+				return nil, errPermissionDenied
+			}
 			id, err := s.authorize(key, cs.remote)
 			if err != nil { // the file changed since the key was offered
 				return nil, err

@@ -67,6 +67,10 @@ func (s *Server) route(sess *session) {
 		sess.end(s.grant(sess, id, cmd.instance, cmd.size))
 	case verbLog:
 		sess.end(s.awayLog(sess, id, cmd.instance))
+	case verbWhoami:
+		sess.end(s.whoami(sess, id))
+	case verbLogout:
+		sess.end(s.logout(sess, id))
 	case verbHelp:
 		_, _ = io.WriteString(sess, usage)
 		sess.end(0)

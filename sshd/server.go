@@ -309,12 +309,17 @@ func (s *Server) stop(drop func(*connState) bool) {
 	for l := range s.listeners {
 		closers = append(closers, l)
 	}
+	var cancels []context.CancelFunc
 	for c, cs := range s.conns {
 		if drop(cs) {
 			closers = append(closers, c)
+			cancels = append(cancels, cs.cancel) // a sign-in waiting for its browser (signin.go)
 		}
 	}
 	s.mu.Unlock()
+	for _, cancel := range cancels {
+		cancel()
+	}
 	for _, c := range closers { // outside s.mu: closing is I/O
 		_ = c.Close()
 	}

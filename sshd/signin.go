@@ -4,25 +4,30 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/oidc"
 )
 
 // Signing in over plain ssh (contract, "Single sign-on"; issue 24 item
-// 2). A key no authorized_keys line accepts is refused as before; the
-// client then tries keyboard-interactive, which answers with a URL under
-// the gateway's public URL and a code, and waits (SignIn.Wait) for a
-// browser to sign in and approve (websock's /ssh/CODE page). Approved, it
-// returns a partial success that asks for a public key: the client offers
-// its keys again, any one is accepted, and once its signature is verified
-// (serverConfig's VerifiedPublicKeyCallback) the key is remembered for the
-// identity until the key TTL (oidc.Keys), so authorize finds it like an
-// authorized_keys line, for this connection and the next ones. Nothing is
-// bound to a key the client did not prove it holds.
+// 2). A key no authorized_keys line accepts is let to prove that the
+// client holds it (the query is accepted, the signed attempt verified and
+// then refused: signInProbe, connState.proved), so the client moves on to
+// keyboard-interactive, which answers with a URL under the gateway's
+// public URL and a code and waits (SignIn.Wait) for a browser to sign in
+// and approve (websock's /ssh/CODE page). Approved, the proven keys are
+// remembered for the identity until the key TTL (oidc.Keys), authorize
+// finds them as it finds authorized_keys lines, and the connection goes on
+// as that identity with its first proven key. Nothing is ever bound to a
+// key the client did not sign with. (A partial success asking for a key
+// after keyboard-interactive would be simpler, but OpenSSH does not go
+// back to publickey once it has moved past it.)
 
 // SignIn configures SSH sign-in through the identity provider.
 type SignIn struct {
@@ -38,9 +43,38 @@ type SignIn struct {
 	Wait time.Duration
 }
 
-// extSignin marks the permissions of a key accepted after a browser
-// sign-in (the partial success's public-key step).
-const extSignin = "termgate-signin"
+// extProbe marks a key accepted only so that the client proves it holds
+// it (signInProbe).
+const extProbe = "termgate-signin-probe"
+
+// maxProven bounds the keys one connection may prove for a sign-in.
+const maxProven = 5
+
+// signInProbe reports whether an unknown key is let to prove itself for a
+// sign-in: with SignIn, not a certificate, and not past maxProven.
+func (s *Server) signInProbe(cs *connState, key gossh.PublicKey) bool {
+	if s.cfg.SignIn == nil {
+		return false
+	}
+	if _, isCert := key.(*gossh.Certificate); isCert {
+		return false
+	}
+	if _, locked := s.lim.lockedOut(cs.src); locked {
+		return false
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	return len(cs.proven) < maxProven
+}
+
+// proved records a key whose signature verified.
+func (cs *connState) proved(key gossh.PublicKey) {
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if len(cs.proven) < maxProven {
+		cs.proven = append(cs.proven, key)
+	}
+}
 
 // signedIn is the identity a signed-in key stands for, while its TTL lasts
 // and a policy covers it.
@@ -67,6 +101,13 @@ func (s *Server) keyboardInteractive(cs *connState, remote net.Addr, challenge g
 	si := s.cfg.SignIn
 	if until, locked := s.lim.lockedOut(cs.src); locked {
 		return nil, fmt.Errorf("%s until %s", refusedLockedOut, until.UTC().Format(time.RFC3339))
+	}
+	cs.mu.Lock()
+	n := len(cs.proven)
+	cs.mu.Unlock()
+	if n == 0 {
+		return nil, &gossh.BannerError{Err: errPermissionDenied,
+			Message: "termgate: signing in needs an SSH key (run ssh-keygen, or pass one with -i): the gateway remembers it for your identity\r\n"}
 	}
 	pending, err := si.Broker.Begin(remote.String())
 	if err != nil {
@@ -95,27 +136,94 @@ func (s *Server) keyboardInteractive(cs *connState, remote net.Addr, challenge g
 			Message: fmt.Sprintf("termgate: signed in as %s, but no policy of this gateway gives that identity access\r\n", a.Email)}
 	}
 	cs.mu.Lock()
-	cs.signin = &a
+	proven := slices.Clone(cs.proven)
 	cs.mu.Unlock()
-	cs.log.Info("signed in through the browser; asking for a key", "who", a.Email)
-	return nil, &gossh.PartialSuccessError{Next: gossh.ServerAuthCallbacks{
-		PublicKeyCallback: func(gossh.ConnMetadata, gossh.PublicKey) (*gossh.Permissions, error) {
-			return &gossh.Permissions{Extensions: map[string]string{extSignin: pending.Code}}, nil
-		},
-	}}
+	for _, key := range proven {
+		si.Keys.Remember(gossh.FingerprintSHA256(key), a)
+	}
+	key := proven[0]
+	id, err := s.authorize(key, cs.remote)
+	if err != nil {
+		return nil, err
+	}
+	slot, ok := s.lim.keyConn(capKey(key))
+	if !ok {
+		return nil, &gossh.BannerError{Err: errKeyConnLimit,
+			Message: fmt.Sprintf("termgate: this key already has %d connections open; close one and try again\r\n", s.cfg.MaxConnsPerKey)}
+	}
+	cs.setVerified(key, id, slot)
+	cs.log.Info("signed in through the browser", "who", a.Email, "keys", len(proven), "until", a.Expires.UTC().Format(time.RFC3339))
+	return &gossh.Permissions{}, nil
 }
 
-// bindSignedIn remembers a verified key for the connection's sign-in.
-func (s *Server) bindSignedIn(cs *connState, key gossh.PublicKey, perms *gossh.Permissions) {
-	if s.cfg.SignIn == nil || perms == nil || perms.Extensions[extSignin] == "" {
-		return
+// whoami prints who this key is (ssh HOST whoami): its name, how it got
+// in, and what it may do.
+func (s *Server) whoami(sess *session, id keys.Identity) int {
+	how := "authorized_keys"
+	if _, err := s.cfg.Keys.Authorize(sess.key, sess.remote); err != nil {
+		if a, ok := s.signedInAs(sess.key); ok {
+			how = fmt.Sprintf("signed in with %s until %s, groups %s", s.cfg.SignIn.Provider, a.Expires.UTC().Format(time.RFC3339), strings.Join(a.Groups, ","))
+		} else if _, isCert := sess.key.(*gossh.Certificate); isCert {
+			how = "certificate"
+		}
 	}
-	cs.mu.Lock()
-	a := cs.signin
-	cs.mu.Unlock()
-	if a == nil {
-		return
+	access := "read-write"
+	if id.ReadOnly {
+		access = "read-only"
 	}
-	s.cfg.SignIn.Keys.Remember(gossh.FingerprintSHA256(key), *a)
-	cs.log.Info("key remembered for the sign-in", "who", a.Email, "key", gossh.FingerprintSHA256(key), "until", a.Expires.UTC().Format(time.RFC3339))
+	inst := "every instance"
+	if len(id.Instances) > 0 {
+		inst = "instances " + strings.Join(id.Instances, ",")
+	}
+	if len(id.Grants) > 0 {
+		var pats []string
+		for _, g := range id.Grants {
+			p := "*"
+			if len(g.Instances) > 0 {
+				p = strings.Join(g.Instances, ",")
+			}
+			if g.ReadOnly {
+				p += " (read-only)"
+			}
+			pats = append(pats, p)
+		}
+		inst, access = "instances "+strings.Join(pats, "; "), "read-write"
+		if id.ReadOnly {
+			access = "read-only"
+		}
+	}
+	_, _ = fmt.Fprintf(sess, "%s (key %s, %s): %s, %s\n", id.Name, id.Fingerprint, how, inst, access)
+	return 0
+}
+
+// logout forgets this key's sign-in (ssh HOST logout) and cuts what it
+// has attached, as a revocation does.
+func (s *Server) logout(sess *session, id keys.Identity) int {
+	if s.cfg.SignIn == nil || !s.cfg.SignIn.Keys.Forget(gossh.FingerprintSHA256(sess.key)) {
+		sess.errorf("this key is not signed in with an identity provider (it is in authorized_keys, or a certificate): nothing to forget")
+		return 1
+	}
+	sess.log.Info("signed out", "who", id.Name)
+	s.cfg.Audit.Event(audit.Detach, who(id, sess.remote), "", "", "reason", "logout")
+	_, _ = fmt.Fprintf(sess, "signed out %s: this key is forgotten; the next ssh signs in again\n", id.Name)
+	s.cfg.Registry.Recheck()
+	s.Recheck()
+	return 0
+}
+
+// signedInAs is the sign-in a key stands for, while it lasts.
+func (s *Server) signedInAs(key gossh.PublicKey) (oidc.Approved, bool) {
+	if s.cfg.SignIn == nil {
+		return oidc.Approved{}, false
+	}
+	return s.cfg.SignIn.Keys.Lookup(gossh.FingerprintSHA256(key), time.Now())
+}
+
+// Pending is the sign-in's broker, nil for a nil SignIn (so a gateway
+// without single sign-on passes none to the approval page).
+func (si *SignIn) Pending() *oidc.Broker {
+	if si == nil {
+		return nil
+	}
+	return si.Broker
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"html"
 	"net/http"
+	"net/url"
+	"regexp"
 	"time"
 
 	"github.com/termgate/termgate/audit"
@@ -44,7 +46,11 @@ func (s *Server) handleOIDCLogin(w http.ResponseWriter, r *http.Request) {
 		signinPage(w, http.StatusServiceUnavailable, fmt.Sprintf("The identity provider (%s) does not answer; try again shortly.", s.cfg.OIDC.Name()))
 		return
 	}
-	value := s.cookies.sealJSON(oidcPendingCookie, pendingSignin{V: signinVersion, State: pend.State, Nonce: pend.Nonce, Verifier: pend.Verifier, Expires: time.Now().Add(pendingTTL)})
+	next := r.URL.Query().Get("next")
+	if !sshPath.MatchString(next) {
+		next = "/"
+	}
+	value := s.cookies.sealJSON(oidcPendingCookie, pendingSignin{V: signinVersion, State: pend.State, Nonce: pend.Nonce, Verifier: pend.Verifier, Expires: time.Now().Add(pendingTTL), Next: next})
 	http.SetCookie(w, &http.Cookie{Name: oidcPendingCookie, Value: value, Path: "/oidc/", MaxAge: int(pendingTTL / time.Second),
 		HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, u, http.StatusFound)
@@ -98,7 +104,11 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 		MaxAge: int(s.cfg.OIDCSessionMax / time.Second), HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteLaxMode})
 	s.log.Info("signed in", "remote", r.RemoteAddr, "who", claims.Email, "groups", len(claims.Groups))
 	s.cfg.Audit.Event(audit.AuthSuccess, audit.Who{Via: "oidc", Name: claims.Email, Remote: r.RemoteAddr}, "", "", "method", "oidc", "groups", claims.Groups)
-	http.Redirect(w, r, "/", http.StatusFound)
+	next := "/"
+	if sshPath.MatchString(pend.Next) {
+		next = pend.Next
+	}
+	http.Redirect(w, r, next, http.StatusFound)
 }
 
 // signinRefused audits a failed sign-in and shows why.
@@ -173,4 +183,68 @@ func (s *Server) handleSigninOptions(w http.ResponseWriter, _ *http.Request) {
 		out["provider"] = s.cfg.OIDC.Name()
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// sshPath is the approval page of an SSH sign-in's code (the only "next"
+// a sign-in may return to besides /).
+var sshPath = regexp.MustCompile(`^/ssh/[A-Z0-9]{4}-[A-Z0-9]{4}$`)
+
+// handleSSHSignin serves GET /ssh/{code}: after a browser sign-in (it
+// sends the browser through /login/oidc first), a page that asks whether
+// to let the waiting SSH connection in as this identity. Approving is a
+// POST (handleSSHApprove): opening a link never signs anyone in.
+func (s *Server) handleSSHSignin(w http.ResponseWriter, r *http.Request) {
+	if err := s.hosts.check(r); err != nil {
+		s.refuseHost(w, r, err)
+		return
+	}
+	code := r.PathValue("code")
+	ck, err := r.Cookie(oidcCookie)
+	var si signin
+	if err == nil {
+		err = s.cookies.openJSON(oidcCookie, ck.Value, &si)
+	}
+	if err == nil {
+		err = s.signins.check(si, time.Now())
+	}
+	if err != nil {
+		http.Redirect(w, r, "/login/oidc?next="+url.QueryEscape("/ssh/"+code), http.StatusFound)
+		return
+	}
+	pending, ok := s.cfg.SSHSignins.Lookup(code)
+	if !ok {
+		signinPage(w, http.StatusNotFound, fmt.Sprintf("No SSH sign-in waits with the code %s: it ended or timed out. Run ssh again.", code))
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	// With no-referrer (harden.go) a form's POST carries "Origin: null",
+	// which the Origin check refuses: this page's form sends its origin,
+	// and still no referrer to another site.
+	w.Header().Set("Referrer-Policy", "same-origin")
+	_, _ = fmt.Fprintf(w, `<!doctype html><meta charset=utf-8><title>termgate: SSH sign-in</title>
+<p id=ssh-ask>An SSH connection from %s (started %s) asks to sign in as <b>%s</b> with the code <b>%s</b>. Approve it only if you started it.</p>
+<form method=post><button id=approve type=submit>Approve</button></form>
+`, html.EscapeString(pending.Remote), pending.Created.UTC().Format(time.RFC3339), html.EscapeString(si.Email), html.EscapeString(code))
+}
+
+// handleSSHApprove serves POST /ssh/{code}: the signed-in identity
+// approves the waiting SSH connection, whose key is then remembered for
+// --oidc-key-ttl. Only a sign-in (not a token login) may approve.
+func (s *Server) handleSSHApprove(w http.ResponseWriter, r *http.Request) {
+	c, _ := callerFrom(r.Context())
+	if c.signin == nil {
+		signinPage(w, http.StatusForbidden, "Only a sign-in with the identity provider can approve an SSH sign-in; tokens cannot.")
+		return
+	}
+	code := r.PathValue("code")
+	a := oidc.Approved{Email: c.signin.Email, Groups: c.signin.Groups, Expires: time.Now().Add(s.cfg.KeyTTL)}
+	if err := s.cfg.SSHSignins.Approve(code, a); err != nil {
+		signinPage(w, http.StatusNotFound, err.Error())
+		return
+	}
+	s.log.Info("SSH sign-in approved", "who", a.Email, "remote", r.RemoteAddr)
+	s.cfg.Audit.Event(audit.AuthSuccess, s.who(r, c), "", "", "method", "oidc-ssh", "code", code)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>termgate: SSH sign-in</title><p id=approved>Signed in as %s: go back to your terminal.</p>\n", html.EscapeString(a.Email))
 }

@@ -143,6 +143,11 @@ type Config struct {
 	Policies       keys.Policies
 	OIDCSessionMax time.Duration
 	PublicURLHTTPS bool
+	// SSHSignins, when set, are the SSH connections waiting for a browser
+	// to approve their sign-in (GET and POST /ssh/{code}); an approval
+	// lets their key in for KeyTTL (default 12h).
+	SSHSignins *oidc.Broker
+	KeyTTL     time.Duration
 }
 
 // Server is the HTTP and WebSocket listener. Its handler can also be
@@ -271,6 +276,9 @@ func New(cfg Config) (*Server, error) {
 		if cfg.OIDCSessionMax <= 0 {
 			s.cfg.OIDCSessionMax = 12 * time.Hour
 		}
+		if cfg.KeyTTL <= 0 {
+			s.cfg.KeyTTL = 12 * time.Hour
+		}
 		s.stopSignins = make(chan struct{})
 		s.signinsDone.Add(1)
 		go s.watchSignins(s.stopSignins)
@@ -326,6 +334,10 @@ func (s *Server) routes() http.Handler {
 	if s.cfg.OIDC != nil {
 		mux.HandleFunc("GET /login/oidc", s.handleOIDCLogin)
 		mux.HandleFunc("GET /oidc/callback", s.handleOIDCCallback)
+		if s.cfg.SSHSignins != nil {
+			mux.HandleFunc("GET /ssh/{code}", s.handleSSHSignin)
+			mux.Handle("POST /ssh/{code}", s.authed(actRoute, s.handleSSHApprove))
+		}
 	}
 	mux.HandleFunc("POST /api/logout", s.handleLogout)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {

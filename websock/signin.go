@@ -47,6 +47,9 @@ type pendingSignin struct {
 	Nonce    string    `json:"nonce"`
 	Verifier string    `json:"verifier"`
 	Expires  time.Time `json:"exp"`
+	// Next is where the browser goes after signing in: / or an SSH
+	// sign-in's approval page.
+	Next string `json:"next,omitempty"`
 }
 
 var (

@@ -29,6 +29,7 @@ type options struct {
 	oidcGroupsClaim     string
 	oidcScopes          []string
 	oidcSessionMax      time.Duration
+	oidcKeyTTL          time.Duration
 	publicURL           string
 	policies            keys.Policies // the config file's policies:
 	maxKeep             time.Duration
@@ -123,6 +124,7 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	str(&o.oidcGroupsClaim, "oidc-groups-claim", "groups", "claim", "with --oidc-issuer: the ID token claim that lists the identity's groups")
 	list(&o.oidcScopes, "oidc-scopes", "with --oidc-issuer: the scopes asked for (default openid,email,profile,groups)")
 	dur(&o.oidcSessionMax, "oidc-session-max", 12*time.Hour, true, "with --oidc-issuer: how long a browser sign-in lasts; its clients are then cut")
+	dur(&o.oidcKeyTTL, "oidc-key-ttl", 12*time.Hour, true, "with --oidc-issuer: how long an SSH key that signed in through the browser is let in without signing in again")
 	str(&o.publicURL, "public-url", "", "url", "how browsers reach the gateway (https://ops.example.com); with --oidc-issuer the provider sends them back to PUBLIC_URL/oidc/callback")
 	str(&o.trustedUserCAKeys, "trusted-user-ca-keys", "", "file", "accept OpenSSH user certificates signed by the CA public keys in this file (authorized_keys format; @revoked KEY lines); a certificate's principals are the instance patterns it may use; reloaded on change or SIGHUP")
 

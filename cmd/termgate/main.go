@@ -136,7 +136,13 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	// implement remote.Runner (a backend with only some of it gets
 	// ErrUnsupported for the rest).
 	runner := remote.Partial(backend)
+	provider, https, err := signIn(o)
+	if err != nil {
+		return err
+	}
+	sshSignIn := sshSignIn(o, provider)
 	sshSrv, err := sshd.New(sshd.Config{
+		SignIn:     sshSignIn,
 		HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat,
 		Audit: auditLog, Registry: reg, Logger: log,
 		Remote: runner, NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer,
@@ -152,11 +158,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		sshSrv.Recheck()
 	}
 	creds.recheck.Store(&recheck)
-	provider, https, err := signIn(o)
-	if err != nil {
-		return err
-	}
 	webSrv, err := websock.New(websock.Config{
+		SSHSignins:     sshSignIn.Pending(),
+		KeyTTL:         o.oidcKeyTTL,
 		OIDC:           provider,
 		Policies:       o.policies,
 		OIDCSessionMax: o.oidcSessionMax,
@@ -200,10 +204,22 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
+	// Signed-in SSH keys expire: their connections are cut as on a
+	// revocation (contract: within 5 s).
+	var keysExpire <-chan time.Time
+	if sshSignIn != nil {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		keysExpire = t.C
+	}
 	var runErr error
 loop:
 	for {
 		select {
+		case now := <-keysExpire:
+			if sshSignIn.Keys.Expired(now) {
+				recheck()
+			}
 		case <-ctx.Done():
 			if o.durable {
 				log.Info("shutting down: durable sessions keep running in their instances (the next gateway adopts them); ending the others")

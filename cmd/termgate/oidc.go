@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/termgate/termgate/oidc"
+	"github.com/termgate/termgate/sshd"
 )
 
 // signIn builds the OpenID Connect provider from the --oidc-* flags and
@@ -47,4 +48,19 @@ func signIn(o *options) (*oidc.Provider, bool, error) {
 		Scopes:      o.oidcScopes, GroupsClaim: o.oidcGroupsClaim,
 	})
 	return p, pub.Scheme == "https", err
+}
+
+// sshSignIn is the SSH half of single sign-on (nil without a provider): a
+// key no authorized_keys line accepts signs in through the browser, at
+// PUBLIC_URL/ssh/CODE, and is remembered for --oidc-key-ttl.
+func sshSignIn(o *options, p *oidc.Provider) *sshd.SignIn {
+	if p == nil {
+		return nil
+	}
+	base := strings.TrimSuffix(o.publicURL, "/")
+	return &sshd.SignIn{
+		Broker: oidc.NewBroker(), Keys: oidc.NewKeys(100000), Policies: o.policies,
+		URL:      func(code string) string { return base + "/ssh/" + code },
+		Provider: p.Name(),
+	}
 }
