@@ -35,6 +35,12 @@ type CertAuthorizer interface {
 // certificate (Config.UserCAs). A certificate is judged as a certificate
 // only: its key is not looked up in authorized_keys.
 func (s *Server) authorize(key gossh.PublicKey, remote net.Addr) (keys.Identity, error) {
+	if s.cfg.SignIn != nil && s.cfg.SignIn.Required { // --oidc-ssh=required: browser sign-ins only
+		if id, ok := s.signedIn(key); ok {
+			return id, nil
+		}
+		return keys.Identity{}, fmt.Errorf("key %s: %w (every key signs in through the browser here)", gossh.FingerprintSHA256(key), keys.ErrUnknownKey)
+	}
 	if cert, ok := key.(*gossh.Certificate); ok {
 		if s.cfg.UserCAs == nil {
 			return keys.Identity{}, fmt.Errorf("certificate for %s: %w", gossh.FingerprintSHA256(cert.Key), errCertsNotAccepted)

@@ -41,6 +41,9 @@ type SignIn struct {
 	// Wait bounds how long a connection waits for its browser (default
 	// 5 minutes).
 	Wait time.Duration
+	// Required (--oidc-ssh=required): every key signs in through the
+	// browser; authorized_keys and certificates let nobody in.
+	Required bool
 }
 
 // extProbe marks a key accepted only so that the client proves it holds
@@ -56,7 +59,7 @@ func (s *Server) signInProbe(cs *connState, key gossh.PublicKey) bool {
 	if s.cfg.SignIn == nil {
 		return false
 	}
-	if _, isCert := key.(*gossh.Certificate); isCert {
+	if _, isCert := key.(*gossh.Certificate); isCert && !s.cfg.SignIn.Required {
 		return false
 	}
 	if _, locked := s.lim.lockedOut(cs.src); locked {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"golang.org/x/crypto/ssh"
 )
 
 // needOIDC returns the issuer of the test Dex (scripts/dex/up.sh, which
@@ -39,7 +40,7 @@ func freePort(t *testing.T) int {
 
 // startSSOGateway starts a gateway that signs people in with the test Dex
 // (the public client) under the given policies: YAML.
-func startSSOGateway(t *testing.T, issuer, policies string) (*gateway, string) {
+func startSSOGateway(t *testing.T, issuer, policies string, extra ...string) (*gateway, string) {
 	t.Helper()
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -47,8 +48,8 @@ func startSSOGateway(t *testing.T, issuer, policies string) (*gateway, string) {
 	if err := os.WriteFile(cfg, []byte("policies:\n"+policies), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	gw := startGateway(t, "--config", cfg, "--oidc-issuer", issuer, "--oidc-client-id", "termgate-public",
-		"--public-url", base, "--http-addr", fmt.Sprintf("127.0.0.1:%d", port))
+	gw := startGateway(t, append([]string{"--config", cfg, "--oidc-issuer", issuer, "--oidc-client-id", "termgate-public",
+		"--public-url", base, "--http-addr", fmt.Sprintf("127.0.0.1:%d", port)}, extra...)...)
 	return gw, base
 }
 
@@ -153,4 +154,49 @@ func (b *browser) waitFunc2(what, expr, show string) {
 	defer cancel()
 	page, _ := chromedp.Run(ctx, chromedp.Evaluate[string](show))
 	b.t.Fatalf("waiting for %s: %v; the page: %s", what, last, page)
+}
+
+// TestBrowserSignInConfidential: the confidential client (a secret in
+// --oidc-client-secret-file) signs in as the public one does. Dex has its
+// redirect URI registered on port 5555 (scripts/dex/up.sh).
+func TestBrowserSignInConfidential(t *testing.T) {
+	chromium := needChromium(t)
+	issuer := needOIDC(t)
+	secret := filepath.Join(t.TempDir(), "oidc-secret")
+	if err := os.WriteFile(secret, []byte("termgate-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("policies:\n  - {groups: [termgate-users], instances: [\"*\"]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const base = "http://127.0.0.1:5555"
+	startGateway(t, "--config", cfg, "--oidc-issuer", issuer, "--oidc-client-id", "termgate", "--oidc-client-secret-file", secret,
+		"--public-url", base, "--http-addr", "127.0.0.1:5555")
+	b := startBrowser(t, chromium)
+	b.do(chromedp.Navigate(base + "/login/oidc"))
+	b.dexLogin(base, "bob@example.com")
+	b.do(chromedp.WaitVisible(chromedp.ID("picker")))
+	if who := eval[string](b, `fetch('/api/whoami').then(r => r.json()).then(j => j.who + ' ' + j.via)`); who != "bob@example.com oidc" {
+		t.Fatalf("whoami: %q", who)
+	}
+}
+
+// TestSSHSignInRequired: with --oidc-ssh=required a key in
+// authorized_keys no longer gets in by itself.
+func TestSSHSignInRequired(t *testing.T) {
+	needDocker(t)
+	issuer := needOIDC(t)
+	gw, _ := startSSOGateway(t, issuer, "  - {groups: [termgate-admins], instances: [\"*\"]}\n", "--oidc-ssh", "required")
+	client, err := ssh.Dial("tcp", gw.sshAddr, &ssh.ClientConfig{
+		User: "termgate", Auth: []ssh.AuthMethod{ssh.PublicKeys(gw.signer)},
+		HostKeyCallback: ssh.FixedHostKey(gw.hostKey), Timeout: 10 * time.Second,
+	})
+	if err == nil {
+		client.Close()
+		t.Fatal("an authorized_keys key got in with --oidc-ssh=required")
+	}
+	if !strings.Contains(err.Error(), "unable to authenticate") {
+		t.Fatalf("dial: %v", err)
+	}
 }

@@ -30,6 +30,7 @@ type options struct {
 	oidcScopes          []string
 	oidcSessionMax      time.Duration
 	oidcKeyTTL          time.Duration
+	oidcSSH             string
 	publicURL           string
 	policies            keys.Policies // the config file's policies:
 	maxKeep             time.Duration
@@ -125,6 +126,7 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	list(&o.oidcScopes, "oidc-scopes", "with --oidc-issuer: the scopes asked for (default openid,email,profile,groups)")
 	dur(&o.oidcSessionMax, "oidc-session-max", 12*time.Hour, true, "with --oidc-issuer: how long a browser sign-in lasts; its clients are then cut")
 	dur(&o.oidcKeyTTL, "oidc-key-ttl", 12*time.Hour, true, "with --oidc-issuer: how long an SSH key that signed in through the browser is let in without signing in again")
+	checked(&o.oidcSSH, "oidc-ssh", "auto", "mode", oneOf("an SSH sign-in mode", "auto, required or off", flagChoices["oidc-ssh"]...), "with --oidc-issuer: auto (a key no authorized_keys line accepts may sign in through the browser), required (every key must; authorized_keys and certificates let nobody in) or off")
 	str(&o.publicURL, "public-url", "", "url", "how browsers reach the gateway (https://ops.example.com); with --oidc-issuer the provider sends them back to PUBLIC_URL/oidc/callback")
 	str(&o.trustedUserCAKeys, "trusted-user-ca-keys", "", "file", "accept OpenSSH user certificates signed by the CA public keys in this file (authorized_keys format; @revoked KEY lines); a certificate's principals are the instance patterns it may use; reloaded on change or SIGHUP")
 
@@ -174,6 +176,7 @@ var flagChoices = map[string][]string{
 	"backend":     {"docker", "kubernetes", "local"},
 	"replay":      {"screen", "raw"},
 	"size-policy": {"latest", "smallest", "largest"},
+	"oidc-ssh":    {"auto", "required", "off"},
 	"log-level":   {"debug", "info", "warn", "error"},
 	"log-format":  {"text", "json"},
 }

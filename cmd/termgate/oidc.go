@@ -54,13 +54,13 @@ func signIn(o *options) (*oidc.Provider, bool, error) {
 // key no authorized_keys line accepts signs in through the browser, at
 // PUBLIC_URL/ssh/CODE, and is remembered for --oidc-key-ttl.
 func sshSignIn(o *options, p *oidc.Provider) *sshd.SignIn {
-	if p == nil {
+	if p == nil || o.oidcSSH == "off" {
 		return nil
 	}
 	base := strings.TrimSuffix(o.publicURL, "/")
 	return &sshd.SignIn{
 		Broker: oidc.NewBroker(), Keys: oidc.NewKeys(100000), Policies: o.policies,
 		URL:      func(code string) string { return base + "/ssh/" + code },
-		Provider: p.Name(),
+		Provider: p.Name(), Required: o.oidcSSH == "required",
 	}
 }

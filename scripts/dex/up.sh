@@ -13,7 +13,9 @@ set -euo pipefail
 
 PORT=${1:-${TERMGATE_OIDC_PORT:-5556}}
 CACHE=${TERMGATE_OIDC_CACHE:-/var/cache/termgate-oidc}
-REDIRECTS=${TERMGATE_OIDC_REDIRECT_URIS:-http://127.0.0.1:5555/callback}
+# termgate's own callback on port 5555 is what the confidential-client test
+# (web TestBrowserSignInConfidential) uses.
+REDIRECTS=${TERMGATE_OIDC_REDIRECT_URIS:-http://127.0.0.1:5555/callback,http://127.0.0.1:5555/oidc/callback}
 ISSUER_PATH=${TERMGATE_OIDC_ISSUER_PATH-/dex}
 HERE=$(cd "$(dirname "$0")" && pwd)
 
