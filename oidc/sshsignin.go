@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"time"
+
+	"github.com/termgate/termgate/internal/buckets"
 )
 
 // Signing in over plain ssh (contract, "Single sign-on"): the SSH server
@@ -38,7 +41,13 @@ type SSHSignin struct {
 type Broker struct {
 	mu      sync.Mutex
 	pending map[string]*SSHSignin
+	perAddr *buckets.Table // sign-ins started, by client address (SigninsPerAddr)
 }
+
+// SigninsPerAddr is how often one client address may start an SSH
+// sign-in: a burst of 5, then one every 10 s (a flood of connections that
+// each ask for a code is refused with the time to wait).
+var SigninsPerAddr = buckets.Rate{Every: 10 * time.Second, Burst: 5}
 
 // MaxPending bounds the sign-ins that wait at once: each holds an
 // unauthenticated SSH connection, which the SSH server's own caps bound
@@ -49,7 +58,9 @@ const MaxPending = 256
 var ErrTooManySignins = errors.New("too many sign-ins are waiting for a browser; try again in a minute")
 
 // NewBroker makes an empty broker.
-func NewBroker() *Broker { return &Broker{pending: map[string]*SSHSignin{}} }
+func NewBroker() *Broker {
+	return &Broker{pending: map[string]*SSHSignin{}, perAddr: buckets.New(SigninsPerAddr)}
+}
 
 // codeAlphabet has no look-alikes (no 0/O, 1/I/L).
 const codeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -69,12 +80,20 @@ func newCode() string {
 	return string(out)
 }
 
-// Begin registers a sign-in for the client at remote.
+// Begin registers a sign-in for the client at remote (host:port; the
+// rate is per host).
 func (b *Broker) Begin(remote string) (*SSHSignin, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.pending) >= MaxPending {
 		return nil, ErrTooManySignins
+	}
+	host, _, err := net.SplitHostPort(remote)
+	if err != nil {
+		host = remote
+	}
+	if retry, ok := b.perAddr.Take(host, time.Now()); !ok {
+		return nil, fmt.Errorf("too many sign-ins from %s: try again in %s", host, retry.Round(time.Second))
 	}
 	s := &SSHSignin{Code: newCode(), Remote: remote, Created: time.Now(), done: make(chan struct{})}
 	for b.pending[s.Code] != nil {
