@@ -132,7 +132,8 @@ func (s *Server) keyboardInteractive(cs *connState, remote net.Addr, challenge g
 	defer cancel()
 	a, err := pending.Wait(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("no browser approved the sign-in in %s", wait)
+		return nil, &gossh.BannerError{Err: errPermissionDenied,
+			Message: fmt.Sprintf("termgate: no browser approved the sign-in in %s; run ssh again to get a new code\r\n", wait)}
 	}
 	if _, ok := si.Policies.Identity(a.Email, a.Groups); !ok {
 		return nil, &gossh.BannerError{Err: errPermissionDenied,
