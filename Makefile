@@ -77,6 +77,7 @@ bench: build test-image
 	bash scripts/ensure-sshd.sh
 	$(GO) run ./bench/cmd/tgbench -termgate $(BIN)
 	bash bench/remote.sh $(BIN)
+	bash bench/signin.sh $(BIN)
 
 # The stress run of docs/RELIABILITY.md: attach/detach cycles, a reset
 # storm, never-reading clients, container, engine and gateway faults,
