@@ -27,7 +27,10 @@
 // certificate-expiry timer; the write guard's watcher starts only once the
 // client is closed, the input retry goroutine only after a stall. The
 // output is written by the handler's goroutine (relay.output), with no
-// goroutine or copy between the session's queue and the channel.
+// goroutine or copy between the session's queue and the channel. A
+// browser sign-in (signin.go) waits in the handshake's own goroutine,
+// bounded by SignIn.Wait and ended by the connection's context, which
+// Shutdown cancels for connections not yet authenticated.
 //
 // Locks: Server.mu, then connState.mu, then limits.mu; relay.mu before the
 // sessions locks. windowWatch.mu, inbox.mu, inputWriter.mu, writeGuard.mu

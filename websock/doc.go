@@ -43,9 +43,12 @@
 // 1013, so that a client that reads again learns why (behind.go). Server.Shutdown
 // ends every connection with an error event (close 1012 when a durable
 // session keeps running, restart.go) and waits for all of its goroutines.
+// With single sign-on (oidc.go, signin.go) the Server owns one more,
+// watchSignins, which rechecks the registry when a sign-in that attached
+// clients logs out or expires; Shutdown stops it and waits.
 //
 // Locks: Server.mu (the connection set) and conn.mu (the current attach)
 // are never held together, nor across network or backend I/O; the
-// limiters' mutexes (limits.go, resetlimit.go, connlimit.go) guard only
-// their own tables.
+// limiters' mutexes (limits.go, resetlimit.go, connlimit.go) and
+// signins.mu guard only their own tables.
 package websock
