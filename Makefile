@@ -9,7 +9,7 @@ IMAGE     ?= termgate:dev
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: demo build holder web man run test test-short lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
+.PHONY: demo demo-clean build holder web man run test test-short lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
 
 # The gateway embeds the holder of durable sessions (--durable), built
 # first as a static Linux binary (internal/holderbin, gitignored).
@@ -119,3 +119,6 @@ clean:
 # then the gateway in the foreground.
 demo:
 	bash scripts/demo.sh $(ARGS)
+
+demo-clean:
+	bash scripts/demo-clean.sh

@@ -45,8 +45,15 @@ func TestDemoKeepsToItsOwnContainers(t *testing.T) {
 	write(filepath.Join(tree, ".termgate", "authorized_keys"), "")
 	cmd := exec.Command("bash", filepath.Join(tree, "scripts", "demo.sh"))
 	cmd.Env = append(os.Environ(), "PATH="+stubs+":"+os.Getenv("PATH"), "HOME="+t.TempDir())
-	if out, err := cmd.CombinedOutput(); err != nil {
+	out, err := cmd.CombinedOutput()
+	if err != nil {
 		t.Fatalf("demo.sh: %v\n%s", err, out)
+	}
+	// It says what it does and what it created, and how to undo it.
+	for _, want := range []string{"demo: building bin/termgate (", "demo: created the container web1 (label termgate.demo=1)", "make demo-clean removes"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("demo.sh did not say %q:\n%s", want, out)
+		}
 	}
 	b, err := os.ReadFile(calls)
 	if err != nil {
@@ -74,5 +81,63 @@ func TestDemoKeepsToItsOwnContainers(t *testing.T) {
 	}
 	if !strings.Contains(run, "--label "+label+" ") {
 		t.Fatalf("the demo container is not labelled %s: %q", label, run)
+	}
+	if !strings.Contains(gateway, "--record-dir .termgate/recordings") {
+		t.Errorf("the demo gateway records nothing: %q", gateway)
+	}
+}
+
+// TestDemoClean: make demo-clean removes the demo's containers (by label),
+// its state and the SSH key the demo generated, and never a key the user
+// had.
+func TestDemoClean(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(root, "scripts", "demo-clean.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, generated := range []bool{true, false} {
+		tree, stubs, home := t.TempDir(), t.TempDir(), t.TempDir()
+		calls := filepath.Join(t.TempDir(), "calls")
+		write := func(path, body string, mode os.FileMode) {
+			t.Helper()
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, []byte(body), mode); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write(filepath.Join(tree, "scripts", "demo-clean.sh"), string(script), 0o755)
+		write(filepath.Join(stubs, "docker"), "#!/bin/sh\necho \"docker $*\" >> "+calls+"\n[ \"$1\" = ps ] && echo c0ffee\nexit 0\n", 0o755)
+		key := filepath.Join(home, ".ssh", "id_ed25519")
+		write(key, "private", 0o600)
+		write(key+".pub", "public", 0o644)
+		write(filepath.Join(tree, ".termgate", "ssh_host_ed25519_key"), "x", 0o600)
+		if generated {
+			write(filepath.Join(tree, ".termgate", "demo-generated-key"), key+"\n", 0o600)
+		}
+		cmd := exec.Command("bash", filepath.Join(tree, "scripts", "demo-clean.sh"))
+		cmd.Env = append(os.Environ(), "PATH="+stubs+":"+os.Getenv("PATH"), "HOME="+home)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("demo-clean.sh: %v\n%s", err, out)
+		}
+		b, _ := os.ReadFile(calls)
+		if !strings.Contains(string(b), "docker ps -aq --filter label=termgate.demo=1") || !strings.Contains(string(b), "docker rm -f c0ffee") {
+			t.Errorf("demo-clean's docker calls: %q", b)
+		}
+		if _, err := os.Stat(filepath.Join(tree, ".termgate")); !os.IsNotExist(err) {
+			t.Errorf("./.termgate is still there: %v", err)
+		}
+		_, err := os.Stat(key)
+		if generated && !os.IsNotExist(err) {
+			t.Errorf("the key the demo generated is still there")
+		}
+		if !generated && err != nil {
+			t.Errorf("the user's own key was removed: %v", err)
+		}
 	}
 }
