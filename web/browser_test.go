@@ -406,11 +406,12 @@ func (b *browser) observer(gw *gateway, base, instance string) {
 	b.do(chromedp.Navigate(base+"/t/"+instance+"#token="+watcher), chromedp.WaitVisible(chromedp.ID("switch")))
 	b.do(chromedp.Click(chromedp.ID("switch-accept")), chromedp.WaitVisible(chromedp.ID("terminal")))
 	b.waitConnected()
-	b.waitFunc("the read-only view", `!document.getElementById('readonly').hidden && document.getElementById('reset').hidden`)
+	b.waitFunc("the read-only view", `!document.getElementById('readonly').hidden && document.getElementById('reset').hidden && document.getElementById('paste').hidden`)
 	b.waitFunc("who is attached", `(() => { const t = document.getElementById('attached-list').textContent;
 		return t.startsWith('attached: ') && t.includes('watcher (web, read-only)') && t.includes('(ssh)'); })()`)
 
 	b.typeKeys("echo page-typed\r")
+	b.waitFunc("the read-only notice for the first key", `((window.termgateFiles || {}).text || '').startsWith('read-only: your keys are not sent to the shell')`)
 	b.do(chromedp.Evaluate[chromedp.Void](`termgate.conn.ws.send(new TextEncoder().encode('echo forced-typed\r'))`))
 	b.waitMatch(`read-only: your input is not sent to the shell`)
 	// Another window size: the page tells the gateway, which never applies

@@ -281,6 +281,7 @@ function setReadOnly(term, ro) {
   $('download').hidden = ro;
   $('pin-size').hidden = ro;
   $('keep').hidden = ro;
+  $('paste').hidden = ro;
   $('raise-hand').hidden = !ro;
   $('readonly').textContent = 'read-only';
   readOnly = ro;
@@ -615,7 +616,13 @@ function showTerminal(name) {
 
   // Ctrl+Shift+C copies, Ctrl+Shift+V pastes (the browser's paste event,
   // which xterm handles); on a Mac ⌘C and ⌘V already do.
+  let toldReadOnly = false;
   term.attachCustomKeyEventHandler((e) => {
+    // An observer's keys go nowhere: say so once, not for every key.
+    if (readOnly && e.type === 'keydown' && !toldReadOnly && !e.ctrlKey && !e.metaKey && !e.altKey) {
+      toldReadOnly = true;
+      setFilesResult('bad', 'read-only: your keys are not sent to the shell (Raise hand asks the writers to let you type)');
+    }
     if (isMac || e.type !== 'keydown' || !e.ctrlKey || !e.shiftKey) return true;
     if (e.code === 'KeyC') {
       e.preventDefault();
