@@ -53,14 +53,37 @@ func startSSOGateway(t *testing.T, issuer, policies string, extra ...string) (*g
 	return gw, base
 }
 
-// dexLogin fills Dex's login form (the browser is on it) and waits until
-// the browser is back at the gateway.
+// dexLogin fills Dex's login form (the browser is on it, or about to be)
+// and waits until the browser is back at the gateway. The form is filled
+// and submitted by script, in one evaluation retried until the form is
+// there (node handles go stale while Dex's pages load); a submission that
+// a page load swallowed (the form shows again, empty) is made again.
 func (b *browser) dexLogin(base, email string) {
 	b.t.Helper()
-	b.waitFunc2("Dex's login form", `document.getElementById('login') !== null`, `location.href + "\n" + document.body.innerText`)
-	b.do(chromedp.SendKeys(chromedp.ID("login"), email), chromedp.SendKeys(chromedp.ID("password"), "password"))
-	b.do(chromedp.Click(chromedp.ID("submit-login")))
-	b.waitFunc2("the way back to the gateway", fmt.Sprintf(`location.href.startsWith(%q)`, base), `location.href + "\n" + document.body.innerText`)
+	fill := fmt.Sprintf(`(() => { if (location.href.startsWith(%q)) return true; // submitted, and already back
+		const l = document.getElementById('login'), p = document.getElementById('password');
+		if (!l || !p || !l.form || l.value !== '') return false;
+		l.value = %q; p.value = 'password';
+		const s = document.getElementById('submit-login'); if (s) s.click(); else l.form.submit();
+		return true; })()`, base, email)
+	back := fmt.Sprintf(`location.href.startsWith(%q)`, base)
+	for attempt := 0; ; attempt++ {
+		b.waitFunc2("Dex's login form, filled", fill, `location.href + "\n" + document.body.innerText`)
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			ctx, cancel := b.step()
+			ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](back))
+			cancel()
+			if err == nil && ok {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if attempt == 2 {
+			b.waitFunc2("the way back to the gateway", back, `location.href + "\n" + document.body.innerText`)
+			return
+		}
+	}
 }
 
 // TestBrowserSignIn: sign-in with a real OpenID Connect provider (Dex) in
@@ -77,7 +100,7 @@ func TestBrowserSignIn(t *testing.T) {
 
 	b.do(chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.ID("signin-oidc")))
 	b.shot("sso-01-signin")
-	b.do(chromedp.Click(chromedp.CSS("#signin-oidc a")))
+	b.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('#signin-oidc a').click()`))
 	b.dexLogin(base, "alice@example.com")
 	b.do(chromedp.WaitVisible(chromedp.ID("picker")))
 	who := eval[string](b, `fetch('/api/whoami').then(r => r.json()).then(j => JSON.stringify([j.who, j.via, j.groups.join(',')]))`)

@@ -112,7 +112,7 @@ func TestOpenSSHSignIn(t *testing.T) {
 	if ask := b.textOf("ssh-ask"); !strings.Contains(ask, "alice@example.com") {
 		t.Fatalf("approval page: %q", ask)
 	}
-	b.do(chromedp.Click(chromedp.ID("approve")))
+	b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('approve').click()`))
 	b.waitFunc2("the approved page", `document.getElementById('approved') !== null`, `location.href + "\n" + document.body.innerText`)
 
 	// The waiting ssh goes on into the shell.
