@@ -28,11 +28,8 @@ func (e *KeepTooLongError) Error() string {
 // (0: end the keep, the idle timeout alone applies). It returns the keep's
 // end.
 func (r *Registry) Keep(ctx context.Context, name string, d time.Duration) (time.Time, error) {
-	if d < 0 {
-		return time.Time{}, errors.New("a keep cannot be negative")
-	}
-	if d > r.cfg.MaxKeep {
-		return time.Time{}, &KeepTooLongError{Asked: d, Max: r.cfg.MaxKeep}
+	if err := checkKeep(d, r.cfg.MaxKeep); err != nil {
+		return time.Time{}, err // before the lookup: a bad keep costs no backend call
 	}
 	s, err := r.sessionOf(ctx, name)
 	if err != nil {
@@ -47,13 +44,24 @@ func (c *Client) Keep(d time.Duration) (time.Time, error) {
 		return time.Time{}, ErrReadOnly
 	}
 	s, _ := c.session()
-	if d < 0 || d > s.cfg.MaxKeep {
-		return time.Time{}, &KeepTooLongError{Asked: d, Max: s.cfg.MaxKeep}
-	}
 	return s.keep(d)
 }
 
+// checkKeep bounds a keep's duration.
+func checkKeep(d, max time.Duration) error {
+	if d < 0 {
+		return errors.New("a keep cannot be negative")
+	}
+	if d > max {
+		return &KeepTooLongError{Asked: d, Max: max}
+	}
+	return nil
+}
+
 func (s *Session) keep(d time.Duration) (time.Time, error) {
+	if err := checkKeep(d, s.cfg.MaxKeep); err != nil {
+		return time.Time{}, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != stateRunning {

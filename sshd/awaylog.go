@@ -25,9 +25,6 @@ func (s *Server) awayLog(sess *session, id keys.Identity, name string) int {
 	l, err := s.cfg.Registry.Since(ctx, name, id.Name)
 	cancel()
 	switch {
-	case errors.Is(err, sessions.ErrNoSession):
-		sess.errorf(sessions.NoSessionMessage(name))
-		return 1
 	case errors.Is(err, sessions.ErrNeverLeft):
 		sess.errorf(sessions.NeverLeftMessage(name))
 		return 1

@@ -2,7 +2,6 @@ package sshd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -31,15 +30,7 @@ func (s *Server) keep(sess *session, id keys.Identity, name, arg string) int {
 	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)
 	defer cancel()
 	until, err := s.cfg.Registry.Keep(ctx, name, d)
-	var tooLong *sessions.KeepTooLongError
-	switch {
-	case errors.As(err, &tooLong):
-		sess.errorf(err.Error())
-		return 1
-	case errors.Is(err, sessions.ErrNoSession):
-		sess.errorf(sessions.NoSessionMessage(name))
-		return 1
-	case err != nil:
+	if err != nil {
 		sess.errorf(s.userError(sess, "keep", name, err))
 		return 1
 	}

@@ -100,8 +100,6 @@ func (s *Server) grant(sess *session, id keys.Identity, name, whom string) int {
 func (s *Server) presenceFailed(sess *session, what, name string, err error) int {
 	var none *sessions.NoObserverError
 	switch {
-	case errors.Is(err, sessions.ErrNoSession):
-		sess.errorf(sessions.NoSessionMessage(name))
 	case errors.As(err, &none):
 		sess.errorf(err.Error() + "; attach first (ssh -t " + name + "@HOST)")
 	default:

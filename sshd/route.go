@@ -227,9 +227,14 @@ func listCell(s string) string {
 // userError turns a registry error into the message the user reads; the
 // detail of unexpected errors goes to the log only.
 func (s *Server) userError(sess *session, what, name string, err error) string {
+	var tooLong *sessions.KeepTooLongError
 	switch {
 	case errors.Is(err, sessions.ErrNotFound):
 		return sessions.NotFoundMessage(name)
+	case errors.Is(err, sessions.ErrNoSession):
+		return sessions.NoSessionMessage(name)
+	case errors.As(err, &tooLong):
+		return err.Error()
 	case errors.Is(err, sessions.ErrPaused):
 		return sessions.PausedMessage(name)
 	case errors.Is(err, sessions.ErrBadName):

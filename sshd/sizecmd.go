@@ -2,7 +2,6 @@ package sshd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -40,10 +39,6 @@ func (s *Server) size(sess *session, id keys.Identity, name, arg string) int {
 		if err == nil {
 			s.cfg.Audit.Event(audit.Size, who(id, sess.remote), name, "", "size", arg, "result", "ok")
 		}
-	}
-	if errors.Is(err, sessions.ErrNoSession) {
-		sess.errorf(sessions.NoSessionMessage(name))
-		return 1
 	}
 	if err != nil {
 		sess.errorf(s.userError(sess, "size", name, err))

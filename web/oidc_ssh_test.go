@@ -1,54 +1,34 @@
 package web_test
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
-
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/creack/pty"
 	"golang.org/x/crypto/ssh"
+
+	"github.com/termgate/termgate/internal/termtest"
 )
 
-// ptyOut collects what a process writes to its terminal.
-type ptyOut struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (p *ptyOut) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.buf.Write(b)
-}
-
-func (p *ptyOut) wait(t *testing.T, re *regexp.Regexp) []string {
+// waitPTY waits for re in what ssh wrote to its terminal.
+func waitPTY(t *testing.T, out *termtest.Stream, re *regexp.Regexp) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		p.mu.Lock()
-		m := re.FindStringSubmatch(p.buf.String())
-		s := p.buf.String()
-		p.mu.Unlock()
-		if m != nil {
-			return m
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s from ssh; it printed:\n%q", re, s)
-		}
-		time.Sleep(50 * time.Millisecond)
+	m, _ := out.WaitFor(re, 0, 30*time.Second)
+	if m == nil {
+		t.Fatalf("no %s from ssh; it printed:\n%q", re, out.String())
 	}
+	return m
 }
 
 // newKeyFile writes a fresh ed25519 key that no authorized_keys line has.
@@ -99,12 +79,12 @@ func TestOpenSSHSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := &ptyOut{}
+	out := termtest.NewStream()
 	done := make(chan error, 1)
-	go func() { _, _ = copyAll(out, f); done <- cmd.Wait() }()
+	go func() { _, _ = io.Copy(out, f); done <- cmd.Wait() }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done; f.Close() })
 
-	u := out.wait(t, regexp.MustCompile(`open\s+(http://\S+/ssh/[A-Z0-9]{4}-[A-Z0-9]{4})\s`))[1]
+	u := waitPTY(t, out, regexp.MustCompile(`open\s+(http://\S+/ssh/[A-Z0-9]{4}-[A-Z0-9]{4})\s`))[1]
 	b := startBrowser(t, chromium)
 	b.do(chromedp.Navigate(u))
 	b.dexLogin(base, "alice@example.com")
@@ -116,9 +96,9 @@ func TestOpenSSHSignIn(t *testing.T) {
 	b.waitFunc2("the approved page", `document.getElementById('approved') !== null`, `location.href + "\n" + document.body.innerText`)
 
 	// The waiting ssh goes on into the shell.
-	out.wait(t, regexp.MustCompile(`BusyBox|[#$] `))
+	waitPTY(t, out, regexp.MustCompile(`BusyBox|[#$] `))
 	_, _ = f.Write([]byte("echo sso-ssh-$((6*7))\r"))
-	out.wait(t, regexp.MustCompile(`sso-ssh-42`))
+	waitPTY(t, out, regexp.MustCompile(`sso-ssh-42`))
 
 	// The key is remembered: a second ssh in batch mode goes straight in.
 	whoami, err := exec.Command("ssh", sshArgs(gw, key, true, "termgate@127.0.0.1", "whoami")...).Output()
@@ -134,9 +114,9 @@ func TestOpenSSHSignIn(t *testing.T) {
 	case <-done:
 		done <- nil
 	case <-time.After(5 * time.Second):
-		t.Fatalf("the signed-out ssh is still attached; it printed:\n%q", out.buf.String())
+		t.Fatalf("the signed-out ssh is still attached; it printed:\n%q", out.String())
 	}
-	out.wait(t, regexp.MustCompile(`\[termgate\]`))
+	waitPTY(t, out, regexp.MustCompile(`\[termgate\]`))
 	if again, err := exec.Command("ssh", sshArgs(gw, key, true, "termgate@127.0.0.1", "whoami")...).CombinedOutput(); err == nil {
 		t.Fatalf("after logout the key still gets in: %q", again)
 	}
@@ -144,19 +124,4 @@ func TestOpenSSHSignIn(t *testing.T) {
 		t.Error("the approval is not in the audit trail")
 	}
 
-}
-
-func copyAll(dst *ptyOut, src *os.File) (int64, error) {
-	buf := make([]byte, 32<<10)
-	var n int64
-	for {
-		k, err := src.Read(buf)
-		if k > 0 {
-			_, _ = dst.Write(buf[:k])
-			n += int64(k)
-		}
-		if err != nil {
-			return n, err
-		}
-	}
 }

@@ -135,6 +135,8 @@ func (s *Server) attachFailure(ctx context.Context, name string, err error) (int
 		return http.StatusForbidden, revoked.Error()
 	case errors.Is(err, sessions.ErrNotFound):
 		return http.StatusNotFound, sessions.NotFoundMessage(name)
+	case errors.Is(err, sessions.ErrNoSession):
+		return http.StatusNotFound, sessions.NoSessionMessage(name)
 	case errors.Is(err, sessions.ErrPaused):
 		return http.StatusConflict, sessions.PausedMessage(name)
 	case errors.Is(err, sessions.ErrBadName), errors.Is(err, sessions.ErrBadSize):

@@ -426,11 +426,8 @@ func (c *conn) control(data []byte) {
 	case ctlReset:
 		// A connection whose token was revoked resets nothing, even before
 		// the reload's Recheck has closed it.
-		if c.allowed != nil {
-			if err := c.allowed(c.name); err != nil {
-				c.revoked(&sessions.RevokedError{Reason: err.Error()})
-				return
-			}
+		if c.revokedNow() {
+			return
 		}
 		if c.readOnly { // before the rate limit: an observer spends no one's resets
 			c.log.Info("reset refused: the token is read-only")

@@ -37,15 +37,11 @@ func (s *Server) handleKeep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	until, err := s.cfg.Registry.Keep(r.Context(), name, d)
-	var tooLong *sessions.KeepTooLongError
-	switch {
-	case errors.As(err, &tooLong):
+	if tooLong := (*sessions.KeepTooLongError)(nil); errors.As(err, &tooLong) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
-	case errors.Is(err, sessions.ErrNoSession):
-		writeError(w, http.StatusNotFound, sessions.NoSessionMessage(name))
-		return
-	case err != nil:
+	}
+	if err != nil {
 		status, msg := s.attachFailure(r.Context(), name, err)
 		writeError(w, status, msg)
 		return

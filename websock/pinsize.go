@@ -18,11 +18,8 @@ func (c *conn) pinSize(size sessions.Size) {
 	if size.IsZero() {
 		pin = "auto"
 	}
-	if c.allowed != nil {
-		if err := c.allowed(c.name); err != nil {
-			c.revoked(&sessions.RevokedError{Reason: err.Error()})
-			return
-		}
+	if c.revokedNow() {
+		return
 	}
 	if c.readOnly {
 		c.s.cfg.Audit.Event(audit.Size, c.who, c.name, cl.Info().Session, "size", pin, "result", "denied", "reason", "read-only token")

@@ -60,11 +60,8 @@ func (c *conn) grant(whom string) {
 	if cl == nil {
 		return
 	}
-	if c.allowed != nil {
-		if err := c.allowed(c.name); err != nil {
-			c.revoked(&sessions.RevokedError{Reason: err.Error()})
-			return
-		}
+	if c.revokedNow() {
+		return
 	}
 	if c.readOnly {
 		c.s.cfg.Audit.Event(audit.Grant, c.who, c.name, cl.Info().Session, "to", whom, "result", "denied", "reason", "read-only token")

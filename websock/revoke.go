@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/termgate/termgate/sessions"
 )
 
 // errTokenRemoved is the reason a connection whose token left the token
@@ -41,4 +43,18 @@ func (s *Server) allowedFor(c caller) func(instance string) error {
 		}
 		return nil
 	}
+}
+
+// revokedNow asks the attach's Allowed before a control acts (reset, pin,
+// grant), so a connection whose credential was revoked acts on nothing
+// even before the reload's Recheck has closed it; a refusal closes it.
+func (c *conn) revokedNow() bool {
+	if c.allowed == nil {
+		return false
+	}
+	if err := c.allowed(c.name); err != nil {
+		c.revoked(&sessions.RevokedError{Reason: err.Error()})
+		return true
+	}
+	return false
 }

@@ -196,18 +196,24 @@ type slowReader struct {
 
 // waitSkip waits, up to d, until the reader was brought forward once.
 func (s *slowReader) waitSkip(ctx context.Context, d time.Duration) error {
-	if s.skips.Load() > 0 {
+	return waitSkipped(ctx, d, &s.skips, s.skip, s.done, s.alive, "the slow reader got no skipped event")
+}
+
+// waitSkipped waits, up to d, until a reader counted a skip (skips, or a
+// value on skip), or it stopped (done: alive says why).
+func waitSkipped(ctx context.Context, d time.Duration, skips *atomic.Int64, skip, done <-chan struct{}, alive func() error, none string) error {
+	if skips.Load() > 0 {
 		return nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-s.skip:
+	case <-skip:
 		return nil
-	case <-s.done:
-		return s.alive()
+	case <-done:
+		return alive()
 	case <-t.C:
-		return fmt.Errorf("the slow reader got no skipped event within %s of the runs' end", d)
+		return fmt.Errorf("%s within %s of the runs' end", none, d)
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -386,21 +392,7 @@ func (s *sshSlow) alive() error {
 }
 
 func (s *sshSlow) waitSkip(ctx context.Context, d time.Duration) error {
-	if s.skips.Load() > 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-s.skip:
-		return nil
-	case <-s.done:
-		return s.alive()
-	case <-t.C:
-		return fmt.Errorf("the slow SSH reader got no skip notice within %s of the runs' end", d)
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return waitSkipped(ctx, d, &s.skips, s.skip, s.done, s.alive, "the slow SSH reader got no skip notice")
 }
 
 func (s *sshSlow) Close() {
