@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"bufio"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// Issue 22 item 8: every command in the README is exercised by a test or
+// the demo check. readmeCommands finds them (the lines of its sh code
+// blocks that start with a command, and the first column of its SSH
+// table); readmeRules says, for each, which test runs it. A command no
+// rule matches fails TestREADMECommandsAreExercised, so a command added to
+// the README without a test to show it works cannot land.
+
+// readmeCommand is one command as the README writes it.
+type readmeCommand struct {
+	line int    // README.md line
+	text string // the command, its trailing "# comment" removed
+}
+
+// commandWords are the programs a README line can start with; other lines
+// of a code block are output or a prompt (`/ # echo $$`).
+var commandWords = regexp.MustCompile(`^(ssh|scp|sftp|curl|make|sudo|bash|docker|termgate|bin/termgate|ssh-keygen|source|man|[A-Z]+=\S+)( |$)`)
+
+// tableCommand is a code span in the first column of a table row.
+var tableCommand = regexp.MustCompile("^\\| `((?:ssh|scp|sftp) [^`]*)`")
+
+func readmeCommands(t *testing.T) []readmeCommand {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var cmds []readmeCommand
+	inSh, fenced := false, false
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+			inSh = fenced && strings.TrimPrefix(line, "```") == "sh"
+			continue
+		}
+		switch {
+		case inSh:
+			text := strings.TrimSpace(line)
+			if i := strings.Index(text, "  #"); i >= 0 {
+				text = strings.TrimSpace(text[:i])
+			}
+			if commandWords.MatchString(text) {
+				cmds = append(cmds, readmeCommand{n, text})
+			}
+		case !fenced:
+			if m := tableCommand.FindStringSubmatch(line); m != nil {
+				cmds = append(cmds, readmeCommand{n, strings.ReplaceAll(m[1], `\|`, "|")})
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return cmds
+}
+
+// readmeRule says which test exercises the commands it matches: either
+// TestREADMECommandsRun, which runs them as written against a gateway
+// started as the demo starts it, or a named test elsewhere that drives
+// the same command (an interactive attach in tmux, the demo script, the
+// package install).
+type readmeRule struct {
+	match *regexp.Regexp
+	test  string // the test function that exercises it
+}
+
+const runsHere = "TestREADMECommandsRun"
+
+var readmeRules = []readmeRule{
+	// Run as written by TestREADMECommandsRun (readme_run_test.go).
+	{regexp.MustCompile(`^TOKEN=\$\(cat \.termgate/api_token\)$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 (localhost|HOST) (list|instances|whoami|help)$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 (localhost|HOST) reset (web1|INSTANCE)$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 INSTANCE@HOST reset$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 HOST (who|log) INSTANCE$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 HOST size INSTANCE \[COLSxROWS\|auto\]$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 HOST keep INSTANCE 8h\|off$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 web1@HOST uptime$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 INSTANCE@HOST CMD…$`), runsHere},
+	{regexp.MustCompile(`^scp -P 2222 `), runsHere},
+	{regexp.MustCompile(`^sftp -P 2222 (web1|INSTANCE)@HOST`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 -N -L 8080:127\.0\.0\.1:80 (web1|INSTANCE)@HOST$`), runsHere},
+	{regexp.MustCompile(`^curl `), runsHere},
+
+	// Exercised elsewhere, by the test named.
+	{regexp.MustCompile(`^ssh -t -p 2222 (web1@localhost|INSTANCE@HOST)$`), "TestDetachTildeDotInBusybox"},
+	{regexp.MustCompile(`^ssh -p 2222 HOST (hand INSTANCE|grant INSTANCE WHO)$`), "TestHandAndGrant"},
+	{regexp.MustCompile(`^ssh -p 2222 HOST logout$`), "TestOpenSSHSignIn"},
+	{regexp.MustCompile(`^make demo$`), "TestDemoKeepsToItsOwnContainers"},
+	{regexp.MustCompile(`^make (build|test|lint)$`), "TestCIRunsTheREADMEMakeTargets"},
+	{regexp.MustCompile(`^make package$|^sudo apt install \./dist/termgate_\*\.deb$|^sudo systemctl enable --now termgate$`), "TestPackageInstallsAndServes"},
+}
+
+// TestREADMECommandsAreExercised: every README command has a rule, and
+// every rule names a test that exists, so none can go stale silently.
+func TestREADMECommandsAreExercised(t *testing.T) {
+	cmds := readmeCommands(t)
+	if len(cmds) < 20 {
+		t.Fatalf("found only %d commands in README.md: the extraction is broken", len(cmds))
+	}
+	tests := testFunctions(t)
+	used := make([]bool, len(readmeRules))
+	for _, c := range cmds {
+		i := ruleFor(c.text)
+		if i < 0 {
+			t.Errorf("README.md line %d: %q is exercised by no test: run it in readme_run_test.go or name the test that does in readmeRules", c.line, c.text)
+			continue
+		}
+		used[i] = true
+		if !tests[readmeRules[i].test] {
+			t.Errorf("README.md line %d: %q: rule names %s, which no _test.go file defines", c.line, c.text, readmeRules[i].test)
+		}
+	}
+	for i, u := range used {
+		if !u {
+			t.Errorf("rule %q matches no README command any more: remove it", readmeRules[i].match)
+		}
+	}
+}
+
+// ruleFor is the index of the first rule matching cmd, or -1.
+func ruleFor(cmd string) int {
+	for i, r := range readmeRules {
+		if r.match.MatchString(cmd) {
+			return i
+		}
+	}
+	return -1
+}
+
+var testFunc = regexp.MustCompile(`(?m)^func (Test[A-Za-z0-9_]+)\(t \*testing\.T\)`)
+
+// testFunctions are the names of the Test functions of the module.
+func testFunctions(t *testing.T) map[string]bool {
+	t.Helper()
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	err = filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == "node_modules" || strings.HasPrefix(d.Name(), ".")) && path != root {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, m := range testFunc.FindAllSubmatch(b, -1) {
+			names[string(m[1])] = true
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// TestCIRunsTheREADMEMakeTargets: the README's development commands are
+// what CI runs, so a broken one is a red CI run.
+func TestCIRunsTheREADMEMakeTargets(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []string{"lint", "build", "test"} {
+		if !regexp.MustCompile(`(?m)^\s*(if ! )?make ` + target + `\b`).Match(ci) {
+			t.Errorf(".ci/run does not run make %s, which the README gives", target)
+		}
+	}
+}
