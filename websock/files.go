@@ -103,7 +103,11 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 		s.filesFailed(w, r, c, name, p, dir, err)
 		return c, "", "", nil, nil, false
 	}
-	cl, err = sftp.NewClientPipe(conn, conn, sftp.UseConcurrentWrites(true))
+	copts := []sftp.ClientOption{sftp.UseConcurrentWrites(true)}
+	if dir == "upload" {
+		copts = append(copts, sftp.MaxPacketUnchecked(uploadPacket))
+	}
+	cl, err = sftp.NewClientPipe(conn, conn, copts...)
 	if err != nil {
 		_ = conn.Close()
 		s.filesFailed(w, r, c, name, p, dir, fmt.Errorf("the SFTP server in the instance did not answer: %w", err))
@@ -119,6 +123,14 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 	}
 	return c, name, p, cl, done, true
 }
+
+// uploadPacket is the SFTP data per write of an upload: 128 KiB, which
+// both servers take (the holder's pkg/sftp and OpenSSH's sftp-server
+// accept messages to 256 KiB), a quarter of the requests of the default
+// 32 KiB (100 MiB PUT: 0.54 s against 0.68 s). Downloads keep 32 KiB: a
+// server answers a larger read short, and the client's concurrent
+// WriteTo then ends early (websock's byte-exact test caught it).
+const uploadPacket = 128 << 10
 
 // contentDisposition is an attachment header for a file named base (RFC
 // 6266): a plain filename of printable ASCII for old clients (anything
@@ -232,7 +244,7 @@ func (s *Server) handleFilePut(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	n, err := io.Copy(f, deadlineReader{r: r.Body, rc: rc})
+	n, err := io.Copy(f, deadlineReader{r: r.Body, rc: rc, size: r.ContentLength})
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -288,9 +300,16 @@ func (s *Server) fileError(w http.ResponseWriter, r *http.Request, c caller, nam
 // deadline on before every read: a slow upload goes on as long as it
 // moves; one that stalls for fileIdle ends.
 type deadlineReader struct {
-	r  io.Reader
-	rc *http.ResponseController
+	r    io.Reader
+	rc   *http.ResponseController
+	size int64 // the body's Content-Length, -1 when unknown
 }
+
+// Size is what the SFTP client's ReadFrom asks of its source to keep many
+// writes in flight (-1: as many as it may). Without it, a source of no
+// known size gets one 32 KiB write and its round trip at a time: a 100 MiB
+// PUT took 3.5 times docker cp.
+func (d deadlineReader) Size() int64 { return d.size }
 
 func (d deadlineReader) Read(p []byte) (int, error) {
 	_ = d.rc.SetReadDeadline(time.Now().Add(fileIdle))
