@@ -81,22 +81,47 @@ func sessionDir(id, def string) string {
 	return def
 }
 
-// serveSFTP serves SFTP on in/out until the client ends the stream.
+// serveSFTP serves SFTP on in/out until the client ends the stream:
+// pkg/sftp's server behind the limits@openssh.com shim (sftplimits.go),
+// which filters the requests on a goroutine that serveSFTP waits for.
 func serveSFTP(in io.ReadCloser, out io.WriteCloser, dir string) error {
-	srv, err := sftp.NewServer(stdio{in, out}, sftp.WithServerWorkingDirectory(dir))
+	shim := newLimitsShim(out)
+	reqR, reqW := io.Pipe()
+	srv, err := sftp.NewServer(stdio{reqR, shimOut{shim, out}},
+		sftp.WithServerWorkingDirectory(dir), sftp.WithMaxTxPacket(sftpMaxData))
 	if err != nil {
 		return err
 	}
 	if _, err := io.WriteString(out, holder.ToolReady+"\n"); err != nil {
 		return err
 	}
+	filtered := make(chan error, 1)
+	go func() {
+		err := shim.filterRequests(in, reqW)
+		_ = reqW.CloseWithError(err) // nil: the server reads EOF
+		filtered <- err
+	}()
 	err = srv.Serve()
 	_ = srv.Close()
+	_ = in.Close() // a server that stopped first: unblock the filter's read
+	ferr := <-filtered
 	if errors.Is(err, io.EOF) { // the client is done
-		return nil
+		err = nil
 	}
-	return err
+	if errors.Is(ferr, io.ErrClosedPipe) || errors.Is(ferr, os.ErrClosed) {
+		ferr = nil // the server stopped first; err says why
+	}
+	return errors.Join(err, ferr)
 }
+
+// shimOut is the server's output: through the shim, closed as out.
+type shimOut struct {
+	shim *limitsShim
+	out  io.Closer
+}
+
+func (s shimOut) Write(p []byte) (int, error) { return s.shim.Write(p) }
+func (s shimOut) Close() error                { return s.out.Close() }
 
 // halfCloser is a connection whose write side can be ended alone.
 type halfCloser interface {
