@@ -98,8 +98,8 @@ func TestRecordingsList(t *testing.T) {
 // not one a write has cut short.
 func TestLastEventTime(t *testing.T) {
 	for in, want := range map[string]float64{
-		"[1.5,\"o\",\"a\"]\n[2.25,\"o\",\"b\"]\n":       2.25,
-		"[1.5,\"o\",\"a\"]\n[2.25,\"o\",\"b":            1.5,
+		"[1.5,\"o\",\"a\"]\n[2.25,\"o\",\"b\"]\n":        2.25,
+		"[1.5,\"o\",\"a\"]\n[2.25,\"o\",\"b":             1.5,
 		"ader\"}\n[0.1,\"r\",\"80x24\"]\n[3,\"o\",\"\"]": 3,
 	} {
 		if got, ok := lastEventTime([]byte(in)); !ok || got != want {
