@@ -133,7 +133,7 @@ func TestBrowserPageStates(t *testing.T) {
 	b.do(chromedp.Navigate("about:blank"), chromedp.Navigate(base+"/#token="+watcher), chromedp.WaitVisible(chromedp.ID("switch")))
 	b.do(chromedp.Click(chromedp.ID("switch-accept")), chromedp.WaitVisible(chromedp.ID("picker")))
 	b.waitFunc("the read-only row", fmt.Sprintf(`(() => { const r = document.querySelector('#instances tr[data-instance=%q]');
-		return r && r.classList.contains('readonly') && r.cells[8].textContent === 'read-only'; })()`, name))
+		return r && r.classList.contains('observer') && r.cells[8].textContent === 'read-only'; })()`, name))
 	b.shot("page-list-readonly")
 	b.do(chromedp.Click(fmt.Sprintf(`#instances tr[data-instance=%q] a`, name)), chromedp.WaitVisible(chromedp.ID("terminal")))
 	b.waitConnected()

@@ -2,27 +2,38 @@ package web_test
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
 
+// relTimes replaces "@-2h" and the like in s with the time that far from
+// now (RFC 3339): the page shows ages and reap times relative to now.
+func relTimes(s string) string {
+	return regexp.MustCompile(`@[-+]\d+[hm]`).ReplaceAllStringFunc(s, func(m string) string {
+		d, _ := time.ParseDuration(m[1:])
+		return time.Now().Add(d).UTC().Format(time.RFC3339)
+	})
+}
+
 // The gateway's answers for the list (websock/api.go, recordlist.go):
 // web1 attached, web2 idle and watched only, db1 with no session.
 const listInstancesJSON = `[
- {"name":"web1","session":{"instance":"web1","session":"aa11","created":"2026-01-01T00:00:00Z","clients":2,"bytes_out":2048,"recording":"web1/aa11.cast"},
+ {"name":"web1","session":{"instance":"web1","session":"aa11","created":"@-2h","clients":2,"bytes_out":2048,"recording":"web1/aa11.cast"},
   "image":"nginx:1.27","status":"Up 2 hours","labels":{"termgate.owner":"web-team"},"read_only":false},
- {"name":"web2","session":{"instance":"web2","session":"bb22","created":"2026-01-01T00:00:00Z","clients":0,"idle_since":"2026-01-01T00:00:00Z","bytes_out":10},
+ {"name":"web2","session":{"instance":"web2","session":"bb22","created":"@-50m","clients":0,"idle_since":"@-20m","reap_at":"@+40m","bytes_out":10},
   "image":"alpine:3.20","status":"Up 5 minutes","read_only":true},
  {"name":"db1","session":null,"image":"postgres:16","status":"Up 3 days","labels":{"termgate.tier":"data","termgate.owner":"dba"},"read_only":false}
 ]`
 
 const listRecordingsJSON = `[
- {"instance":"web1","session":"aa11","size":4096,"modified":"2026-01-01T02:00:00Z","started":"2026-01-01T01:00:00Z","duration":3600,"live":true},
- {"instance":"db1","session":"cc33","size":100,"modified":"2026-01-01T00:30:00Z","started":"2026-01-01T00:00:00Z","duration":75.5,"live":false},
- {"instance":"web1","session":"dd44","size":2000000,"modified":"2025-12-31T00:30:00Z","started":"2025-12-31T00:00:00Z","duration":12,"live":false}
+ {"instance":"web1","session":"aa11","size":4096,"modified":"@-0m","started":"@-2h","duration":3600,"live":true},
+ {"instance":"db1","session":"cc33","size":100,"modified":"@-3h","started":"@-3h","duration":75.5,"live":false},
+ {"instance":"web1","session":"dd44","size":2000000,"modified":"@-26h","started":"@-26h","duration":12,"live":false}
 ]`
 
 // TestPageList (issue 22 item 7): the list shows each instance's image,
@@ -51,7 +62,7 @@ func TestPageList(t *testing.T) {
 			}
 		}
 	}
-	if !eval[bool](b, `document.querySelector('#instances tr[data-instance="web2"]').classList.contains('readonly')`) {
+	if !eval[bool](b, `document.querySelector('#instances tr[data-instance="web2"]').classList.contains('observer')`) {
 		t.Error("the read-only row is not marked")
 	}
 	b.shot("list")

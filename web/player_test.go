@@ -63,11 +63,11 @@ func servePlayer(t *testing.T) string {
 	// The list's routes, as the gateway answers them (page_test.go).
 	mux.HandleFunc("GET /api/instances", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(listInstancesJSON))
+		_, _ = w.Write([]byte(relTimes(listInstancesJSON)))
 	})
 	mux.HandleFunc("GET /api/recordings", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(listRecordingsJSON))
+		_, _ = w.Write([]byte(relTimes(listRecordingsJSON)))
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

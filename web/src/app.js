@@ -276,7 +276,7 @@ async function refreshInstances() {
       lt.append(span);
     }
     if (ro) {
-      row.classList.add('readonly');
+      row.classList.add('observer');
       const badge = document.createElement('span');
       badge.className = 'readonly';
       badge.textContent = 'read-only';
