@@ -3,6 +3,7 @@ package websock
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/termgate/termgate/record"
 	"github.com/termgate/termgate/sessions"
@@ -80,14 +83,15 @@ func (s *Server) handleRecordings(w http.ResponseWriter, r *http.Request) {
 		if !d.IsDir() || sessions.CheckName(d.Name()) != nil || !c.id.May(d.Name()) {
 			continue
 		}
-		files, err := os.ReadDir(filepath.Join(s.cfg.RecordDir, d.Name()))
+		if scanned >= maxScanned {
+			break
+		}
+		files, err := readDirAtMost(filepath.Join(s.cfg.RecordDir, d.Name()), maxScanned-scanned)
 		if err != nil {
 			continue
 		}
+		scanned += len(files)
 		for _, f := range files {
-			if scanned++; scanned > maxScanned {
-				break
-			}
 			id, ok := strings.CutSuffix(f.Name(), ".cast")
 			if !ok || !f.Type().IsRegular() || record.CheckSession(id) != nil {
 				continue // SESSION.continued-N.cast and strangers are not served by name either
@@ -120,6 +124,24 @@ func (s *Server) handleRecordings(w http.ResponseWriter, r *http.Request) {
 		s.describeCast(&out[i])
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// readDirAtMost reads at most n entries of a directory (in directory
+// order): an instance that made millions of files costs a bounded read.
+// O_NOFOLLOW: a directory swapped for a link since it was listed is not
+// followed.
+func readDirAtMost(path string, n int) ([]os.DirEntry, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	d := os.NewFile(uintptr(fd), path)
+	defer d.Close()
+	list, err := d.ReadDir(n)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return list, nil
 }
 
 // newest sorts list newest first and keeps n.
