@@ -80,6 +80,12 @@ func TestPageList(t *testing.T) {
 	}
 	b.do(chromedp.Evaluate[chromedp.Void](`document.getElementById('instances-filter').value = ''`), chromedp.SendKeys(chromedp.ID("instances-filter"), "db"))
 	b.waitFunc("the typed search", `termgateList.shown === 1 && termgateList.recordings === 1`)
+	// A group whose first row is filtered out still names its instance.
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => { const f = document.getElementById('instances-filter'); f.value = 'dd44'; f.dispatchEvent(new Event('input')); })()`))
+	if got := b.textAt(`#recordings-table tr[data-session="dd44"] td.instance`); got != "web1" {
+		t.Errorf("filtered to web1's older recording, its row names %q, want web1", got)
+	}
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => { const f = document.getElementById('instances-filter'); f.value = 'db'; f.dispatchEvent(new Event('input')); })()`))
 	if c := b.textOf("instances-count"); c != "1 of 3" {
 		t.Errorf("the count says %q, want 1 of 3", c)
 	}

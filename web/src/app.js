@@ -206,10 +206,16 @@ function applyFilter() {
     if (!row.hidden) shown++;
   }
   $('instances-count').textContent = q.trim() && rows.length ? `${shown} of ${rows.length}` : '';
+  // Recordings come grouped by instance: the name heads each group's
+  // first row still shown.
   let recs = 0;
+  let prev = '';
   for (const row of $('recordings-table').tBodies[0].rows) {
     row.hidden = !matches(row, q);
-    if (!row.hidden) recs++;
+    if (row.hidden) continue;
+    recs++;
+    row.cells[0].textContent = row.dataset.instance === prev ? '' : row.dataset.instance;
+    prev = row.dataset.instance;
   }
   $('recordings-empty').hidden = recs !== 0 || $('recordings-table').tBodies[0].rows.length === 0;
   window.termgateList = { shown, rows: rows.length, recordings: recs }; // for the browser test
@@ -320,13 +326,11 @@ async function refreshRecordings() {
   list.sort((a, b) => a.instance.localeCompare(b.instance) || Date.parse(b.modified) - Date.parse(a.modified));
   const body = $('recordings-table').tBodies[0];
   body.replaceChildren();
-  let prev = '';
   for (const r of list) {
     const row = body.insertRow();
     row.dataset.instance = r.instance;
     row.dataset.session = r.session;
-    cell(row, r.instance === prev ? '' : r.instance, 'instance');
-    prev = r.instance;
+    cell(row, r.instance, 'instance'); // applyFilter leaves it on a group's first row
     const started = r.started || r.modified;
     const st = cell(row, `${ago(started)} ago`);
     st.title = new Date(started).toLocaleString();
