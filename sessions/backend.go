@@ -12,6 +12,18 @@ type Instance struct {
 	Name string
 	// ID identifies the instance to the backend (the container ID for Docker).
 	ID string
+	// Listing describes the instance in Lister's List (nil elsewhere). A
+	// pointer keeps Instance comparable.
+	Listing *Listing
+}
+
+// Listing is what a backend's List tells about an instance beside its name.
+type Listing struct {
+	Image  string
+	Status string // as the backend says it ("Up 2 hours")
+	// Labels holds only what the backend deems fit for every caller
+	// allowed on the instance to read.
+	Labels map[string]string
 }
 
 // InstanceEvent is a change to an instance that a Backend's Watch reports.

@@ -18,6 +18,10 @@ var ErrNoListing = errors.New("this backend cannot list its instances")
 type InstanceInfo struct {
 	Name    string `json:"name"`
 	Session *Info  `json:"session"`
+	// From the backend's listing, when it has them.
+	Image  string            `json:"image,omitempty"`
+	Status string            `json:"status,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Instances lists the backend's running instances with their sessions;
@@ -32,7 +36,11 @@ func (r *Registry) Instances(ctx context.Context, may func(string) bool) ([]Inst
 			return nil, err
 		}
 		for _, in := range list {
-			byName[in.Name] = &InstanceInfo{Name: in.Name}
+			info := &InstanceInfo{Name: in.Name}
+			if l := in.Listing; l != nil {
+				info.Image, info.Status, info.Labels = l.Image, l.Status, l.Labels
+			}
+			byName[in.Name] = info
 		}
 	}
 	for _, s := range r.Sessions() {

@@ -618,12 +618,13 @@ func (gw *gateway) stop() {
 	gw.proc = nil
 }
 
-// startInstance runs a test container carrying the gateway's label.
-func startInstance(t *testing.T, label string) string {
+// startInstance runs a test container carrying the gateway's label, and
+// any other docker run flags given.
+func startInstance(t *testing.T, label string, extra ...string) string {
 	t.Helper()
 	name := "web-" + randomHex(3)
-	out, err := exec.Command("docker", "run", "-d", "--init", "--network", "none",
-		"--label", label, "--label", "tgweb", "--name", name, "termgate-test:busybox").CombinedOutput()
+	args := append([]string{"run", "-d", "--init", "--network", "none", "--label", label, "--label", "tgweb", "--name", name}, extra...)
+	out, err := exec.Command("docker", append(args, "termgate-test:busybox")...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker run: %v\n%s", err, out)
 	}

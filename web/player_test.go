@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/termgate/termgate/web"
@@ -58,6 +59,15 @@ func servePlayer(t *testing.T) string {
 		}
 		w.Header().Set("Content-Type", "application/x-asciicast")
 		_, _ = w.Write([]byte(c))
+	})
+	// The list's routes, as the gateway answers them (page_test.go).
+	mux.HandleFunc("GET /api/instances", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(relTimes(listInstancesJSON)))
+	})
+	mux.HandleFunc("GET /api/recordings", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(relTimes(listRecordingsJSON)))
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -153,3 +163,80 @@ func playerText(b *browser) string {
 const jsPlayerText = `(() => { const buf = termgatePlayer.term.buffer.active, out = [];
 	for (let i = 0; i < buf.length; i++) out.push(buf.getLine(i).translateToString(true));
 	return out.join('\n'); })()`
+
+// pressKey presses a key without text (End, Home, ArrowRight…) in the
+// focused element.
+func (b *browser) pressKey(key string, code int64) {
+	b.t.Helper()
+	ctx, cancel := b.step()
+	defer cancel()
+	for _, typ := range []input.DispatchKeyEventType{input.DispatchKeyEventTypeRawKeyDown, input.DispatchKeyEventTypeKeyUp} {
+		if _, err := chromedp.Call(ctx, input.DispatchKeyEvent, input.DispatchKeyEventParams{
+			Type: typ, Key: key, Code: key, WindowsVirtualKeyCode: code,
+		}); err != nil {
+			b.fail("pressing %s: %v", key, err)
+		}
+	}
+}
+
+// TestPlayerSeek (issue 22 item 7): the player's seek bar redraws the
+// screen at the position chosen, from the start (each tick drawn once,
+// the recording's first size back at 0), by dragging (an input event) and
+// from the keyboard (End, Home, the arrows by 5 s), paused or playing.
+func TestPlayerSeek(t *testing.T) {
+	chromium := needChromium(t)
+	base := servePlayer(t)
+	b := startBrowser(t, chromium)
+
+	b.do(chromedp.Navigate(base+"/#play=web1/s1"), chromedp.WaitVisible(chromedp.ID("player")))
+	b.waitFunc("the player", `window.termgatePlayer && window.termgatePlayer.term !== undefined`)
+	b.do(chromedp.Click(chromedp.ID("play-pause")))
+	b.waitFunc("the pause", `termgatePlayer.paused`)
+	if max := eval[float64](b, `Number(document.getElementById('play-seek').max)`); max < 4.8 || max > 4.9 {
+		t.Errorf("the seek bar ends at %v s, want the shortened recording's 4.85 s", max)
+	}
+	ticks := func() int { return strings.Count(playerText(b), "tick ") }
+	seeked := func(what string, to float64) {
+		t.Helper()
+		b.waitFunc(what, fmt.Sprintf(`termgatePlayer.seeked !== undefined && Math.abs(termgatePlayer.seeked - %v) < 0.01`, to))
+	}
+
+	// Keyboard: End draws the whole recording, Home the empty start.
+	b.do(chromedp.Focus("#play-seek"))
+	b.pressKey("End", 35)
+	seeked("the seek to the end", 4.85)
+	if n := ticks(); n != 10 {
+		t.Errorf("at the end %d ticks are drawn, want 10 (each once):\n%s", n, playerText(b))
+	}
+	b.pressKey("Home", 36)
+	seeked("the seek to the start", 0)
+	if text, size := strings.TrimSpace(playerText(b)), eval[string](b, `termgatePlayer.term.cols + 'x' + termgatePlayer.term.rows`); text != "" || size != "40x10" {
+		t.Errorf("at 0 s the screen is %q at %s, want empty at the recording's first size 40x10", text, size)
+	}
+	if v := eval[float64](b, `Number(document.getElementById('play-seek').value)`); v != 0 {
+		t.Errorf("the seek bar shows %v at the start", v)
+	}
+
+	// Dragging to 2 s: ticks 1 and 2 (at 1.25 s and 1.65 s), not 3.
+	b.do(chromedp.Evaluate[chromedp.Void](`(() => { const s = document.getElementById('play-seek');
+		s.value = '2'; s.dispatchEvent(new Event('input')); })()`))
+	seeked("the seek to 2 s", 2)
+	if text := playerText(b); !strings.Contains(text, "hello world") || !strings.Contains(text, "tick 2\n") || strings.Contains(text, "tick 3") {
+		t.Errorf("at 2 s the screen is:\n%s\nwant hello world and ticks 1 and 2", text)
+	}
+	if size := eval[string](b, `termgatePlayer.term.cols + 'x' + termgatePlayer.term.rows`); size != "60x12" {
+		t.Errorf("at 2 s the terminal is %s, want 60x12 (the recording's resize at 0.1 s)", size)
+	}
+	b.shot("player-seek")
+	// An arrow moves 5 s on (to the end), and playing from a seek goes on.
+	b.pressKey("ArrowRight", 39)
+	seeked("the seek by 5 s", 4.85)
+	b.pressKey("Home", 36)
+	seeked("the seek back to the start", 0)
+	b.do(chromedp.Click(chromedp.ID("play-pause")), chromedp.Evaluate[chromedp.Void](`termgatePlayer.setSpeed(4)`))
+	b.waitFunc("the last tick after playing from the start", jsPlayerText+`.includes('tick 10\n')`)
+	if n := ticks(); n != 10 {
+		t.Errorf("after playing from a seek %d ticks are drawn, want 10", n)
+	}
+	b.checkConsole()
+}

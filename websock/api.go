@@ -53,6 +53,15 @@ func (s *Server) handleSessions(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// instanceEntry is one row of GET /api/instances: ReadOnly says that this
+// caller may only watch the instance (a read-only token, or single sign-on
+// policies that give only read-only access to it), so the page can say so
+// before the row is opened.
+type instanceEntry struct {
+	sessions.InstanceInfo
+	ReadOnly bool `json:"read_only"`
+}
+
 // handleInstances serves GET /api/instances: the running instances the
 // caller may reach, each with its session (null when it has none).
 func (s *Server) handleInstances(w http.ResponseWriter, r *http.Request) {
@@ -65,7 +74,11 @@ func (s *Server) handleInstances(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusServiceUnavailable, "could not list instances: the backend did not answer")
 		return
 	}
-	writeJSON(w, http.StatusOK, list)
+	out := make([]instanceEntry, len(list))
+	for i, in := range list {
+		out[i] = instanceEntry{InstanceInfo: in, ReadOnly: !c.id.MayWrite(in.Name)}
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, _ *http.Request) {

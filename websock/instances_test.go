@@ -47,3 +47,29 @@ func TestInstancesListIsFilteredAndCarriesSessions(t *testing.T) {
 		t.Errorf("without a token: HTTP %d, want 401", resp.StatusCode)
 	}
 }
+
+// Each row says whether this caller may only watch the instance (issue 22
+// item 7: the page marks such rows before they are opened).
+func TestInstancesListSaysReadOnly(t *testing.T) {
+	e := newEnv(t, localBackend(), nil, nil)
+	for tok, want := range map[string]string{tokAll: "db1=false web1=false web2=false", tokRO: "web1=true web2=true"} {
+		resp := e.do("GET", "/api/instances", bearerHeader(tok), nil)
+		var out []struct {
+			Name     string `json:"name"`
+			ReadOnly *bool  `json:"read_only"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, in := range out {
+			if in.ReadOnly == nil {
+				t.Fatalf("token %.4s: %s has no read_only field", tok, in.Name)
+			}
+			got = append(got, in.Name+"="+map[bool]string{true: "true", false: "false"}[*in.ReadOnly])
+		}
+		if g := strings.Join(got, " "); g != want {
+			t.Errorf("token %.4s: %s, want %s", tok, g, want)
+		}
+	}
+}

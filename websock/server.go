@@ -328,6 +328,7 @@ func (s *Server) routes() http.Handler {
 	mux.Handle("GET /api/sessions", s.authed(readRoute, s.handleSessions))
 	mux.Handle("GET /api/instances", s.authed(readRoute, s.handleInstances))
 	mux.Handle("GET /api/whoami", s.authed(readRoute, s.handleWhoami))
+	mux.Handle("GET /api/recordings", s.authed(readRoute, s.handleRecordings))
 	mux.Handle("GET /api/recordings/{name}/{session}", s.authed(readRoute, s.handleRecording))
 	mux.HandleFunc("POST /api/login", s.handleLogin)
 	mux.HandleFunc("GET /api/signin", s.handleSigninOptions)

@@ -182,9 +182,49 @@ function sessionState(s) {
   return [`idle${reap}`, 'idle'];
 }
 
+// labelsOf is an instance's labels as "key=value" strings (only the
+// termgate.* ones the gateway shows).
+function labelsOf(labels) {
+  return Object.entries(labels || {}).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => (v ? `${k}=${v}` : k));
+}
+
+// matches tells whether every word of the search box is in a row's
+// data-search (name, image, status, labels, session state; lower case).
+function matches(row, query) {
+  const q = query.trim().toLowerCase();
+  return !q || q.split(/\s+/).every((w) => row.dataset.search.includes(w));
+}
+
+// applyFilter hides the rows of both lists that the search box does not
+// match, and says how many are shown.
+function applyFilter() {
+  const q = $('instances-filter').value;
+  let shown = 0;
+  const rows = [...$('instances').tBodies[0].rows];
+  for (const row of rows) {
+    row.hidden = !matches(row, q);
+    if (!row.hidden) shown++;
+  }
+  $('instances-count').textContent = q.trim() && rows.length ? `${shown} of ${rows.length}` : '';
+  // Recordings come grouped by instance: the name heads each group's
+  // first row still shown.
+  let recs = 0;
+  let prev = '';
+  for (const row of $('recordings-table').tBodies[0].rows) {
+    row.hidden = !matches(row, q);
+    if (row.hidden) continue;
+    recs++;
+    row.cells[0].textContent = row.dataset.instance === prev ? '' : row.dataset.instance;
+    prev = row.dataset.instance;
+  }
+  $('recordings-empty').hidden = recs !== 0 || $('recordings-table').tBodies[0].rows.length === 0;
+  window.termgateList = { shown, rows: rows.length, recordings: recs }; // for the browser test
+}
+
 // refreshInstances redraws the list from GET /api/instances: the running
-// instances the token may reach, each with its session or null. It returns
-// false once the login stopped working.
+// instances the token may reach, each with its session or null, its image,
+// status and labels when the backend has them, and read_only when this
+// token may only watch it. It returns false once the login stopped working.
 async function refreshInstances() {
   const err = $('instances-error');
   let res;
@@ -208,12 +248,13 @@ async function refreshInstances() {
   const list = (await res.json()).sort((a, b) => a.name.localeCompare(b.name));
   const body = $('instances').tBodies[0];
   body.replaceChildren();
-  for (const { name, session: s } of list) {
+  for (const { name, session: s, image, status, labels, read_only: ro } of list) {
     const row = body.insertRow();
     row.dataset.instance = name;
     const a = document.createElement('a');
     a.href = `/t/${encodeURIComponent(name)}`;
     a.textContent = name;
+    if (ro) a.title = 'your token may only watch this instance: it opens read-only';
     cell(row, a);
     const [state, kind] = sessionState(s);
     const td = cell(row, state, `state ${kind}`);
@@ -230,17 +271,97 @@ async function refreshInstances() {
     } else {
       cell(row, '');
     }
+    cell(row, image || '', 'image');
+    cell(row, status || '', 'status-text');
+    const labelList = labelsOf(labels);
+    const lt = cell(row, '', 'labels');
+    for (const l of labelList) {
+      const span = document.createElement('span');
+      span.className = 'label';
+      span.textContent = l;
+      lt.append(span);
+    }
+    if (ro) {
+      row.classList.add('observer');
+      const badge = document.createElement('span');
+      badge.className = 'readonly';
+      badge.textContent = 'read-only';
+      badge.title = 'your token may only watch this instance';
+      cell(row, badge, 'access');
+    } else {
+      cell(row, '', 'access');
+    }
+    row.dataset.search = [name, image, status, state, ro ? 'read-only' : '', ...labelList].join(' ').toLowerCase();
   }
   $('instances').hidden = list.length === 0;
   $('instances-empty').hidden = list.length !== 0;
+  applyFilter();
   return true;
 }
+
+// refreshRecordings redraws the recordings list from GET /api/recordings
+// (what this token may read, newest first), grouped by instance: hidden
+// when the gateway records nothing (404).
+async function refreshRecordings() {
+  let res;
+  try {
+    res = await fetch('/api/recordings', { cache: 'no-store' });
+  } catch {
+    return;
+  }
+  const section = $('recordings');
+  if (res.status === 404) {
+    section.hidden = true;
+    return;
+  }
+  if (!res.ok) {
+    $('recordings-note').textContent = `Recordings could not be listed: ${await errorOf(res)}`;
+    $('recordings-note').hidden = false;
+    section.hidden = false;
+    return;
+  }
+  $('recordings-note').hidden = true;
+  const list = await res.json();
+  // By instance, newest first within each (the gateway sends newest first).
+  list.sort((a, b) => a.instance.localeCompare(b.instance) || Date.parse(b.modified) - Date.parse(a.modified));
+  const body = $('recordings-table').tBodies[0];
+  body.replaceChildren();
+  for (const r of list) {
+    const row = body.insertRow();
+    row.dataset.instance = r.instance;
+    row.dataset.session = r.session;
+    cell(row, r.instance, 'instance'); // applyFilter leaves it on a group's first row
+    const started = r.started || r.modified;
+    const st = cell(row, `${ago(started)} ago`);
+    st.title = new Date(started).toLocaleString();
+    cell(row, r.live ? 'live' : typeof r.duration === 'number' ? span(r.duration * 1000) : '', r.live ? 'live' : '');
+    cell(row, bytes(r.size));
+    const a = document.createElement('a');
+    a.href = `/#play=${encodeURIComponent(r.instance)}/${encodeURIComponent(r.session)}`;
+    a.className = 'play';
+    a.textContent = `▶ ${r.session.slice(0, 12)}`;
+    a.title = `play the recording of session ${r.session}`;
+    cell(row, a);
+    row.dataset.search = `${r.instance} ${r.session}${r.live ? ' live' : ''}`.toLowerCase();
+  }
+  if (list.length === 0) {
+    $('recordings-note').textContent = 'No recordings yet: sessions are recorded from their start.';
+    $('recordings-note').hidden = false;
+  }
+  section.hidden = false;
+  applyFilter();
+}
+
+$('instances-filter').addEventListener('input', applyFilter);
 
 async function showPicker() {
   show('picker');
   document.title = 'termgate';
   $('open-name').focus();
-  while (await refreshInstances()) await new Promise((r) => setTimeout(r, 5000));
+  while (await refreshInstances()) {
+    await refreshRecordings();
+    await new Promise((r) => setTimeout(r, 5000));
+  }
 }
 
 $('open-form').addEventListener('submit', (e) => {
@@ -345,6 +466,8 @@ class Connection {
     this.ended = false; // the shell exited: wait for the user
     this.lastAttach = null; // {session, new, gap, resumed}: for tests and debugging
     this.restartUntil = 0; // until then the gateway is restarting (close 1012): retry briskly
+    this.resetting = 0; // a confirmed reset waits for the fresh shell since then (0: none)
+    this.attempts = 0; // connections tried: for the browser test
     // The shell's window size is the gateway's to decide (its size
     // policy, a pin): want is what this window fits (sent as resize),
     // shown the session's size as last told (the terminal is drawn at it).
@@ -385,9 +508,13 @@ class Connection {
     const ws = new WebSocket(`${scheme}//${location.host}/api/instances/${encodeURIComponent(this.name)}/terminal?${q}`);
     ws.binaryType = 'arraybuffer';
     this.ws = ws;
+    this.attempts++;
+    this.tries = [...(this.tries || []).slice(-19), Date.now()]; // for the browser test
+    $('reconnect-now').hidden = true;
     this.attached = false;
     this.reason = '';
-    if (!this.failures) setStatus('connecting', 'connecting…');
+    if (this.resetting) setStatus('resetting', 'resetting… (waiting for the fresh shell)');
+    else if (!this.failures) setStatus('connecting', 'connecting…');
     ws.onmessage = (ev) => {
       if (ws !== this.ws) return;
       if (typeof ev.data === 'string') this.event(JSON.parse(ev.data));
@@ -415,6 +542,9 @@ class Connection {
         this.lastAttach = { session: ev.session, new: ev.new, gap: ev.gap, resumed, readOnly: !!ev.read_only };
         setReadOnly(this.term, !!ev.read_only);
         setStatus('connected', 'connected');
+        // A reset made over HTTP (no connection then) ends with the new
+        // session's attach.
+        if (this.resetting && ev.new) this.resetDone();
         this.told(ev.cols, ev.rows, this.size.pinned);
         break;
       }
@@ -444,6 +574,7 @@ class Connection {
         // A grant of write access ends with its session.
         if (this.lastAttach && this.lastAttach.readOnly) setReadOnly(this.term, true);
         this.term.write('\x1b[2m[termgate] session reset: fresh shell\x1b[0m\r\n');
+        this.resetDone();
         setStatus('connected', 'connected · session reset: fresh shell');
         this.session = ev.session;
         this.pos = ev.offset - ev.replay;
@@ -474,6 +605,12 @@ class Connection {
         // their notices.
         this.reason = ev.message;
         console.warn('termgate:', ev.message);
+        // A refused reset (the rate limit, a read-only token) ends the
+        // wait: the old shell is still there.
+        if (this.resetting && this.attached) {
+          this.resetDone();
+          setStatus('connected', `connected · reset refused: ${ev.message.replace(/^\[termgate\] /, '')}`);
+        }
         if (this.attached) this.term.write(`\r\n\x1b[2m[termgate] ${ev.message.replace(/^\[termgate\] /, '')}\x1b[0m\r\n`);
         break;
     }
@@ -524,22 +661,54 @@ class Connection {
       this.last = reason;
     }
     this.failures++;
-    let delay = Math.min(30000, 500 * 2 ** Math.min(this.failures - 1, 6)) * (0.8 + 0.4 * Math.random());
+    // Backoff, capped at 1.5 s (±20 %) while the tab is visible: the page
+    // is back within 2 s of the gateway (a restart, the network), and one
+    // failed WebSocket handshake per 1.5 s costs the gateway little. A
+    // hidden tab backs off to 30 s; becoming visible retries at once.
+    const cap = document.hidden ? 30000 : 1500;
+    let delay = Math.min(cap, 500 * 2 ** Math.min(this.failures - 1, 6)) * (0.8 + 0.4 * Math.random());
     if (Date.now() < this.restartUntil) delay = Math.min(delay, 200 + 300 * Math.random());
     this.retryAt = Date.now() + delay;
     this.timer = setTimeout(() => this.connect(), delay);
     this.tick();
   }
 
+  // startReset shows the wait for the fresh shell after a confirmed reset:
+  // the button disabled, the old screen dimmed, the status saying so. It
+  // ends with the reset event (the fresh shell attached), the new
+  // session's attach, a refusal, or after 30 s (the gateway would have
+  // said something by then; the status then shows whatever it is).
+  startReset() {
+    this.resetting = Date.now();
+    $('reset').disabled = true;
+    $('term-wrap').classList.add('resetting');
+    setStatus('resetting', 'resetting… (waiting for the fresh shell)');
+    clearTimeout(this.resetTimer);
+    this.resetTimer = setTimeout(() => {
+      if (!this.resetting) return;
+      this.resetDone();
+      if (this.attached) setStatus('connected', 'connected · the reset got no answer: reload to see the session as it is');
+    }, 30000);
+  }
+
+  resetDone() {
+    this.resetting = 0;
+    clearTimeout(this.resetTimer);
+    $('reset').disabled = false;
+    $('term-wrap').classList.remove('resetting');
+  }
+
   // tick refreshes the reconnect countdown.
   tick() {
     if (!this.timer) return;
+    $('reconnect-now').hidden = false;
     const s = Math.max(0, Math.ceil((this.retryAt - Date.now()) / 1000));
     const last = this.last && this.last !== this.cause ? `; last try: ${this.last}` : '';
     setStatus('reconnecting', `reconnecting${s ? ` in ${s} s` : '…'} (${this.cause}${last})`);
   }
 
-  // now skips the wait of a pending reconnect (network back, tab visible).
+  // now skips the wait of a pending reconnect (network back, tab visible,
+  // the page shown again from the back/forward cache, Reconnect now).
   now() {
     if (this.timer) this.connect();
   }
@@ -656,11 +825,17 @@ function showTerminal(name) {
   $('reset').addEventListener('click', async () => {
     const ok = confirm(`Reset the session of ${name}?\n\nThis kills the shell and every process it started in the instance, then starts a fresh shell.`);
     if (ok && conn.attached) {
+      conn.startReset();
       conn.send(JSON.stringify({ type: 'reset' }));
     } else if (ok) {
+      conn.startReset();
       const res = await fetch(`/api/instances/${encodeURIComponent(name)}/terminal/reset`, { method: 'POST' }).catch(() => null);
-      if (res && res.ok) conn.restart();
-      else setStatus('reconnecting', `reset failed: ${res ? await errorOf(res) : 'the gateway is unreachable'}`);
+      if (res && res.ok) {
+        conn.restart();
+      } else {
+        conn.resetDone();
+        setStatus('reconnecting', `reset failed: ${res ? await errorOf(res) : 'the gateway is unreachable'}`);
+      }
     }
     term.focus();
   });
@@ -669,8 +844,13 @@ function showTerminal(name) {
   // a clock that jumped while the page was visible means the machine slept,
   // and the connection is probably dead without knowing it yet.
   window.addEventListener('online', () => conn.now());
+  window.addEventListener('pageshow', () => conn.now());
   document.addEventListener('visibilitychange', () => {
     if (!document.hidden) conn.now();
+  });
+  $('reconnect-now').addEventListener('click', () => {
+    conn.now();
+    term.focus();
   });
   let last = Date.now();
   setInterval(() => {
@@ -936,7 +1116,11 @@ async function showPlayer(instance, session) {
   });
   term.open($('play-term'));
   const secs = (s) => `${s.toFixed(1)} s`;
+  const seek = $('play-seek');
+  let dragging = false;
   const update = (p) => {
+    if (!dragging) seek.value = String(p.pos);
+    seek.setAttribute('aria-valuetext', `${secs(p.pos)} of ${secs(p.duration)}`);
     $('play-pause').textContent = p.paused ? (p.finished ? 'Replay' : 'Play') : 'Pause';
     $('play-time').textContent = `${secs(p.pos)} / ${secs(p.duration)}${p.finished ? ' · finished' : ''}`;
     $('play-marker').textContent = p.marker ? `marker: ${p.marker}` : '';
@@ -944,6 +1128,23 @@ async function showPlayer(instance, session) {
   };
   const player = new Player(term, cast, update);
   window.termgatePlayer = player; // for the browser test, and for the console
+  // The seek bar: dragging redraws the screen at each position (the
+  // player draws only the latest of quick seeks); the keys move by 5 s
+  // (arrows) and 30 s (Page Up/Down), Home and End to either end.
+  seek.max = String(player.duration);
+  seek.addEventListener('pointerdown', () => (dragging = true));
+  seek.addEventListener('pointerup', () => (dragging = false));
+  seek.addEventListener('input', () => player.seek(Number(seek.value)));
+  seek.addEventListener('keydown', (e) => {
+    const step = { ArrowLeft: -5, ArrowDown: -5, ArrowRight: 5, ArrowUp: 5, PageDown: -30, PageUp: 30 }[e.key];
+    let to = null;
+    if (step !== undefined) to = player.pos + step;
+    else if (e.key === 'Home') to = 0;
+    else if (e.key === 'End') to = player.duration;
+    if (to === null) return;
+    e.preventDefault();
+    player.seek(to);
+  });
   window.termgate = { term }; // the browser test's helpers read termgate.term
   $('play-pause').addEventListener('click', () => (player.paused ? player.play() : player.pause()));
   for (const b of document.querySelectorAll('#play-speeds button')) {

@@ -124,12 +124,40 @@ export class Player {
     this.marker = '';
   }
 
-  // tick plays every event that is due, in one write, then sleeps until
-  // the next one.
-  tick() {
+  // seek moves to time t (seconds, clamped to the recording): the screen
+  // at t is drawn again from the start, every output up to t in one write
+  // per resize, so scrubbing is quick even through a long recording. A
+  // playing player goes on playing from there.
+  //
+  // The terminal parses what it is given later: the redraw waits until
+  // what was written before is parsed (else it would land after the
+  // reset), and of several seeks meanwhile only the latest is drawn.
+  seek(t) {
+    clearTimeout(this.timer);
     this.timer = 0;
-    if (this.paused) return;
-    const now = this.pos;
+    const to = Math.min(Math.max(Number(t) || 0, 0), this.duration);
+    this.base = to; // pos reads it while the redraw waits
+    this.started = performance.now();
+    const gen = (this.seeking = (this.seeking || 0) + 1);
+    this.term.write('', () => {
+      if (gen !== this.seeking) return;
+      this.term.reset();
+      this.term.resize(this.width, this.height);
+      this.next = 0;
+      this.marker = '';
+      this.apply(to);
+      this.base = to;
+      this.started = performance.now();
+      this.seeked = to; // for the browser test
+      if (this.paused) this.onUpdate(this);
+      else this.tick();
+    });
+    this.onUpdate(this);
+  }
+
+  // apply draws every event due at time now (the recording's seconds), in
+  // one write between resizes.
+  apply(now) {
     let out = '';
     while (this.next < this.events.length && this.events[this.next][0] <= now) {
       const [, code, data] = this.events[this.next++];
@@ -152,6 +180,15 @@ export class Player {
       // 'i' (input) and unknown codes are not shown.
     }
     if (out) this.term.write(out);
+  }
+
+  // tick plays every event that is due, in one write, then sleeps until
+  // the next one.
+  tick() {
+    this.timer = 0;
+    if (this.paused) return;
+    const now = this.pos;
+    this.apply(now);
     if (this.finished) {
       this.base = this.duration;
       this.paused = true;
