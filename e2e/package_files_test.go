@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +61,9 @@ func checkInstalledFiles(t *testing.T, root, debVersion string) {
 	if err != nil {
 		t.Fatalf("git describe: %v", err)
 	}
+	if want := debianVersion(strings.TrimSpace(string(describe))); debVersion != want {
+		t.Errorf("git describe %q gave the package version %q, want %q (docs/INSTALL.md)", bytes.TrimSpace(describe), debVersion, want)
+	}
 	if v := run(t, "/usr/bin/termgate", "--version"); !strings.HasPrefix(v, "termgate "+strings.TrimSpace(string(describe))+" ") {
 		t.Errorf("termgate --version: %q, want the git describe %q (make build's stamp)", v, bytes.TrimSpace(describe))
 	}
@@ -83,6 +87,17 @@ func checkInstalledFiles(t *testing.T, root, debVersion string) {
 	if uid := atoi(t, pw.Uid); uid >= 1000 || pw.HomeDir != debState {
 		t.Errorf("the termgate user: uid %d, home %s; want a system user (uid < 1000) whose home is %s", uid, pw.HomeDir, debState)
 	}
+}
+
+// debianVersion is docs/INSTALL.md's rule: a release tag (v1.2.3) without
+// its v, a bare commit (which may start with a digit) after 0~git so that
+// it sorts before every release, each - as +.
+func debianVersion(describe string) string {
+	v := "0~git" + describe
+	if regexp.MustCompile(`^v?[0-9]+(\.[0-9]+)+`).MatchString(describe) {
+		v = strings.TrimPrefix(describe, "v")
+	}
+	return strings.ReplaceAll(v, "-", "+")
 }
 
 func checkMode(t *testing.T, path string, mode fs.FileMode, owner, group string) {

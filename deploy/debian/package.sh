@@ -7,8 +7,8 @@
 #
 # VERSION is the Makefile's (git describe), made a Debian version: a tag
 # v1.2.3 gives 1.2.3, v1.2.3-4-gabcdef0 gives 1.2.3+4+gabcdef0 (after
-# 1.2.3), an untagged commit abcdef0 gives 0~gitabcdef0 (before any
-# release); -dirty stays, as +dirty.
+# 1.2.3), an untagged commit abcdef0 (or 41eaee1) gives 0~gitabcdef0
+# (before any release); -dirty stays, as +dirty.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -24,10 +24,13 @@ if [ ! -x "$bin" ]; then
 	exit 1
 fi
 version=${VERSION:-$(git describe --tags --always --dirty 2>/dev/null || echo dev)}
-case "$version" in
-v[0-9]* | [0-9]*) deb_version=${version#v} ;;
-*) deb_version=0~git$version ;;
-esac
+# A release tag has a dot (v1.2, 1.2.3); a bare commit may start with a
+# digit too (41eaee1) and must still sort before every release.
+if [[ $version =~ ^v?[0-9]+(\.[0-9]+)+ ]]; then
+	deb_version=${version#v}
+else
+	deb_version=0~git$version
+fi
 deb_version=${deb_version//-/+}
 arch=$("$GO" env GOARCH)
 out=dist/termgate_${deb_version}_${arch}.deb
