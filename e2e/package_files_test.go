@@ -182,11 +182,10 @@ func checkServiceProcess(t *testing.T, pid int, svc serviceUser) {
 }
 
 // checkConfinement: as the service user (the unit's identity, through
-// setpriv) the Docker socket answers, the state directory is writable, and
-// neither secrets nor another user's home can be read nor / and the
-// system's directories written. The unit's mount namespaces
-// (ProtectSystem=strict, ProtectHome=yes) would hide more; this checks
-// what holds even without them.
+// setpriv, in the approximation of its file-system sandbox) the Docker
+// socket answers, the state directory is writable, and neither secrets
+// nor any home can be read, nor / and the system's directories written,
+// and /tmp is its own.
 func checkConfinement(t *testing.T, unit unitSettings, svc serviceUser) {
 	t.Helper()
 	as := func(argv ...string) (string, error) {
@@ -232,10 +231,21 @@ func checkConfinement(t *testing.T, unit unitSettings, svc serviceUser) {
 			t.Errorf("as %s, %s is writable", svc.name, dir)
 		}
 	}
+	// ProtectHome=yes: no home at all, even one anybody may read.
 	homes, _ := filepath.Glob("/home/*")
-	for _, h := range homes {
-		if fi, err := os.Stat(h); err == nil && h != other && fi.Mode().Perm()&0o005 != 0 {
-			t.Logf("%s is readable by anyone (mode %s): only the unit's ProtectHome=yes hides it from the service", h, fi.Mode().Perm())
+	for _, h := range append(homes, "/root") {
+		if out, err := as("ls", h); err == nil {
+			t.Errorf("as %s in the unit's sandbox, %s can be listed: %s", svc.name, h, out)
 		}
+	}
+	// PrivateTmp=yes: the host's /tmp is not the service's.
+	hostTmp, err := os.CreateTemp("/tmp", "tgpkg-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostTmp.Close()
+	t.Cleanup(func() { _ = os.Remove(hostTmp.Name()) })
+	if out, err := as("ls", hostTmp.Name()); err == nil {
+		t.Errorf("as %s in the unit's sandbox, the host's %s is visible: %s", svc.name, hostTmp.Name(), out)
 	}
 }

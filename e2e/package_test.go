@@ -23,10 +23,11 @@ import (
 // Issue 22 item 3: `make package` builds the Debian package; it is
 // installed on this machine with dpkg, its files, modes and conffile
 // checked, and the service started without systemd: the installed unit's
-// ExecStart= run as its User= with its groups (setpriv), then OpenSSH
+// ExecStart= run as its User= with its groups (setpriv), in an
+// approximation of its file-system sandbox (unshare), then OpenSSH
 // through it into a busybox container. As the service user the Docker
-// socket answers while /root, /etc/shadow and another user's home cannot
-// be read and / cannot be written. A reinstall keeps the edited config;
+// socket answers while /root, /etc/shadow and any home cannot be read and
+// / cannot be written. A reinstall keeps the edited config;
 // dpkg --purge removes it all.
 //
 // It installs a package on the machine, so it runs only in CI (CI=true,
@@ -135,7 +136,7 @@ func needPackageTest(t *testing.T) string {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root (dpkg -i)")
 	}
-	for _, tool := range []string{"dpkg", "dpkg-query", "setpriv", "make", "systemd-analyze", "gzip"} {
+	for _, tool := range []string{"dpkg", "dpkg-query", "setpriv", "unshare", "findmnt", "make", "systemd-analyze", "gzip"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool)
 		}

@@ -13,9 +13,9 @@ import (
 // The installed systemd unit, read and run without systemd, for
 // TestDebianPackage: the [Service] settings, and the command line that
 // starts ExecStart= with the identity and privileges those settings give
-// (setpriv). What setpriv cannot give, the namespaces of ProtectSystem=,
-// ProtectHome=, PrivateTmp= and the system call filter, is systemd's own;
-// the test lints those lines with systemd-analyze instead.
+// (setpriv), in an approximation of its file-system sandbox (unshare and
+// mount: mountSandbox). The rest, such as the system call filter, is
+// systemd's own; the test lints those lines with systemd-analyze.
 
 // unitSettings are a unit's [Service] lines, key to values in file order
 // (a key given twice, such as SystemCallFilter=, keeps both).
@@ -73,6 +73,41 @@ func (u unitSettings) execStart(t *testing.T) []string {
 	return strings.Fields(line)
 }
 
+// mountSandbox is a shell script that approximates, in a mount namespace
+// of its own, the file system the unit's ProtectSystem=strict,
+// StateDirectory=, ProtectHome=yes and PrivateTmp=yes give the service:
+// every mount read-only but /proc, /sys and /dev; the state directory
+// writable; /home, /root and /run/user inaccessible; /tmp and /var/tmp
+// empty and private. systemd does it differently in detail (and does more:
+// PrivateDevices=, ProtectKernel*=, the system call filter), but what the
+// gateway may read and write is the same, so the test can start the
+// service in it and check what its user reaches. Settings the unit does
+// not have are not applied.
+func (u unitSettings) mountSandbox(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	if len(u["ProtectSystem"]) > 0 && u.one(t, "ProtectSystem") == "strict" {
+		b.WriteString(`findmnt -rn -o TARGET | while read -r m; do
+	case $m in /proc | /proc/* | /sys | /sys/* | /dev | /dev/*) continue ;; esac
+	mount -o remount,bind,ro "$m" 2>/dev/null || true
+done
+`)
+		for _, dir := range u["StateDirectory"] {
+			for _, name := range strings.Fields(dir) {
+				p := "/var/lib/" + name
+				b.WriteString("mount --bind " + p + " " + p + " && mount -o remount,bind,rw " + p + "\n")
+			}
+		}
+	}
+	if len(u["ProtectHome"]) > 0 && u.one(t, "ProtectHome") == "yes" {
+		b.WriteString("for d in /home /root /run/user; do [ ! -d $d ] || mount -t tmpfs -o ro,mode=000 tmpfs $d; done\n")
+	}
+	if len(u["PrivateTmp"]) > 0 && u.one(t, "PrivateTmp") == "yes" {
+		b.WriteString("mount -t tmpfs -o mode=1777 tmpfs /tmp\nmount -t tmpfs -o mode=1777 tmpfs /var/tmp\n")
+	}
+	return b.String()
+}
+
 // serviceUser is the identity the unit's User=, Group= and
 // SupplementaryGroups= give the service.
 type serviceUser struct {
@@ -105,7 +140,8 @@ func (u unitSettings) user(t *testing.T) serviceUser {
 	return s
 }
 
-// command is argv run as the service would run it: as its user and groups,
+// command is argv run as the service would run it: in the unit's
+// file-system sandbox (mountSandbox), as its user and groups,
 // with no capability left to hold or gain when the unit says so
 // (CapabilityBoundingSet= empty, NoNewPrivileges=yes), the unit's UMask=
 // and the environment systemd gives a service with User= (PATH, HOME,
@@ -127,10 +163,12 @@ func (s serviceUser) command(t *testing.T, u unitSettings, argv ...string) *exec
 	if len(u["UMask"]) > 0 {
 		umask = u.one(t, "UMask")
 	}
-	// sh sets the umask and execs setpriv, which execs argv: the process
-	// started is argv itself, as under systemd.
-	script := "umask " + umask + " && exec \"$@\""
-	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, append(priv, append([]string{"--"}, argv...)...)...)...)
+	// unshare gives sh a mount namespace of its own, where sh builds the
+	// sandbox, sets the umask and execs setpriv, which execs argv: the
+	// process started is argv itself, as under systemd.
+	script := "set -e\n" + u.mountSandbox(t) + "umask " + umask + "\nexec \"$@\"\n"
+	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh"},
+		append(priv, append([]string{"--"}, argv...)...)...)...)
 	cmd.Env = []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOME=" + s.home, "USER=" + s.name, "LOGNAME=" + s.name, "SHELL=/usr/sbin/nologin", // postinst's
