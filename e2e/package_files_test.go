@@ -42,6 +42,8 @@ func checkInstalledFiles(t *testing.T, root, debVersion string) {
 		{"/usr/share/fish/vendor_completions.d/termgate.fish", 0o644, "root", "root"},
 		{"/usr/share/doc/termgate/copyright", 0o644, "root", "root"},
 		{"/usr/share/doc/termgate/INSTALL.md", 0o644, "root", "root"},
+		{"/usr/share/doc/termgate/changelog.gz", 0o644, "root", "root"},
+		{"/usr/share/lintian/overrides/termgate", 0o644, "root", "root"},
 	} {
 		checkMode(t, f.path, f.mode, f.owner, f.group)
 	}

@@ -52,6 +52,7 @@ func TestDebianPackage(t *testing.T) {
 	installPackage(t, deb)
 	checkInstalledFiles(t, root, version)
 	lintUnit(t)
+	lintPackage(t, deb)
 	checkConfigDefaults(t)
 	unit := readUnit(t, debUnit)
 	svc := unit.user(t)
@@ -307,6 +308,28 @@ func lintUnit(t *testing.T) {
 	fmt.Sscan(string(m[1]), &level)
 	if level > 2.5 {
 		t.Errorf("the unit's exposure level is %.1f, want at most 2.5:\n%s", level, out)
+	}
+}
+
+// lintPackage runs lintian on the package where it is installed (CI does
+// not install it: it takes 20 s of CPU). The maintainer address is a
+// placeholder until the project has one.
+func lintPackage(t *testing.T, deb string) {
+	t.Helper()
+	if _, err := exec.LookPath("lintian"); err != nil {
+		t.Log("no lintian here: the package is not linted (apt install lintian)")
+		return
+	}
+	out, err := exec.Command("lintian", "--tag-display-limit", "0",
+		"--suppress-tags", "bogus-mail-host,bogus-mail-host-in-debian-changelog", deb).CombinedOutput()
+	var tags []string
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "E: ") || strings.HasPrefix(line, "W: ") {
+			tags = append(tags, line)
+		}
+	}
+	if err != nil || len(tags) > 0 {
+		t.Errorf("lintian %s: %v\n%s", filepath.Base(deb), err, out)
 	}
 }
 

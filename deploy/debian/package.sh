@@ -41,6 +41,13 @@ mkdir -p "$stage"
 "$bin" completion bash >"$stage/termgate.bash"
 "$bin" completion zsh >"$stage/_termgate"
 "$bin" completion fish >"$stage/termgate.fish"
+# A native package's changelog (Debian policy 12.7): one entry, this build.
+maintainer=$(sed -n 's/^maintainer: //p' deploy/debian/nfpm.yaml)
+{
+	printf 'termgate (%s) unstable; urgency=medium\n\n' "$deb_version"
+	printf '  * Built from git describe %s.\n\n' "$version"
+	printf ' -- %s  %s\n' "$maintainer" "$(date -R -u -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}")"
+} | gzip -9n >"$stage/changelog.gz"
 
 rm -f "$out"
 TERMGATE_DEB_VERSION=$deb_version TERMGATE_DEB_ARCH=$arch \
