@@ -27,7 +27,7 @@ import (
 // approximation of its file-system sandbox (unshare), then OpenSSH
 // through it into a busybox container. As the service user the Docker
 // socket answers while /root, /etc/shadow and any home cannot be read and
-// / cannot be written. A reinstall keeps the edited config;
+// / cannot be written. An upgrade keeps the edited config;
 // dpkg --purge removes it all.
 //
 // It installs a package on the machine, so it runs only in CI (CI=true,
@@ -104,18 +104,24 @@ func TestDebianPackage(t *testing.T) {
 	checkConfinement(t, unit, svc)
 	s.stop(t, unit)
 
-	// A reinstall (as an upgrade does) keeps the edited conffile, the
-	// keys and the host key: clients' known_hosts stay right.
+	// An upgrade keeps the edited conffile, the keys and the host key
+	// (clients' known_hosts stay right). The newer package is the same
+	// binary with a higher version: what dpkg does with the files does not
+	// depend on the binary.
 	before, _ := os.ReadFile(debConfig)
-	installPackage(t, deb)
+	newer, newVersion := buildUpgrade(t, root)
+	installPackage(t, newer)
+	if out, _ := exec.Command("dpkg-query", "-W", "-f=${Version}", "termgate").Output(); string(out) != newVersion {
+		t.Errorf("after the upgrade dpkg knows version %q, want %q", out, newVersion)
+	}
 	if after, _ := os.ReadFile(debConfig); !bytes.Equal(after, before) {
-		t.Errorf("the reinstall changed the edited %s:\n%s", debConfig, after)
+		t.Errorf("the upgrade changed the edited %s:\n%s", debConfig, after)
 	}
 	if b, _ := os.ReadFile(debKeys); !bytes.Equal(b, keysFile) {
-		t.Errorf("the reinstall changed %s", debKeys)
+		t.Errorf("the upgrade changed %s", debKeys)
 	}
 	if b, _ := os.ReadFile(debHostKey); !bytes.Equal(b, hostKey) {
-		t.Error("the reinstall changed the host key")
+		t.Error("the upgrade changed the host key")
 	}
 
 	dpkg(t, "--purge", "termgate")
@@ -163,9 +169,30 @@ var packageLine = regexp.MustCompile(`(?m)^package: (dist/termgate_([^_]+)_[a-z0
 // buildPackage runs `make package` and returns the .deb and its version.
 func buildPackage(t *testing.T, root string) (deb, version string) {
 	t.Helper()
+	return packaging(t, root, nil, "make", "--no-print-directory", "package")
+}
+
+// buildUpgrade packs bin/termgate again (deploy/debian/package.sh, as
+// make package does) as a version above buildPackage's; its cleanup
+// removes the file.
+func buildUpgrade(t *testing.T, root string) (deb, version string) {
+	t.Helper()
+	describe, err := exec.Command("git", "-C", root, "describe", "--tags", "--always", "--dirty").Output()
+	if err != nil {
+		t.Fatalf("git describe: %v", err)
+	}
+	deb, version = packaging(t, root, []string{"VERSION=" + strings.TrimSpace(string(describe)) + "-upgrade"}, "bash", "deploy/debian/package.sh")
+	t.Cleanup(func() { _ = os.Remove(deb) })
+	return deb, version
+}
+
+// packaging runs a command that builds the package and returns the .deb
+// it names and its version.
+func packaging(t *testing.T, root string, env []string, argv ...string) (deb, version string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "package")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = root
 	// Not the calling make's jobserver (make test runs go test).
 	for _, kv := range os.Environ() {
@@ -173,16 +200,17 @@ func buildPackage(t *testing.T, root string) (deb, version string) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	cmd.Env = append(cmd.Env, env...)
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		t.Fatalf("make package: %v\n%s", err, out)
+		t.Fatalf("%s: %v\n%s", strings.Join(argv, " "), err, out)
 	}
 	m := packageLine.FindStringSubmatch(string(out))
 	if m == nil {
-		t.Fatalf("make package named no dist/termgate_VERSION_ARCH.deb:\n%s", out)
+		t.Fatalf("%s named no dist/termgate_VERSION_ARCH.deb:\n%s", strings.Join(argv, " "), out)
 	}
-	t.Logf("make package: %s in %s", m[1], time.Since(start).Round(100*time.Millisecond))
+	t.Logf("%s: %s in %s", strings.Join(argv, " "), m[1], time.Since(start).Round(100*time.Millisecond))
 	return filepath.Join(root, m[1]), m[2]
 }
 
