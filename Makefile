@@ -9,7 +9,7 @@ IMAGE     ?= termgate:dev
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: demo demo-clean build holder web man run test test-short lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
+.PHONY: demo demo-clean build holder web man package run test test-short lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
 
 # The gateway embeds the holder of durable sessions (--durable), built
 # first as a static Linux binary (internal/holderbin, gitignored).
@@ -21,6 +21,12 @@ build: web holder
 # stamped with a version, so that it changes only with the flags.
 man:
 	$(GO) run ./cmd/termgate --help-man > docs/termgate.1
+
+# The Debian package dist/termgate_VERSION_ARCH.deb (nfpm, pinned; files in
+# deploy/debian; docs/INSTALL.md): the stamped binary, the hardened systemd
+# unit, /etc/termgate/config.yaml, the man page and shell completions.
+package: build
+	VERSION=$(VERSION) GO=$(GO) bash deploy/debian/package.sh
 
 holder:
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags=-s -o internal/holderbin/termgate-holder ./cmd/termgate-holder
