@@ -148,29 +148,45 @@ func TestConfigMissingFile(t *testing.T) {
 	}
 }
 
-// TestREADMEConfigExample: the README's example file is one termgate
-// accepts, and it means what the README says.
+// TestREADMEConfigExample: the example files of the README and of
+// docs/CONFIGURATION.md are ones termgate accepts, and they mean what the
+// text says.
 func TestREADMEConfigExample(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, section, _ := strings.Cut(string(readme), "\n## Configuration\n")
-	_, block, ok := strings.Cut(section, "```yaml\n")
-	block, _, closed := strings.Cut(block, "```")
-	if !ok || !closed {
-		t.Fatal("no ```yaml block in the README's Configuration section")
-	}
-	cfg := writeConfig(t, block)
-	o, err := parseFlags([]string{"--config", cfg}, env(nil))
+	short := yamlExample(t, "../../README.md", "\n## Configuration\n")
+	o, err := parseFlags([]string{"--config", writeConfig(t, short)}, env(nil))
 	if err != nil {
 		t.Fatalf("the README's example: %v", err)
 	}
-	if o.idleTimeout != 45*time.Minute || !o.durable || !slices.Equal(o.allowedOrigins, []string{"https://ops.example.com"}) || o.logFormat != "json" {
+	if o.idleTimeout != 45*time.Minute || !o.durable || o.publicHost != "gateway.example.com" {
 		t.Errorf("the README's example read as %+v", o)
+	}
+	block := yamlExample(t, "../../docs/CONFIGURATION.md", "# Configuration\n")
+	cfg := writeConfig(t, block)
+	o, err = parseFlags([]string{"--config", cfg}, env(nil))
+	if err != nil {
+		t.Fatalf("docs/CONFIGURATION.md's example: %v", err)
+	}
+	if o.idleTimeout != 45*time.Minute || !o.durable || !slices.Equal(o.allowedOrigins, []string{"https://ops.example.com"}) || o.logFormat != "json" {
+		t.Errorf("docs/CONFIGURATION.md's example read as %+v", o)
 	}
 	o, err = parseFlags([]string{"--config", cfg, "--durable=false"}, env(map[string]string{"TERMGATE_IDLE_TIMEOUT": "2h"}))
 	if err != nil || o.idleTimeout != 2*time.Hour || o.durable {
 		t.Errorf("the README's override example: %+v, %v", o, err)
 	}
+}
+
+// yamlExample is the first yaml code block of file after the heading.
+func yamlExample(t *testing.T, file, heading string) string {
+	t.Helper()
+	doc, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(doc), heading)
+	_, block, ok := strings.Cut(section, "```yaml\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !ok || !closed {
+		t.Fatalf("no ```yaml block after %q in %s", heading, file)
+	}
+	return block
 }
