@@ -97,7 +97,9 @@ func (s *Server) connOpened(nc net.Conn) *connState {
 	}
 	src := sourceOf(nc.RemoteAddr())
 	id := s.nextID.Add(1)
-	log := s.log.With("conn", id, "remote", nc.RemoteAddr().String())
+	// Until it authenticates a connection is its address; the sessions
+	// it opens then log who instead (authenticate).
+	log := s.log.With("via", "ssh", "remote", nc.RemoteAddr().String())
 	release, dropped, refused := s.lim.admit(src, func() {
 		log.Info("unauthenticated connection dropped to make room for a newer one", "limit", s.cfg.MaxPreAuth)
 		_ = nc.Close()
@@ -144,11 +146,11 @@ func (s *Server) handshake(cs *connState) (*gossh.ServerConn, <-chan gossh.NewCh
 }
 
 func (s *Server) handshakeFailed(cs *connState, err error) {
-	level := slog.LevelInfo
+	level := slog.LevelWarn // a refusal: the cause is what to look at
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 		level = slog.LevelDebug // port scanners, health checks, connections dropped for newer ones
 	}
-	s.log.Log(context.Background(), level, "ssh handshake failed", "remote", cs.remote.String(), "err", err)
+	cs.log.Log(context.Background(), level, "ssh handshake failed", "err", err)
 }
 
 // serverConfig is the connection's x/crypto configuration: public keys only

@@ -1,0 +1,43 @@
+package sessions
+
+import (
+	"log/slog"
+	"time"
+)
+
+// The main log's attach and detach lines, shared by the SSH and the
+// WebSocket listener so that both read the same: one info line each,
+// short keys, nothing the logger's context (via, who) already says.
+// The audit trail keeps the full record (whole ids, key fingerprints,
+// addresses).
+
+// LogAttached writes the one info line of an attach: the instance, the
+// session (ShortID), whether the attach started it and, for an observer,
+// read_only.
+func LogAttached(log *slog.Logger, instance string, info AttachInfo, readOnly bool) {
+	args := []any{"instance", instance, "session", ShortID(info.Session), "new", info.New}
+	if readOnly {
+		args = append(args, "read_only", true)
+	}
+	log.Info("attached", args...)
+}
+
+// LogDetached writes the one info line of a detach: how long the client
+// stayed and, unless it is the usual one (usual: the client hung up),
+// why it left.
+func LogDetached(log *slog.Logger, instance, session string, stayed time.Duration, cause, usual string) {
+	args := []any{"instance", instance, "session", ShortID(session), "after", roundStay(stayed)}
+	if cause != "" && cause != usual {
+		args = append(args, "cause", cause)
+	}
+	log.Info("detached", args...)
+}
+
+// roundStay rounds a stay to what a reader cares about: tenths of a
+// second for short ones, seconds past a minute.
+func roundStay(d time.Duration) time.Duration {
+	if d >= time.Minute {
+		return d.Round(time.Second)
+	}
+	return d.Round(100 * time.Millisecond)
+}
