@@ -6,6 +6,8 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,14 +19,20 @@ import (
 
 	gossh "golang.org/x/crypto/ssh"
 
+	"github.com/gorilla/websocket"
+
 	"github.com/termgate/termgate/internal/gatewayproc"
 	"github.com/termgate/termgate/internal/termtest"
 )
 
 // The logs as an operator reads them (docs/LOGS.md), from the real binary.
 
+// logsToken is the API token logsState writes, named "tester-web".
+const logsToken = "tok-logs-0123456789abcdef0123456789"
+
 // logsState is a state directory whose authorized_keys lets the returned
-// key in as "tester".
+// key in as "tester" and whose api_token lets logsToken in as
+// "tester-web".
 func logsState(t *testing.T) (string, gossh.Signer) {
 	t.Helper()
 	state := filepath.Join(t.TempDir(), "state")
@@ -37,7 +45,27 @@ func logsState(t *testing.T) (string, gossh.Signer) {
 	if err := os.WriteFile(filepath.Join(state, "authorized_keys"), []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.WriteFile(filepath.Join(state, "api_token"), []byte(logsToken+" tester-web\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	return state, signer
+}
+
+// webAttachAndDetach attaches the page's way (a WebSocket) to web1,
+// waits for the attached event and closes as a tab does.
+func webAttachAndDetach(t *testing.T, addr string) {
+	t.Helper()
+	h := http.Header{"Authorization": {"Bearer " + logsToken}, "Origin": {"http://" + addr}}
+	c, _, err := websocket.DefaultDialer.Dial("ws://"+addr+"/api/instances/web1/terminal", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, _, err := c.ReadMessage(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseGoingAway, ""), time.Now().Add(time.Second))
 }
 
 // attachAndDetach attaches a terminal to web1, waits for the shell's
@@ -68,8 +96,28 @@ func attachAndDetach(t *testing.T, addr string, signer gossh.Signer) {
 	sess.Close()
 }
 
+// infoCycle runs do and returns the lines the log got meanwhile, once its
+// detached line came and 300 ms passed (a stray line would show by then).
+func infoCycle(t *testing.T, logs *termtest.Stream, do func()) []string {
+	t.Helper()
+	from := len(logs.Bytes())
+	do()
+	if d, _ := logs.WaitFor(regexp.MustCompile(`INFO  detached .*\n`), from, 10*time.Second); d == nil {
+		t.Fatalf("no detached line:\n%s", logs.String())
+	}
+	time.Sleep(300 * time.Millisecond)
+	var lines []string
+	for _, l := range strings.Split(string(logs.Bytes()[from:]), "\n") {
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
 // At info, in text, an SSH attach and its detach are two lines of at most
-// 120 characters with the short keys, and nothing else; the audit
+// 120 characters with the short keys, and nothing else, and so are a web
+// attach and detach to the same session; the audit
 // records go to STATE_DIR/audit.log (0600), not into the main log.
 func TestCLILogsAttachDetachInTwoLines(t *testing.T) {
 	if testing.Short() {
@@ -97,28 +145,23 @@ func TestCLILogsAttachDetachInTwoLines(t *testing.T) {
 		}
 	}()
 	// The text log names the SSH listener in its listening line.
-	m, _ := logs.WaitFor(regexp.MustCompile(`termgate is listening ssh=(127\.0\.0\.1:\d+) `), 0, 30*time.Second)
+	m, _ := logs.WaitFor(regexp.MustCompile(`termgate is listening ssh=(127\.0\.0\.1:\d+) http=(127\.0\.0\.1:\d+) `), 0, 30*time.Second)
 	if m == nil {
 		t.Fatalf("no listening line:\n%s", logs.String())
 	}
-	from := len(logs.Bytes())
-	attachAndDetach(t, m[1], signer)
-	if d, _ := logs.WaitFor(regexp.MustCompile(`INFO  detached .*\n`), from, 10*time.Second); d == nil {
-		t.Fatalf("no detached line:\n%s", logs.String())
-	}
-	time.Sleep(300 * time.Millisecond) // a stray line after the detach would show now
-	var lines []string
-	for _, l := range strings.Split(string(logs.Bytes()[from:]), "\n") {
-		if l != "" {
-			lines = append(lines, l)
-		}
-	}
+	sshLines := infoCycle(t, logs, func() { attachAndDetach(t, m[1], signer) })
+	webLines := infoCycle(t, logs, func() { webAttachAndDetach(t, m[2]) })
+	const cycle = `^\d\d:\d\d:\d\d INFO  (attached|detached) via=(ssh who=tester|web who=tester-web) instance=web1 session=([0-9a-f]{8}) `
 	want := []*regexp.Regexp{
-		regexp.MustCompile(`^\d\d:\d\d:\d\d INFO  attached via=ssh who=tester instance=web1 session=([0-9a-f]{8}) new=true$`),
-		regexp.MustCompile(`^\d\d:\d\d:\d\d INFO  detached via=ssh who=tester instance=web1 session=([0-9a-f]{8}) after=[0-9.]+m?s$`),
+		regexp.MustCompile(cycle + `new=true$`),
+		regexp.MustCompile(cycle + `after=[0-9.]+m?s$`),
+		regexp.MustCompile(cycle + `new=false$`),
+		regexp.MustCompile(cycle + `after=[0-9.]+m?s$`),
 	}
-	if len(lines) != len(want) {
-		t.Fatalf("%d lines at info for an attach and a detach, want 2:\n%s", len(lines), strings.Join(lines, "\n"))
+	lines := append(sshLines, webLines...)
+	if len(sshLines) != 2 || len(webLines) != 2 {
+		t.Fatalf("at info an attach and a detach are %d lines over SSH and %d over the web, want 2 and 2:\n%s",
+			len(sshLines), len(webLines), strings.Join(lines, "\n"))
 	}
 	var ids []string
 	for i, re := range want {
@@ -129,14 +172,14 @@ func TestCLILogsAttachDetachInTwoLines(t *testing.T) {
 		if len(lines[i]) > 120 {
 			t.Errorf("line %d is %d characters long, want at most 120: %q", i+1, len(lines[i]), lines[i])
 		}
-		ids = append(ids, sm[1])
+		ids = append(ids, sm[3])
 	}
-	if ids[0] != ids[1] {
-		t.Errorf("attached to session %s, detached from %s", ids[0], ids[1])
+	if ids[0] != ids[1] || ids[0] != ids[2] || ids[0] != ids[3] {
+		t.Errorf("the lines name sessions %v, want one", ids)
 	}
 	t.Logf("the cycle at info:\n%s", strings.Join(lines, "\n"))
 
-	if strings.Contains(logs.String(), "audit") && !strings.Contains(logs.String(), "audit trail file=") {
+	if strings.Contains(logs.String(), " event=") || strings.Contains(logs.String(), "audit=true") {
 		t.Errorf("audit records in the main log:\n%s", logs.String())
 	}
 	path := filepath.Join(state, "audit.log")
@@ -153,11 +196,21 @@ func TestCLILogsAttachDetachInTwoLines(t *testing.T) {
 		}
 		events[rec["event"].(string)] = rec
 	}
-	for _, ev := range []string{"auth_success", "attach", "detach"} {
-		rec, ok := events[ev]
-		if !ok || rec["who"] != "tester" || !strings.HasPrefix(rec["key"].(string), "SHA256:") {
-			t.Errorf("audit %s record: %v\n%s", ev, rec, b)
+	sshRecords := map[string]bool{}
+	for _, l := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		var rec map[string]any
+		_ = json.Unmarshal(l, &rec)
+		if rec["who"] == "tester" && rec["via"] == "ssh" && strings.HasPrefix(fmt.Sprint(rec["key"]), "SHA256:") {
+			sshRecords[fmt.Sprint(rec["event"])] = true
 		}
+	}
+	for _, ev := range []string{"auth_success", "attach", "detach"} {
+		if !sshRecords[ev] {
+			t.Errorf("no audit %s record naming tester's key:\n%s", ev, b)
+		}
+	}
+	if events["detach"]["via"] != "websocket" || events["detach"]["who"] != "tester-web" {
+		t.Errorf("the last detach record is not the web one: %v", events["detach"])
 	}
 	if !strings.HasPrefix(events["attach"]["session"].(string), ids[0]) {
 		t.Errorf("the audit trail's session %v is not the log's %s", events["attach"]["session"], ids[0])
