@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -40,4 +41,22 @@ func roundStay(d time.Duration) time.Duration {
 		return d.Round(time.Second)
 	}
 	return d.Round(100 * time.Millisecond)
+}
+
+// logEnded writes the one info line of a session's end (the reaper's and
+// the clients' own lines are debug): "session reaped" after the idle
+// timeout, "session ended" with its cause (instance stopped, shell
+// exited, shutdown), "session left running in its holder" for a durable
+// one. A reset's end is debug: the registry's "session reset" line says
+// it, with who and the new session.
+func logEnded(log *slog.Logger, cause error, idle time.Duration) {
+	var reset *ResetError
+	switch {
+	case errors.As(cause, &reset):
+		log.Debug("session ended", "cause", cause.Error(), "new", ShortID(reset.NewSession))
+	case errors.Is(cause, ErrIdle):
+		log.Info("session reaped", "idle", idle.String())
+	default:
+		log.Info(endedMsg(cause), "cause", cause.Error())
+	}
 }

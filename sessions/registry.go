@@ -342,7 +342,13 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 	if sl.err != nil {
 		return nil, sl.err
 	}
-	r.cfg.Logger.Info("session reset", "instance", inst.Name, "session", ShortID(id), "by", by)
+	// The reset's one info line (the old session's end is debug): the
+	// old session, the new one and who.
+	args := []any{"instance", inst.Name, "session", ShortID(id)}
+	if old != nil && old.sess != nil {
+		args = append(args, "old", ShortID(old.sess.id))
+	}
+	r.cfg.Logger.Info("session reset", append(args, "by", by)...)
 	return sl.sess, nil
 }
 

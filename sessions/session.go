@@ -241,9 +241,7 @@ func (s *Session) run() {
 	<-s.pumpGone
 	s.observeClose()
 	s.replay.Close()
-	// The one info line of a session's end (reap, instance stopped,
-	// shell exit, reset): the reaper and the clients log theirs at debug.
-	s.log.Info(endedMsg(cause), "cause", cause.Error())
+	logEnded(s.log, cause, s.cfg.IdleTimeout)
 	if s.cfg.OnEnd != nil {
 		s.cfg.OnEnd(s.Info(), cause)
 	}

@@ -103,7 +103,11 @@ func (s *Server) authenticate(next handler) handler {
 		sess.id, sess.hasID = id, true
 		// From here on a line says who, not the connection's details
 		// (the debug "session opened" line and the audit trail have them).
-		sess.log = s.log.With("via", "ssh", "who", id.Name)
+		base := s.log
+		if base == nil { // a bare Server in unit tests
+			base = sess.log
+		}
+		sess.log = base.With("via", "ssh", "who", id.Name)
 		next(sess)
 	}
 }

@@ -146,11 +146,19 @@ func (s *Server) handshake(cs *connState) (*gossh.ServerConn, <-chan gossh.NewCh
 }
 
 func (s *Server) handshakeFailed(cs *connState, err error) {
-	level := slog.LevelWarn // a refusal: the cause is what to look at
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-		level = slog.LevelDebug // port scanners, health checks, connections dropped for newer ones
+		// Port scanners, health checks, connections dropped for newer ones.
+		cs.log.Debug("ssh handshake failed", "err", err)
+		return
 	}
-	cs.log.Log(context.Background(), level, "ssh handshake failed", "err", err)
+	var auth *gossh.ServerAuthError
+	if errors.As(err, &auth) {
+		// A refusal: every key the client offered was turned down (the
+		// audit trail's auth_failure names the last one).
+		cs.log.Warn("ssh login refused: no key offered is authorized", "attempts", len(auth.Errors))
+		return
+	}
+	cs.log.Warn("ssh handshake failed", "err", err)
 }
 
 // serverConfig is the connection's x/crypto configuration: public keys only
