@@ -414,7 +414,7 @@ func openAudit(o *options, log *slog.Logger) (*audit.Log, io.Closer, error) {
 	}
 	a, c, err := audit.Open(path, log)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w (choose another --audit-log, or --audit-log - for the main log)", err)
+		return nil, nil, fmt.Errorf("%w; or choose another --audit-log (- for the main log)", err)
 	}
 	if path == "" {
 		log.Info("audit records go into this log, marked audit=true")
