@@ -3,6 +3,7 @@ package sessions
 import (
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 )
 
@@ -24,11 +25,11 @@ func LogAttached(log *slog.Logger, instance string, info AttachInfo, readOnly bo
 }
 
 // LogDetached writes the one info line of a detach: how long the client
-// stayed and, unless it is the usual one (usual: the client hung up),
-// why it left.
-func LogDetached(log *slog.Logger, instance, session string, stayed time.Duration, cause, usual string) {
+// stayed and, unless it is a usual one (the client hung up, or asked to
+// detach), why it left.
+func LogDetached(log *slog.Logger, instance, session string, stayed time.Duration, cause string, usual ...string) {
 	args := []any{"instance", instance, "session", ShortID(session), "after", roundStay(stayed)}
-	if cause != "" && cause != usual {
+	if cause != "" && !slices.Contains(usual, cause) {
 		args = append(args, "cause", cause)
 	}
 	log.Info("detached", args...)

@@ -157,14 +157,17 @@ func (r *relay) run() (code int) {
 			<-guardDone
 		}
 		r.srv.cfg.Audit.Event(audit.Detach, r.who, r.name, c.Info().Session, "cause", cause)
-		sessions.LogDetached(r.sess.log, r.name, c.Info().Session, time.Since(r.attached), cause, clientLeft)
+		sessions.LogDetached(r.sess.log, r.name, c.Info().Session, time.Since(r.attached), cause, clientLeft, escapeDetached)
 	}()
 	code, cause = r.output()
 	return code
 }
 
-// clientLeft is the usual cause of a detach: the client hung up.
-const clientLeft = "client closed the channel"
+// The usual causes of a detach: the client hung up, or typed ~.
+const (
+	clientLeft     = "client closed the channel"
+	escapeDetached = "detached with ~."
+)
 
 // output copies the session's output to the channel until the session ends
 // for this client, and returns the exit status to send and, for the audit
@@ -234,7 +237,7 @@ func (r *relay) output() (code int, cause string) {
 			r.sess.log.Debug("shell exited", "instance", r.name, "status", exit.Code)
 			return exit.Code, fmt.Sprintf("shell exited with status %d", exit.Code)
 		case errors.Is(err, sessions.ErrDetached) && r.escaped.Load():
-			return 0, "detached with ~."
+			return 0, escapeDetached
 		case errors.Is(err, sessions.ErrDetached):
 			return exitDetached, clientLeft
 		default: // instance stopped, too slow, shutting down, backend lost, idle
