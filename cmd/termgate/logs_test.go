@@ -149,7 +149,8 @@ func TestCLILogsAttachDetachInTwoLines(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no listening line:\n%s", logs.String())
 	}
-	sshLines := infoCycle(t, logs, func() { attachAndDetach(t, m[1], signer) })
+	sshAddr := m[1]
+	sshLines := infoCycle(t, logs, func() { attachAndDetach(t, sshAddr, signer) })
 	webLines := infoCycle(t, logs, func() { webAttachAndDetach(t, m[2]) })
 	const cycle = `^\d\d:\d\d:\d\d INFO  (attached|detached) via=(ssh who=tester|web who=tester-web) instance=web1 session=([0-9a-f]{8}) `
 	want := []*regexp.Regexp{
@@ -214,6 +215,35 @@ func TestCLILogsAttachDetachInTwoLines(t *testing.T) {
 	}
 	if !strings.HasPrefix(events["attach"]["session"].(string), ids[0]) {
 		t.Errorf("the audit trail's session %v is not the log's %s", events["attach"]["session"], ids[0])
+	}
+
+	// logrotate's way: rename, then SIGHUP; the next record goes to a new
+	// audit.log.
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	hupFrom := len(logs.Bytes())
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := logs.WaitFor(regexp.MustCompile(`INFO  reloaded`), hupFrom, 10*time.Second); m == nil {
+		t.Fatalf("no reload after SIGHUP:\n%s", logs.String())
+	}
+	time.Sleep(100 * time.Millisecond) // the reopen follows the reload's line
+	c, err := gossh.Dial("tcp", sshAddr, &gossh.ClientConfig{User: "web1", Auth: []gossh.AuthMethod{gossh.PublicKeys(signer)},
+		HostKeyCallback: gossh.InsecureIgnoreHostKey(), Timeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(path)
+		if strings.Contains(string(b), `"event":"auth_success"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no record in the reopened audit.log after SIGHUP: %q", b)
+		}
 	}
 }
 

@@ -218,6 +218,11 @@ loop:
 			break loop
 		case <-hup:
 			creds.reload(log)
+			// After a rotation (logrotate renames, then signals) the
+			// records go to the new file.
+			if err := auditLog.Reopen(); err != nil {
+				log.Error("audit log not reopened: the records still go to the file open until now", "err", err)
+			}
 		}
 	}
 	shutdown(o.shutdownTimeout, log, reg, sshSrv, webSrv)
