@@ -25,10 +25,10 @@ func LogAttached(log *slog.Logger, instance string, info AttachInfo, readOnly bo
 }
 
 // LogDetached writes the one info line of a detach: how long the client
-// stayed and, unless it is a usual one (the client hung up, or asked to
-// detach), why it left.
-func LogDetached(log *slog.Logger, instance, session string, stayed time.Duration, cause string, usual ...string) {
-	args := []any{"instance", instance, "session", ShortID(session), "after", roundStay(stayed)}
+// stayed, the bytes of output it took (Client.Taken) and, unless it is a
+// usual one (the client hung up, or asked to detach), why it left.
+func LogDetached(log *slog.Logger, instance, session string, stayed time.Duration, out int64, cause string, usual ...string) {
+	args := []any{"instance", instance, "session", ShortID(session), "after", roundStay(stayed), "out", out}
 	if cause != "" && !slices.Contains(usual, cause) {
 		args = append(args, "cause", cause)
 	}

@@ -157,7 +157,7 @@ func (r *relay) run() (code int) {
 			<-guardDone
 		}
 		r.srv.cfg.Audit.Event(audit.Detach, r.who, r.name, c.Info().Session, "cause", cause)
-		sessions.LogDetached(r.sess.log, r.name, c.Info().Session, time.Since(r.attached), cause, clientLeft, escapeDetached)
+		sessions.LogDetached(r.sess.log, r.name, c.Info().Session, time.Since(r.attached), c.Taken(), cause, clientLeft, escapeDetached)
 	}()
 	code, cause = r.output()
 	return code

@@ -152,7 +152,7 @@ func (c *conn) run(client *sessions.Client) {
 	if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) && c.getCause() == nil {
 		reason = ""
 	}
-	sessions.LogDetached(c.log, c.name, session, time.Since(attached), reason)
+	sessions.LogDetached(c.log, c.name, session, time.Since(attached), client.Taken(), reason)
 }
 
 // end asks the writer to finish: write what is queued, then final (if

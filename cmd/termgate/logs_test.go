@@ -155,9 +155,9 @@ func TestCLILogsAttachDetachInTwoLines(t *testing.T) {
 	const cycle = `^\d\d:\d\d:\d\d INFO  (attached|detached) via=(ssh who=tester|web who=tester-web) instance=web1 session=([0-9a-f]{8}) `
 	want := []*regexp.Regexp{
 		regexp.MustCompile(cycle + `new=true$`),
-		regexp.MustCompile(cycle + `after=[0-9.]+m?s$`),
+		regexp.MustCompile(cycle + `after=[0-9.]+m?s out=[1-9][0-9]*$`),
 		regexp.MustCompile(cycle + `new=false$`),
-		regexp.MustCompile(cycle + `after=[0-9.]+m?s$`),
+		regexp.MustCompile(cycle + `after=[0-9.]+m?s out=[1-9][0-9]*$`),
 	}
 	lines := append(sshLines, webLines...)
 	if len(sshLines) != 2 || len(webLines) != 2 {
