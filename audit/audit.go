@@ -2,19 +2,16 @@
 // authentication success or failure, attach, detach, reset, reap, session
 // end, recording served and command run in an instance, saying who (key fingerprint or token name), from
 // where, which instance and session, and when. Events are JSON lines when written to
-// their own file (--audit-log), or records with audit=true in the main log.
+// their own file (cmd/termgate's --audit-log, by default STATE_DIR/audit.log; Reopen
+// follows a rotation), or records with audit=true in the main log (--audit-log -).
 //
 // A nil *Log discards everything, so packages can take one optionally.
 package audit
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"os"
-
-	"github.com/termgate/termgate/internal/fileperm"
 )
 
 // Actions, the "event" field of every record.
@@ -53,8 +50,9 @@ const (
 // records it writes (counts.go), so that /metrics and the trail cannot
 // disagree.
 type Log struct {
-	l *slog.Logger
-	c counter
+	l    *slog.Logger
+	c    counter
+	file *file // the file Open opened (reopen.go); nil otherwise
 }
 
 // New writes audit events as JSON lines to w.
@@ -77,19 +75,14 @@ func Open(path string, fallback *slog.Logger) (*Log, io.Closer, error) {
 	if path == "" {
 		return Into(fallback), io.NopCloser(nil), nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := openFile(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open audit log: %w", err)
+		return nil, nil, err
 	}
-	fi, err := f.Stat()
-	if err == nil && fi.Mode().IsRegular() {
-		err = fileperm.Default().Info(path, fi, 0o026)
-	}
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("audit log refused: %w", err)
-	}
-	return New(f), f, nil
+	w := &file{path: path, f: f}
+	a := New(w)
+	a.file = w
+	return a, w, nil
 }
 
 // Who identifies the principal behind an event.

@@ -84,3 +84,39 @@ func TestOpenChecksThePermissions(t *testing.T) {
 		c.Close()
 	}
 }
+
+// After a rotation (the file renamed away), Reopen sends the records to
+// a new file at the path, 0600; the renamed one keeps what it had.
+func TestReopenFollowsARotation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	a, c, err := Open(path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a.Event(Attach, Who{Via: "ssh", Name: "before"}, "web1", "s1")
+	if err := os.Rename(path, path+".1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reopen(); err != nil {
+		t.Fatal(err)
+	}
+	a.Event(Attach, Who{Via: "ssh", Name: "after"}, "web1", "s1")
+	old, _ := os.ReadFile(path + ".1")
+	cur, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(old), `"who":"before"`) || strings.Contains(string(old), `"who":"after"`) ||
+		!strings.Contains(string(cur), `"who":"after"`) || strings.Contains(string(cur), `"who":"before"`) {
+		t.Fatalf("rotated %q, new %q (%v)", old, cur, err)
+	}
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
+		t.Errorf("the new file is %v", fi.Mode())
+	}
+	// Into and a nil Log have nothing to reopen.
+	if err := Into(slog.New(slog.DiscardHandler)).Reopen(); err != nil {
+		t.Error(err)
+	}
+	var none *Log
+	if err := none.Reopen(); err != nil {
+		t.Error(err)
+	}
+}

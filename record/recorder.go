@@ -112,7 +112,7 @@ func (r *Recorder) Observe(s sessions.ObservedSession) sessions.Observer {
 // Start starts recording a session; nil once the Recorder is closed or
 // when the session's names cannot be file names.
 func (r *Recorder) Start(s sessions.ObservedSession) *Recording {
-	log := r.cfg.Logger.With("instance", s.Instance, "session", s.Session)
+	log := r.cfg.Logger.With("instance", s.Instance, "session", sessions.ShortID(s.Session))
 	if err := checkName(s.Instance); err != nil {
 		log.Error("session not recorded", "err", err)
 		return nil

@@ -53,6 +53,7 @@ type Client struct {
 	resets []error  // the in-band events (*ResetError, *Notice), one per empty chunk in queue
 	queue  [][]byte // chunks not yet taken; shared, never modified; an empty one marks a reset
 	queued int      // bytes waiting in queue
+	taken  int64    // bytes Take returned, replay included (the detach line's out=)
 	limit  int      // queued bytes allowed before the client is dropped
 	cause  error    // set once: why the client is closed
 	wake   chan struct{}
@@ -103,6 +104,14 @@ func (c *Client) AfterClose(f func()) {
 	}
 	c.mu.Unlock()
 	go f()
+}
+
+// Taken is how many bytes of output the client has taken, its replay
+// included: what its detach line reports.
+func (c *Client) Taken() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.taken
 }
 
 // Info returns where the attach landed: after a reset, the fresh session.
@@ -161,6 +170,7 @@ func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 	}
 	bufs = append(bufs, c.queue[:n]...)
 	c.queued -= taken
+	c.taken += int64(taken)
 	var event error
 	if n < len(c.queue) && len(c.queue[n]) == 0 {
 		event = c.popReset()

@@ -61,6 +61,10 @@
 // each change (infosnap.go), so /metrics and /api/sessions never wait on a
 // busy session.
 //
+// The main log gets one info line per attach, detach, reset, reap and
+// session end, the same from both listeners (logline.go: LogAttached,
+// LogDetached; session ids as ShortID, shortid.go); the rest is debug.
+//
 // Replay and subscription happen under Session.mu: nothing is lost or
 // doubled between them. Delivery never writes to the network: a listener
 // takes a client's queued chunks itself (Client.Ready, Take).

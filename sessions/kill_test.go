@@ -67,7 +67,9 @@ func TestKillRetryGivesUpWhenInstanceGone(t *testing.T) {
 
 func TestDetachRacingOutputIsNotLoggedAsSlow(t *testing.T) {
 	var logs termtest.SyncBuffer
-	r, fb := newTestRegistry(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	// Debug: a client's detach is a debug line (the listener logs the
+	// info one).
+	r, fb := newTestRegistry(t, Config{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	c := attach(t, r, "web1", AttachOptions{Label: "leaving"})
 	// The client is closed by its Detach, and output arrives before the
 	// Detach removes it from the session: the window the race hits.

@@ -278,7 +278,8 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	if adopted {
 		msg = "session adopted from its holder"
 	}
-	r.cfg.Logger.Info(msg, "instance", inst.Name, "session", id, "durable", held)
+	// Debug: the attach that started it says new=true at info.
+	r.cfg.Logger.Debug(msg, "instance", inst.Name, "session", ShortID(id), "durable", held)
 }
 
 func (r *Registry) forget(id string, sl *slot) {
@@ -341,7 +342,13 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 	if sl.err != nil {
 		return nil, sl.err
 	}
-	r.cfg.Logger.Info("session reset", "instance", inst.Name, "session", id, "by", by)
+	// The reset's one info line (the old session's end is debug): the
+	// old session, the new one and who.
+	args := []any{"instance", inst.Name, "session", ShortID(id)}
+	if old != nil && old.sess != nil {
+		args = append(args, "old", ShortID(old.sess.id))
+	}
+	r.cfg.Logger.Info("session reset", append(args, "by", by)...)
 	return sl.sess, nil
 }
 

@@ -127,7 +127,7 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 		id: id, inst: inst, proc: proc, cfg: cfg, onEnd: onEnd, term: term,
 		clock:    cfg.Clock,
 		created:  cfg.Clock.Now(),
-		log:      cfg.Logger.With("instance", inst.Name, "session", id),
+		log:      cfg.Logger.With("instance", inst.Name, "session", ShortID(id)),
 		ring:     ring,
 		clients:  map[*Client]struct{}{},
 		size:     size,
@@ -241,7 +241,7 @@ func (s *Session) run() {
 	<-s.pumpGone
 	s.observeClose()
 	s.replay.Close()
-	s.log.Info(endedMsg(cause), "cause", cause.Error())
+	logEnded(s.log, cause, s.cfg.IdleTimeout)
 	if s.cfg.OnEnd != nil {
 		s.cfg.OnEnd(s.Info(), cause)
 	}
@@ -410,7 +410,7 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 	}
 	c.setAttachSize(s.size)
 	s.presenceLocked(c, true)
-	s.log.Info("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
+	s.log.Debug("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
 	return c, nil
 }
 
@@ -442,7 +442,7 @@ func (s *Session) remove(c *Client, msg string, attrs ...any) {
 	s.replay.Attached(len(s.clients))
 	s.applySizePolicyLocked(false) // the fall-back when the size was c's
 	s.presenceLocked(c, false)
-	s.log.Info(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
+	s.log.Debug(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()
 }
 
@@ -472,7 +472,7 @@ func (s *Session) armIdleLocked() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.idleTimer == t && len(s.clients) == 0 {
-			s.log.Info("reaping idle session", "idle_timeout", s.cfg.IdleTimeout.String())
+			s.log.Debug("reaping idle session", "idle_timeout", s.cfg.IdleTimeout.String())
 			s.requestCloseLocked(ErrIdle)
 		}
 	})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
@@ -21,7 +22,7 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		return 1
 	}
 	if id.NoPTY {
-		sess.log.Info("attach refused: the key has no-pty", "instance", name)
+		sess.log.Warn("attach refused: the key has no-pty", "instance", name)
 		sess.errorf("this key may not open terminals (no-pty); it may run: reset, list, help")
 		return 1
 	}
@@ -64,7 +65,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	}
 	r.client = c
 	defer watchCertExpiry(sess, c)() // a certificate's end disconnects, as a revocation
-	sess.log.Info("attached", "instance", name, "session", c.Info().Session, "new", c.Info().New, "read_only", id.ReadOnly)
+	r.attached = time.Now()
+	sessions.LogAttached(sess.log, name, c.Info(), id.ReadOnly)
 	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New, "read_only", id.ReadOnly)
 	code := r.run()
 	if r.revoked {
@@ -94,6 +96,8 @@ type relay struct {
 	revoked bool        // the key lost its access; owned by the output pump until run returns
 	escaped atomic.Bool // the client typed ~. (escape.go): a detach it asked for
 	guard   writeGuard  // the writes to the channel in progress, for watch
+
+	attached time.Time // when the attach succeeded, for the detach line
 }
 
 func (r *relay) attach(ctx context.Context) (*sessions.Client, error) {
@@ -153,16 +157,22 @@ func (r *relay) run() (code int) {
 			<-guardDone
 		}
 		r.srv.cfg.Audit.Event(audit.Detach, r.who, r.name, c.Info().Session, "cause", cause)
+		sessions.LogDetached(r.sess.log, r.name, c.Info().Session, time.Since(r.attached), c.Taken(), cause, clientLeft, escapeDetached)
 	}()
 	code, cause = r.output()
 	return code
 }
 
+// The usual causes of a detach: the client hung up, or typed ~.
+const (
+	clientLeft     = "client closed the channel"
+	escapeDetached = "detached with ~."
+)
+
 // output copies the session's output to the channel until the session ends
 // for this client, and returns the exit status to send and, for the audit
 // trail, why the client left.
 func (r *relay) output() (code int, cause string) {
-	const clientLeft = "client closed the channel"
 	var bufs [][]byte
 	var skipped *sessions.SkippedError // its notice follows the redraw (skip.go)
 	for {
@@ -214,7 +224,7 @@ func (r *relay) output() (code int, cause string) {
 			}
 		case isRevoked(err):
 			r.revoked = true
-			r.sess.log.Info("disconnected: access revoked", "instance", r.name, "cause", err.Error())
+			r.sess.log.Debug("disconnected: access revoked", "instance", r.name, "cause", err.Error())
 			_ = r.notice(r.sess.stderr(), err.Error())
 			return 1, err.Error()
 		case errors.As(err, &reset):
@@ -224,14 +234,14 @@ func (r *relay) output() (code int, cause string) {
 				return exitDetached, clientLeft
 			}
 		case errors.As(err, &exit):
-			r.sess.log.Info("shell exited", "instance", r.name, "status", exit.Code)
+			r.sess.log.Debug("shell exited", "instance", r.name, "status", exit.Code)
 			return exit.Code, fmt.Sprintf("shell exited with status %d", exit.Code)
 		case errors.Is(err, sessions.ErrDetached) && r.escaped.Load():
-			return 0, "detached with ~."
+			return 0, escapeDetached
 		case errors.Is(err, sessions.ErrDetached):
 			return exitDetached, clientLeft
 		default: // instance stopped, too slow, shutting down, backend lost, idle
-			r.sess.log.Info("session ended under the client", "instance", r.name, "cause", err.Error())
+			r.sess.log.Debug("session ended under the client", "instance", r.name, "cause", err.Error())
 			_ = r.notice(r.sess.stderr(), err.Error())
 			return 1, err.Error()
 		}
@@ -242,7 +252,7 @@ func (r *relay) output() (code int, cause string) {
 // and tells the user, between the old shell's output and the new one's:
 // keys typed meanwhile went to the new shell.
 func (r *relay) resetNotice(reset *sessions.ResetError) error {
-	r.sess.log.Info("moved to the new session after a reset", "instance", r.name, "session", reset.Attach.Session)
+	r.sess.log.Debug("moved to the new session after a reset", "instance", r.name, "session", reset.Attach.Session)
 	r.srv.cfg.Audit.Event(audit.Attach, r.who, r.name, reset.Attach.Session, "result", "ok", "new", false, "after_reset", true)
 	msg := "session reset: fresh shell"
 	if reset.By != "" {
@@ -257,7 +267,7 @@ func (r *relay) escapeDetach() {
 	if r.escaped.Swap(true) {
 		return
 	}
-	r.sess.log.Info("detached with ~.", "instance", r.name)
+	r.sess.log.Debug("detached with ~.", "instance", r.name)
 	_ = r.notice(r.sess.stderr(), "detached; the shell keeps running (ssh -t "+r.name+"@HOST to come back)")
 	r.current().Detach()
 }
@@ -296,7 +306,7 @@ func (r *relay) warnSize(size sessions.Size) {
 	if warned {
 		return
 	}
-	r.sess.log.Info("window size out of range", "cols", size.Cols, "rows", size.Rows)
+	r.sess.log.Debug("window size out of range", "cols", size.Cols, "rows", size.Rows)
 	r.sess.errorf(fmt.Sprintf("termgate: window size %dx%d is outside 1..%d; keeping the session's size",
 		size.Cols, size.Rows, sessions.MaxDim))
 }

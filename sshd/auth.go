@@ -95,13 +95,19 @@ func (s *Server) authenticate(next handler) handler {
 		}
 		id, err := s.authorize(sess.key, sess.remote)
 		if err != nil {
-			sess.log.Info("key no longer authorized", "err", err)
+			sess.log.Warn("key no longer authorized", "err", err)
 			sess.errorf("permission denied")
 			sess.end(1)
 			return
 		}
 		sess.id, sess.hasID = id, true
-		sess.log = sess.log.With("identity", id.Name)
+		// From here on a line says who, not the connection's details
+		// (the debug "session opened" line and the audit trail have them).
+		base := s.log
+		if base == nil { // a bare Server in unit tests
+			base = sess.log
+		}
+		sess.log = base.With("via", "ssh", "who", id.Name)
 		next(sess)
 	}
 }

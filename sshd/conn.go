@@ -97,7 +97,9 @@ func (s *Server) connOpened(nc net.Conn) *connState {
 	}
 	src := sourceOf(nc.RemoteAddr())
 	id := s.nextID.Add(1)
-	log := s.log.With("conn", id, "remote", nc.RemoteAddr().String())
+	// Until it authenticates a connection is its address; the sessions
+	// it opens then log who instead (authenticate).
+	log := s.log.With("via", "ssh", "remote", nc.RemoteAddr().String())
 	release, dropped, refused := s.lim.admit(src, func() {
 		log.Info("unauthenticated connection dropped to make room for a newer one", "limit", s.cfg.MaxPreAuth)
 		_ = nc.Close()
@@ -144,11 +146,19 @@ func (s *Server) handshake(cs *connState) (*gossh.ServerConn, <-chan gossh.NewCh
 }
 
 func (s *Server) handshakeFailed(cs *connState, err error) {
-	level := slog.LevelInfo
 	if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-		level = slog.LevelDebug // port scanners, health checks, connections dropped for newer ones
+		// Port scanners, health checks, connections dropped for newer ones.
+		cs.log.Debug("ssh handshake failed", "err", err)
+		return
 	}
-	s.log.Log(context.Background(), level, "ssh handshake failed", "remote", cs.remote.String(), "err", err)
+	var auth *gossh.ServerAuthError
+	if errors.As(err, &auth) {
+		// A refusal: every key the client offered was turned down (the
+		// audit trail's auth_failure names the last one).
+		cs.log.Warn("ssh login refused: no key offered is authorized", "attempts", len(auth.Errors))
+		return
+	}
+	cs.log.Warn("ssh handshake failed", "err", err)
 }
 
 // serverConfig is the connection's x/crypto configuration: public keys only

@@ -57,7 +57,7 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 	line := sess.cmd
 	w := who(id, sess.remote)
 	deny := func(reason, msg string) int {
-		sess.log.Info("command refused", "instance", name, "reason", reason)
+		sess.log.Warn("command refused", "instance", name, "reason", reason)
 		sess.errorf(msg)
 		s.cfg.Audit.Event(audit.Command, w, name, "", "argv", clip(line, 1024), "result", "denied", "reason", reason)
 		return 1
@@ -114,7 +114,7 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 	if err != nil {
 		return s.commandFailed(sess, w, name, line, err)
 	}
-	sess.log.Info("command started", "instance", name, "tty", tty)
+	sess.log.Debug("command started", "instance", name, "tty", tty)
 	code, sig, finish := s.relayCommand(sess, p, tty)
 	// The client has its exit status before the kill exec for what the
 	// command left running: `ssh I@HOST true` costs it no second exec.

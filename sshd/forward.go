@@ -92,7 +92,7 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 	if why := f.cutWhy(); why != "" {
 		cause = why
 	}
-	cs.log.Info("forward ended", "instance", name, "target", target, "cause", cause, "to_target", r.toTarget, "from_target", r.fromTarget)
+	cs.log.Debug("forward ended", "instance", name, "target", target, "cause", cause, "to_target", r.toTarget, "from_target", r.fromTarget)
 	s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "ok",
 		"originator", net.JoinHostPort(safeText(req.OrigHost, 64), strconv.Itoa(int(req.OrigPort))),
 		"bytes_to_target", r.toTarget, "bytes_from_target", r.fromTarget,

@@ -6,18 +6,25 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 )
 
-// logging gives the session a logger with the user, key and command, and
-// logs the session's end with its outcome and duration. A session's end is
-// expected, whatever its status: Info.
+// logging logs the session's start and end, with the user, key, command
+// and outcome, at debug: an attach and its detach have their own info
+// lines (attach.go) and a command its audit record, so at info a session
+// costs no line of its own.
 func logging(next handler) handler {
 	return func(sess *session) {
 		fp := ""
 		if sess.key != nil {
 			fp = gossh.FingerprintSHA256(sess.key)
 		}
-		sess.log = sess.log.With("user", sess.user, "key", fp, "command", clip(sess.cmd, 200), "pty", sess.pty != nil)
+		detail := []any{"user", sess.user, "key", fp, "command", clip(sess.cmd, 200), "pty", sess.pty != nil}
+		if sess.conn != nil { // nil in unit tests
+			detail = append(detail, "conn", sess.conn.id)
+		}
+		if sess.remote != nil {
+			detail = append(detail, "remote", sess.remote.String())
+		}
 		start := time.Now()
-		sess.log.Debug("session opened")
+		sess.log.Debug("session opened", detail...)
 		next(sess)
 		code, ended := sess.exitStatus()
 		outcome := "exit"
@@ -27,8 +34,9 @@ func logging(next handler) handler {
 		case code == exitDetached:
 			outcome = "detached"
 		}
-		sess.log.Info("session closed", "outcome", outcome, "status", code,
-			"duration", time.Since(start).Round(time.Millisecond))
+		// sess.log now says who (authenticate), the detail the rest.
+		sess.log.Debug("session closed", append(detail, "outcome", outcome, "status", code,
+			"duration", time.Since(start).Round(time.Millisecond))...)
 	}
 }
 

@@ -135,7 +135,7 @@ func (w *inputWriter) outcome(_ int, err error) {
 		// An observer: its keys are dropped by the session; it is told
 		// once, so its screen is not littered.
 		if !w.toldReadOnly.Swap(true) {
-			w.r.sess.log.Info("an observer typed; its input is dropped", "instance", w.r.name)
+			w.r.sess.log.Debug("an observer typed; its input is dropped", "instance", w.r.name)
 			_ = w.r.notice(w.r.sess.stderr(), readOnlyNotice)
 		}
 	case errors.Is(err, sessions.ErrInputStalled):

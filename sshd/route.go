@@ -88,7 +88,7 @@ func (s *Server) allowed(sess *session, id keys.Identity, name, action string) b
 		return false
 	}
 	if !id.May(name) {
-		sess.log.Info("instance not allowed for this key", "instance", name)
+		sess.log.Warn("instance not allowed for this key", "instance", name)
 		sess.errorf(notFound(name, action))
 		s.cfg.Audit.Event(action, who(id, sess.remote), name, "", "result", "denied", "reason", "instance not allowed for this key")
 		return false
@@ -104,7 +104,7 @@ func (s *Server) reset(sess *session, id keys.Identity, name string) int {
 	if id.ReadOnly {
 		// After allowed: a key that may not see the instance learns
 		// nothing about it, read-only or not.
-		sess.log.Info("reset refused: the key is read-only", "instance", name)
+		sess.log.Warn("reset refused: the key is read-only", "instance", name)
 		sess.errorf(readOnlyReset)
 		s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), name, "", "result", "denied", "reason", "read-only key")
 		return 1
@@ -117,7 +117,7 @@ func (s *Server) reset(sess *session, id keys.Identity, name string) int {
 		s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), name, "", "result", "failed", "reason", err.Error())
 		return 1
 	}
-	sess.log.Info("session reset", "instance", name, "session", ns.ID())
+	sess.log.Debug("session reset", "instance", name, "session", ns.ID()) // the registry logs the info line, with who
 	s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), name, ns.ID(), "result", "ok")
 	_, _ = fmt.Fprintf(sess, "reset %s: new session %s\n", name, ns.ID())
 	return 0

@@ -286,7 +286,7 @@ func TestLoggingMiddleware(t *testing.T) {
 	// The handler logs after the client got the exit status.
 	eventually(t, "the log entry", func() bool { return strings.Contains(f.logs.String(), "session closed") })
 	log := f.logs.String()
-	for _, want := range []string{"session closed", "user=someone", "key=SHA256:", "command=list", "outcome=exit", "status=0", "duration=", "conn=", "remote=127.0.0.1:", "identity=admin"} {
+	for _, want := range []string{"session closed", "user=someone", "key=SHA256:", "command=list", "outcome=exit", "status=0", "duration=", "conn=", "remote=127.0.0.1:", "who=admin"} {
 		if !strings.Contains(log, want) {
 			t.Errorf("log lacks %q:\n%s", want, log)
 		}

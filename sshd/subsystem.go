@@ -98,7 +98,7 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 		s.cfg.Audit.Event(audit.Transfer, w, name, "", "result", "failed", "reason", err.Error())
 		return 1
 	}
-	sess.log.Info("file transfer started", "instance", name)
+	sess.log.Debug("file transfer started", "instance", name)
 	files := newSFTPWatch(func(f sftpFile, complete bool) {
 		dir, result := "download", "ok"
 		if f.upload {

@@ -597,8 +597,9 @@ func (gw *gateway) start() {
 	t.Helper()
 	proc, err := gatewayproc.Start(context.Background(), gatewayproc.Config{
 		Bin: gw.bin, StateDir: gw.state,
+		// --audit-log -: the tests read the audit records in gw.logs.
 		Args: append([]string{"--backend", "docker", "--instance-label", gw.label, "--log-level", "debug",
-			"--record-dir", filepath.Join(gw.dir, "recordings")}, gw.args...),
+			"--audit-log", "-", "--record-dir", filepath.Join(gw.dir, "recordings")}, gw.args...),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -20,13 +20,13 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if c.id.ReadOnly { // before the rate limit: an observer spends no one's resets
-		s.log.Info("reset refused: read-only token", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
+		s.log.Warn("reset refused: read-only token", "via", "http", "who", c.id.Name, "instance", name)
 		s.cfg.Audit.Event(audit.Reset, s.who(r, c), name, "", "result", "denied", "reason", "read-only token")
 		writeError(w, http.StatusForbidden, msgReadOnlyReset)
 		return
 	}
 	if err := s.allowReset(name, c); err != nil {
-		s.log.Info("reset refused: rate limit", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
+		s.log.Warn("reset refused: rate limit", "via", "http", "who", c.id.Name, "instance", name)
 		tooMany(w, err.retry, err.Error())
 		return
 	}
@@ -36,7 +36,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg)
 		return
 	}
-	s.log.Info("session reset over HTTP", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name, "session", sess.ID())
+	s.log.Debug("session reset over HTTP", "remote", r.RemoteAddr, "who", c.id.Name, "instance", name, "session", sess.ID()) // the registry logs the info line
 	s.cfg.Audit.Event(audit.Reset, s.who(r, c), name, sess.ID())
 	writeJSON(w, http.StatusOK, map[string]string{"instance": name, "session": sess.ID()})
 }
@@ -106,7 +106,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
 	if len(c.id.Instances) > 0 {
-		s.log.Info("metrics refused to a limited token", "remote", r.RemoteAddr, "identity", c.id.Name)
+		s.log.Warn("metrics refused to a limited token", "via", "http", "who", c.id.Name)
 		s.auditFailure(r, c, "", "metrics need a token without instances= limits")
 		writeError(w, http.StatusForbidden, msgMetricsLimited)
 		return
@@ -131,7 +131,7 @@ func (s *Server) instanceFor(w http.ResponseWriter, r *http.Request, c caller) (
 		return "", false
 	}
 	if !c.id.May(name) {
-		s.log.Info("instance refused by permission", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
+		s.log.Warn("instance refused by permission", "via", "http", "who", c.id.Name, "instance", name)
 		s.auditFailure(r, c, name, "instance not permitted for this token")
 		writeError(w, http.StatusNotFound, sessions.NotFoundMessage(name))
 		return "", false

@@ -104,7 +104,9 @@ func (c *conn) run(client *sessions.Client) {
 	c.client, c.told, c.toldSession = client, client, info.Session
 	c.mu.Unlock()
 	limitUnsent(c.ws.NetConn()) // a slow reader's writes go on as it reads (lowat.go)
-	c.log.Info("websocket attached", "session", info.Session, "new", info.New, "offset", info.Offset, "gap", info.Gap)
+	attached := time.Now()
+	sessions.LogAttached(c.log, c.name, info, c.readOnly)
+	c.log.Debug("websocket attached", "instance", c.name, "offset", info.Offset, "gap", info.Gap)
 	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label, "read_only", c.readOnly)
 	// out is empty and nobody else sends yet: the attached event goes first.
 	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay, ReadOnly: c.readOnly, Cols: info.Size.Cols, Rows: info.Size.Rows})
@@ -145,7 +147,12 @@ func (c *conn) run(client *sessions.Client) {
 		reason = cause.Error()
 	}
 	c.s.cfg.Audit.Event(audit.Detach, c.who, c.name, session, "client", c.label, "reason", reason)
-	c.log.Info("websocket closed", "reason", reason)
+	c.log.Debug("websocket closed", "instance", c.name, "reason", reason)
+	// A tab closed or a page left: the usual end, said by no cause.
+	if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) && c.getCause() == nil {
+		reason = ""
+	}
+	sessions.LogDetached(c.log, c.name, session, time.Since(attached), client.Taken(), reason)
 }
 
 // end asks the writer to finish: write what is queued, then final (if
@@ -430,7 +437,7 @@ func (c *conn) control(data []byte) {
 			return
 		}
 		if c.readOnly { // before the rate limit: an observer spends no one's resets
-			c.log.Info("reset refused: the token is read-only")
+			c.log.Warn("reset refused: the token is read-only", "instance", c.name)
 			c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, "", "client", c.label, "result", "denied", "reason", "read-only token")
 			c.send(*errorFrame(msgReadOnlyReset))
 			return
@@ -463,7 +470,7 @@ func (c *conn) startReset() {
 		return
 	}
 	if err := c.s.allowReset(c.name, c.caller); err != nil {
-		c.log.Info("reset refused: rate limit")
+		c.log.Warn("reset refused: rate limit", "instance", c.name)
 		c.send(*errorFrame(err.Error()))
 		return
 	}
@@ -550,7 +557,7 @@ func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 		}
 		return cl
 	case errors.As(err, &exit):
-		c.log.Info("shell exited", "code", exit.Code)
+		c.log.Debug("shell exited", "code", exit.Code) // the detached line says so
 		c.setCause(err)
 		f := eventFrame(exitEvent{Type: "exit", Code: exit.Code})
 		c.end(&f, websocket.CloseNormalClosure)
@@ -561,7 +568,7 @@ func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 		c.setCause(err)
 		c.end(errorFrame(err.Error()), websocket.CloseServiceRestart)
 	default:
-		c.log.Info("session ended under the client", "cause", err.Error())
+		c.log.Debug("session ended under the client", "cause", err.Error()) // the detached line says so
 		c.setCause(err)
 		c.end(errorFrame(err.Error()), websocket.CloseNormalClosure)
 	}
@@ -592,7 +599,7 @@ func (c *conn) watchCut(cl *sessions.Client) {
 // violation), without the output still queued for it. The log and the
 // audit trail get the reason.
 func (c *conn) revoked(err *sessions.RevokedError) {
-	c.log.Info("websocket disconnected: access revoked", "reason", err.Reason)
+	c.log.Info("websocket disconnected: access revoked", "instance", c.name, "reason", err.Reason)
 	c.setCause(err)
 	c.endNow(errorFrame(err.Error()), websocket.ClosePolicyViolation)
 }
@@ -604,7 +611,7 @@ func (c *conn) revoked(err *sessions.RevokedError) {
 // it is dropped (a reattach gets the replay). The detach is logged and
 // audited as what it was, not as the network error that follows.
 func (c *conn) tooSlow(err error) {
-	c.log.Info("websocket client fell too far behind the output; disconnecting")
+	c.log.Info("websocket client fell too far behind the output; disconnecting", "instance", c.name)
 	c.setCause(err)
 	c.endBehind() // behind.go
 }
@@ -621,7 +628,7 @@ func cut(err error) bool {
 // failed.
 func (c *conn) resetMoved(cl *sessions.Client, reset *sessions.ResetError) *sessions.Client {
 	info := reset.Attach
-	c.log.Info("websocket moved to a new session", "session", info.Session)
+	c.log.Debug("websocket moved to a new session", "instance", c.name, "session", info.Session)
 	f := eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset, Replay: info.Replay})
 	werr := c.write(f.typ, f.data)
 	// The new session's clients events come after its reset event.

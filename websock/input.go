@@ -49,7 +49,7 @@ func (c *conn) input(p []byte) {
 	}
 	if cl.ReadOnly() { // the token's, unless a writer granted write access
 		if !c.toldRO.Swap(true) {
-			c.log.Info("an observer typed; its input is dropped", "bytes", len(p))
+			c.log.Debug("an observer typed; its input is dropped", "bytes", len(p))
 			c.send(*errorFrame(msgReadOnlyInput))
 		}
 		return

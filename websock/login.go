@@ -162,7 +162,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		Secure:   r.TLS != nil,
 		SameSite: http.SameSiteStrictMode,
 	})
-	s.log.Info("browser login", "remote", r.RemoteAddr, "identity", id.Name)
+	s.log.Info("signed in", "via", "web", "who", id.Name)
 	s.cfg.Audit.Event(audit.AuthSuccess, s.who(r, caller{id: id}), "", "", "method", "login")
 	writeJSON(w, http.StatusOK, map[string]string{"name": id.Name})
 }
@@ -185,7 +185,7 @@ func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
 		var si signin
 		if s.cookies.openJSON(oidcCookie, sc.Value, &si) == nil && si.ID != "" {
 			s.signins.revoke(si.ID, si.Expires)
-			s.log.Info("signed out", "remote", r.RemoteAddr, "who", si.Email)
+			s.log.Info("signed out", "via", "web", "who", si.Email)
 			s.cfg.Audit.Event(audit.Detach, audit.Who{Via: "oidc", Name: si.Email, Remote: r.RemoteAddr}, "", "", "reason", "logout")
 		}
 		http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteLaxMode})

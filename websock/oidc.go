@@ -86,7 +86,7 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	claims, err := s.cfg.OIDC.Exchange(ctx, q.Get("code"), oidc.Pending{State: pend.State, Nonce: pend.Nonce, Verifier: pend.Verifier})
 	if err != nil {
-		s.log.Info("sign-in failed", "remote", r.RemoteAddr, "err", err)
+		s.log.Warn("sign-in failed", "via", "web", "remote", r.RemoteAddr, "err", err)
 		status := http.StatusUnauthorized
 		if errors.Is(err, oidc.ErrUnavailable) {
 			status = http.StatusServiceUnavailable
@@ -102,7 +102,7 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 		Expires: time.Now().Add(s.cfg.OIDCSessionMax).Truncate(time.Second)}
 	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: s.cookies.sealJSON(oidcCookie, si), Path: "/", Expires: si.Expires,
 		MaxAge: int(s.cfg.OIDCSessionMax / time.Second), HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteLaxMode})
-	s.log.Info("signed in", "remote", r.RemoteAddr, "who", claims.Email, "groups", len(claims.Groups))
+	s.log.Info("signed in", "via", "web", "who", claims.Email, "groups", len(claims.Groups))
 	s.cfg.Audit.Event(audit.AuthSuccess, audit.Who{Via: "oidc", Name: claims.Email, Remote: r.RemoteAddr}, "", "", "method", "oidc", "groups", claims.Groups)
 	next := "/"
 	if sshPath.MatchString(pend.Next) {
@@ -243,7 +243,7 @@ func (s *Server) handleSSHApprove(w http.ResponseWriter, r *http.Request) {
 		signinPage(w, http.StatusNotFound, err.Error())
 		return
 	}
-	s.log.Info("SSH sign-in approved", "who", a.Email, "remote", r.RemoteAddr)
+	s.log.Info("SSH sign-in approved", "via", "web", "who", a.Email)
 	s.cfg.Audit.Event(audit.AuthSuccess, s.who(r, c), "", "", "method", "oidc-ssh", "code", code)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>termgate: SSH sign-in</title><p id=approved>Signed in as %s: go back to your terminal.</p>\n", html.EscapeString(a.Email))

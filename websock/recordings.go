@@ -40,7 +40,7 @@ func (s *Server) handleRecording(w http.ResponseWriter, r *http.Request) {
 	paths := []string{name}
 	if cur, live := s.sessionInstance(session); live && cur != name {
 		if !c.id.May(cur) {
-			s.log.Info("recording refused: its session's instance was renamed out of this credential's reach", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name, "now", cur, "session", session)
+			s.log.Warn("recording refused: its session's instance was renamed out of this credential's reach", "via", "http", "who", c.id.Name, "instance", name, "now", cur, "session", session)
 			s.auditFailure(r, c, name, "recording of an instance renamed out of reach")
 			writeError(w, http.StatusNotFound, sessions.NotFoundMessage(name))
 			return
@@ -64,7 +64,7 @@ func (s *Server) handleRecording(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, msgNoRecording)
 		return
 	}
-	s.log.Info("recording served", "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name, "session", session)
+	s.log.Debug("recording served", "remote", r.RemoteAddr, "who", c.id.Name, "instance", name, "session", session) // the audit trail has it
 	s.cfg.Audit.Event(audit.Recording, s.who(r, c), name, session, "result", "served")
 	w.Header().Set("Content-Type", "application/x-asciicast")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+"-"+session+`.cast"`)

@@ -50,7 +50,10 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 		s.log.Debug("websocket upgrade failed", "remote", r.RemoteAddr, "err", err)
 		return
 	}
-	log := s.log.With("conn", id, "remote", r.RemoteAddr, "identity", c.id.Name, "instance", name)
+	// Short context: via and who; the lines name the instance, the audit
+	// trail keeps the address. conn numbers the debug lines of one socket.
+	log := s.log.With("via", "web", "who", c.id.Name)
+	log.Debug("websocket opened", "conn", id, "remote", r.RemoteAddr, "instance", name)
 	cn := newConn(s, r.Context(), ws, name, resetBy(c), opts, log)
 	cn.who = s.who(r, c)
 	cn.wantClients = r.URL.Query().Get("clients") == "1"

@@ -165,8 +165,8 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 
 	// Logging.
 	checked(&o.logLevel, "log-level", "info", "level", checkLogLevel, "debug, info, warn or error")
-	checked(&o.logFormat, "log-format", "text", "format", oneOf("a log format", "text or json", flagChoices["log-format"]...), "text or json")
-	str(&o.auditLog, "audit-log", "", "file", "append the audit trail as JSON lines to this file (default: into the main log, marked audit=true)")
+	checked(&o.logFormat, "log-format", "auto", "format", oneOf("a log format", "auto, text or json", flagChoices["log-format"]...), "auto (text when stderr is a terminal, else json), text (one short line per event, for people) or json (one object per line, for journald and log shippers)")
+	str(&o.auditLog, "audit-log", "", "file", "append the audit trail as JSON lines to this file (default <state-dir>/audit.log, 0600); - writes it into the main log instead, marked audit=true")
 	return fs
 }
 
@@ -178,7 +178,7 @@ var flagChoices = map[string][]string{
 	"size-policy": {"latest", "smallest", "largest"},
 	"oidc-ssh":    {"auto", "required", "off"},
 	"log-level":   {"debug", "info", "warn", "error"},
-	"log-format":  {"text", "json"},
+	"log-format":  {"auto", "text", "json"},
 }
 
 // maxScrollback keeps a screen snapshot well within a client's queue

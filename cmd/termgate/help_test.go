@@ -50,7 +50,7 @@ func TestCommandLineErrorsSuggestTheFix(t *testing.T) {
 		{[]string{"idle-timeout", "5m"}, "did you mean --idle-timeout?"},
 		{[]string{"--durable=maybe"}, `--durable "maybe" is not true or false`},
 		{[]string{"--log-level", "loud"}, "use debug, info, warn or error"},
-		{[]string{"--log-format", "xml"}, "use text or json"},
+		{[]string{"--log-format", "xml"}, "use auto, text or json"},
 	} {
 		_, err := parseFlags(tt.args, env(nil))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,27 +69,12 @@ func main() {
 	}
 }
 
-func newLogger(o *options) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.logLevel)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: use debug, info, warn or error", o.logLevel)
-	}
-	hopts := &slog.HandlerOptions{Level: level}
-	switch o.logFormat {
-	case "text":
-		return slog.New(slog.NewTextHandler(os.Stderr, hopts)), nil
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, hopts)), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: use text or json", o.logFormat)
-}
-
 // run starts everything, serves until ctx is cancelled, then shuts down.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err := os.MkdirAll(o.stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w (set --state-dir to a writable directory)", err)
 	}
-	auditLog, auditFile, err := audit.Open(o.auditLog, log)
+	auditLog, auditFile, err := openAudit(o, log)
 	if err != nil {
 		return err
 	}
@@ -232,6 +218,11 @@ loop:
 			break loop
 		case <-hup:
 			creds.reload(log)
+			// After a rotation (logrotate renames, then signals) the
+			// records go to the new file.
+			if err := auditLog.Reopen(); err != nil {
+				log.Error("audit log not reopened: the records still go to the file open until now", "err", err)
+			}
 		}
 	}
 	shutdown(o.shutdownTimeout, log, reg, sshSrv, webSrv)
@@ -412,6 +403,30 @@ func auditSessionEnd(a *audit.Log) func(sessions.Info, error) {
 		}
 		a.Event(action, audit.Who{Via: "gateway"}, in.Instance, in.Session, "cause", why, "bytes_out", in.BytesOut)
 	}
+}
+
+// openAudit opens the audit trail --audit-log names: by default
+// STATE_DIR/audit.log, beside the state it audits (0600, appended, JSON
+// lines), so the main log stays the operational one; "-" puts the records
+// into the main log, marked audit=true.
+func openAudit(o *options, log *slog.Logger) (*audit.Log, io.Closer, error) {
+	path := o.auditLog
+	switch path {
+	case "-":
+		path = ""
+	case "":
+		path = filepath.Join(o.stateDir, "audit.log")
+	}
+	a, c, err := audit.Open(path, log)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w; or choose another --audit-log (- for the main log)", err)
+	}
+	if path == "" {
+		log.Info("audit records go into this log, marked audit=true")
+	} else {
+		log.Info("audit trail", "file", path)
+	}
+	return a, c, nil
 }
 
 // requestRate and requestBurst turn --http-rate-limit into websock's

@@ -35,5 +35,5 @@ func setProcs(getenv func(string) string, log *slog.Logger) {
 	if n != def {
 		runtime.GOMAXPROCS(n)
 	}
-	log.Info("relay processors", "gomaxprocs", n, "cpus", runtime.NumCPU(), "from_env", fromEnv)
+	log.Debug("relay processors", "gomaxprocs", n, "cpus", runtime.NumCPU(), "from_env", fromEnv)
 }
