@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"strconv"
+	"strings"
 )
 
 // Instance is a running instance resolved by a Backend.
@@ -24,6 +25,28 @@ type Listing struct {
 	// Labels holds only what the backend deems fit for every caller
 	// allowed on the instance to read.
 	Labels map[string]string
+}
+
+// PublicLabelPrefix marks the labels listings show (GET /api/instances,
+// the page): only those the operator put under it, as
+// termgate.description=… or termgate.owner=…, on a container or a pod.
+// Other labels are the orchestrator's (compose, Traefik rules with
+// internal host names, Helm and operator bookkeeping, and sometimes
+// configuration or secrets) and are never shown.
+const PublicLabelPrefix = "termgate."
+
+// PublicLabels is the part of all a listing may show; nil when none.
+func PublicLabels(all map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range all {
+		if strings.HasPrefix(k, PublicLabelPrefix) && len(k) > len(PublicLabelPrefix) {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // InstanceEvent is a change to an instance that a Backend's Watch reports.

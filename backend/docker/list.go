@@ -27,28 +27,8 @@ func (b *Backend) List(ctx context.Context) ([]sessions.Instance, error) {
 			continue // reachable by no one: refused by Lookup too
 		}
 		out = append(out, sessions.Instance{Name: name, ID: c.ID,
-			Listing: &sessions.Listing{Image: c.Image, Status: c.Status, Labels: publicLabels(c.Labels)}})
+			Listing: &sessions.Listing{Image: c.Image, Status: c.Status, Labels: sessions.PublicLabels(c.Labels)}})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
-}
-
-// PublicLabelPrefix marks the container labels that listings show (GET
-// /api/instances, the page): only those the operator put under it, as
-// termgate.description=… or termgate.owner=…. Other labels are the
-// orchestrator's (compose, Traefik rules with internal host names, and
-// sometimes configuration or secrets) and are never shown.
-const PublicLabelPrefix = "termgate."
-
-func publicLabels(all map[string]string) map[string]string {
-	var out map[string]string
-	for k, v := range all {
-		if strings.HasPrefix(k, PublicLabelPrefix) && len(k) > len(PublicLabelPrefix) {
-			if out == nil {
-				out = map[string]string{}
-			}
-			out[k] = v
-		}
-	}
-	return out
 }
