@@ -149,6 +149,11 @@ func TestCLILogsAttachDetachInTwoLines(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no listening line:\n%s", logs.String())
 	}
+	// The banner goes to stdout, the log to stderr: wait for both, or the
+	// banner lands in the first cycle's lines.
+	if b, _ := logs.WaitFor(regexp.MustCompile(`Browser: .*\n`), 0, 30*time.Second); b == nil {
+		t.Fatalf("no banner:\n%s", logs.String())
+	}
 	sshAddr := m[1]
 	sshLines := infoCycle(t, logs, func() { attachAndDetach(t, sshAddr, signer) })
 	webLines := infoCycle(t, logs, func() { webAttachAndDetach(t, m[2]) })
