@@ -169,11 +169,7 @@ func (s *Server) describeCast(ri *recordingInfo) {
 	head := make([]byte, castHeadBytes)
 	n, _ := io.ReadFull(f, head)
 	line, _, _ := bytes.Cut(head[:n], []byte("\n"))
-	var h struct {
-		Width     int   `json:"width"`
-		Height    int   `json:"height"`
-		Timestamp int64 `json:"timestamp"`
-	}
+	var h record.Header
 	if json.Unmarshal(line, &h) != nil {
 		return
 	}
