@@ -13,6 +13,9 @@
 //     for the instance to be seen stopping);
 //   - Kill and Sweep: neither API can kill an exec, so a second exec runs
 //     procmark.KillScript, one at a time per instance (procmark.Grouper);
+//     a one-off command's sweep after it exited by itself waits
+//     sweepGather to share one exec with the others ending then
+//     (Grouper.KillLater), on the caller's goroutine;
 //     where the instance has no /bin/sh, the holder's kill subcommand
 //     instead (killnoshell.go: holder.KillMarkers, uploaded as a tool);
 //   - durable sessions: the holder's upload (under a temporary name, which

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/remote"
@@ -58,6 +59,11 @@ func (h *Host) Run(ctx context.Context, inst sessions.Instance, cmd remote.Comma
 	return &command{h: h, inst: inst, marker: marker, s: s, tty: cmd.TTY}, nil
 }
 
+// sweepGather is how long the sweep after a command's normal exit waits
+// for others to share its exec. The client has its exit status already;
+// what the command left in the background lives this much longer.
+const sweepGather = time.Second
+
 // runArgv is the argv for line: the instance's /bin/sh -c when it has one
 // (as OpenSSH hands a command to the login shell), else line's words, run
 // directly (an image without a shell: no quoting to honour).
@@ -95,7 +101,8 @@ type command struct {
 	s      Stream
 	tty    bool
 
-	wmu    sync.Mutex // serializes writes to s
+	wmu    sync.Mutex  // serializes writes to s
+	exited atomic.Bool // Wait had the exit status: Close may gather
 	closed atomic.Bool
 	once   sync.Once
 	err    error // Close's, set in once
@@ -145,19 +152,27 @@ func (c *command) Wait(ctx context.Context) (remote.Exit, error) {
 	if err != nil {
 		return remote.Exit{}, fmt.Errorf("wait for command in %q: %w", c.inst.Name, err)
 	}
+	c.exited.Store(true)
 	return remote.Exit{Code: code}, nil
 }
 
 // Close kills what is left of the command (the process, its background and
 // setsid jobs: every process with its marker) with one kill exec, then
 // drops the stream. After a normal exit that exec finds nothing or only the
-// jobs left behind, so it is quick either way.
+// jobs left behind, and it is not urgent: it waits up to sweepGather for
+// the sweeps of other commands in the instance and runs once for all of
+// them. A command still running (the client went away) is killed now.
 func (c *command) Close() error {
 	c.once.Do(func() {
 		c.closed.Store(true)
-		ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), killTimeout+sweepGather)
 		defer cancel()
-		_, err := c.h.kills.Kill(ctx, killKey(c.inst), c.marker)
+		var err error
+		if c.exited.Load() {
+			_, err = c.h.kills.KillLater(ctx, killKey(c.inst), c.marker, sweepGather)
+		} else {
+			_, err = c.h.kills.Kill(ctx, killKey(c.inst), c.marker)
+		}
 		_ = c.s.Close()
 		if err != nil && !c.h.gone(ctx, c.inst) {
 			c.err = fmt.Errorf("end command in %q: %w", c.inst.Name, err)

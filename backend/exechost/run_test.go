@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/internal/holderbin"
@@ -123,5 +124,64 @@ func TestRunArgvMarkerAndKill(t *testing.T) {
 	_ = p.Close()
 	if o := x.opts[0]; o.TTY || o.Stderr != &errOut || slices.ContainsFunc(o.Env, func(kv string) bool { return strings.HasPrefix(kv, "TERM=") }) {
 		t.Errorf("non-TTY exec options %+v", o)
+	}
+}
+
+// TestCommandsThatExitedShareTheirSweep: commands that ended by themselves
+// are swept together, in one kill exec carrying every marker, so that
+// back-to-back commands do not pay a kill exec each; a command closed
+// before it exited (the client went away) is killed at once.
+func TestCommandsThatExitedShareTheirSweep(t *testing.T) {
+	inst := sessions.Instance{Name: "web1", ID: "id1"}
+	x := &runExec{hasSh: true}
+	h, err := New(x, Config{Name: "test", GatewayID: "gw1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ps []remote.Process
+	for range 3 {
+		p, err := h.Run(context.Background(), inst, remote.Command{Line: "true"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		ps = append(ps, p)
+	}
+	var wg sync.WaitGroup
+	for _, p := range ps {
+		wg.Go(func() {
+			if err := p.Close(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	x.mu.Lock()
+	kills := slices.Clone(x.argvs[3:])
+	x.mu.Unlock()
+	if len(kills) != 1 {
+		t.Fatalf("%d kill execs for three commands that exited, want 1: %q", len(kills), kills)
+	}
+	for _, o := range x.opts[:3] {
+		for _, kv := range o.Env {
+			if m, ok := strings.CutPrefix(kv, procmark.EnvSession+"="); ok && !slices.Contains(kills[0], m) {
+				t.Errorf("the sweep %q misses marker %q", kills[0][4:], m)
+			}
+		}
+	}
+
+	// Still running when closed: killed without waiting to gather.
+	p, err := h.Run(context.Background(), inst, remote.Command{Line: "sleep 100"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d >= sweepGather {
+		t.Errorf("closing a running command took %v: it waited to gather", d)
 	}
 }

@@ -3,7 +3,9 @@ package procmark
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 )
 
 // MaxBatch bounds the markers one kill exec carries (its command line stays
@@ -47,8 +49,25 @@ type lane struct {
 // one exec with concurrent calls for the same key. It returns what was
 // ended for this marker.
 func (g *Grouper) Kill(ctx context.Context, key, marker string) ([]Ended, error) {
+	return g.kill(ctx, key, marker, 0)
+}
+
+// laterLane keeps KillLater's batches apart from Kill's, so that an urgent
+// kill never waits out another's gathering time.
+const laterLane = "\x00later"
+
+// KillLater is Kill for what is not urgent (the jobs a command left behind
+// once it exited): the exec runs gather after the first such call for key,
+// with every marker that arrived meanwhile. Back-to-back commands (a
+// script, Ansible) then cost one kill exec per gather, not one each racing
+// the next command's exec for the engine.
+func (g *Grouper) KillLater(ctx context.Context, key, marker string, gather time.Duration) ([]Ended, error) {
+	return g.kill(ctx, key+laterLane, marker, gather)
+}
+
+func (g *Grouper) kill(ctx context.Context, key, marker string, gather time.Duration) ([]Ended, error) {
 	for {
-		procs, retry, err := g.killInLane(ctx, key, marker)
+		procs, retry, err := g.killInLane(ctx, key, marker, gather)
 		if retry {
 			continue
 		}
@@ -62,7 +81,7 @@ func (g *Grouper) Kill(ctx context.Context, key, marker string) ([]Ended, error)
 	}
 }
 
-func (g *Grouper) killInLane(ctx context.Context, key, marker string) (procs []Ended, retry bool, err error) {
+func (g *Grouper) killInLane(ctx context.Context, key, marker string, gather time.Duration) (procs []Ended, retry bool, err error) {
 	g.mu.Lock()
 	if g.lanes == nil {
 		g.lanes = map[string]*lane{}
@@ -105,12 +124,22 @@ func (g *Grouper) killInLane(ctx context.Context, key, marker string) (procs []E
 		return bt.procs, bt.aborted && ctx.Err() == nil, bt.err
 	default:
 	}
+	if gather > 0 {
+		// Holding the turn, with the batch still pending: what arrives
+		// meanwhile joins it.
+		t := time.NewTimer(gather)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+	}
 	g.mu.Lock()
 	l.pending = slices.DeleteFunc(l.pending, func(x *batch) bool { return x == bt })
 	markers := slices.Clone(bt.markers)
 	g.mu.Unlock()
 
-	bt.procs, bt.err = g.Run(ctx, key, markers)
+	bt.procs, bt.err = g.Run(ctx, strings.TrimSuffix(key, laterLane), markers)
 	bt.aborted = ctx.Err() != nil
 	close(bt.done)
 	return bt.procs, false, bt.err

@@ -84,3 +84,56 @@ func TestGrouperSharesExecs(t *testing.T) {
 		t.Errorf("%d lanes left after every kill returned", len(g.lanes))
 	}
 }
+
+// TestGrouperKillLaterGathers: sweeps that arrive within the gathering
+// time share one exec, run no sooner than that time after the first, and
+// an urgent Kill meanwhile runs at once in its own exec.
+func TestGrouperKillLaterGathers(t *testing.T) {
+	const gather = 300 * time.Millisecond
+	var (
+		mu   sync.Mutex
+		runs [][]string
+		keys []string
+	)
+	g := &Grouper{Run: func(ctx context.Context, key string, markers []string) ([]Ended, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		runs = append(runs, slices.Clone(markers))
+		keys = append(keys, key)
+		var out []Ended
+		for i, m := range markers {
+			out = append(out, Ended{PID: i + 1, Session: m})
+		}
+		return out, nil
+	}}
+	start := time.Now()
+	var wg sync.WaitGroup
+	got := make([][]Ended, 4)
+	for i := range 4 {
+		wg.Go(func() { got[i], _ = g.KillLater(context.Background(), "pod", fmt.Sprintf("m%d", i), gather) })
+		time.Sleep(20 * time.Millisecond)
+	}
+	if procs, err := g.Kill(context.Background(), "pod", "urgent"); err != nil || len(procs) != 1 {
+		t.Fatalf("urgent Kill = %+v, %v", procs, err)
+	}
+	if d := time.Since(start); d >= gather {
+		t.Errorf("the urgent kill returned after %v: it waited for the gathering sweeps", d)
+	}
+	wg.Wait()
+	if d := time.Since(start); d < gather {
+		t.Errorf("the sweeps ran after %v, before their gathering time %v", d, gather)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(runs) != 2 || !slices.Equal(runs[0], []string{"urgent"}) || len(runs[1]) != 4 {
+		t.Fatalf("execs %v, want [urgent] then the four sweeps in one", runs)
+	}
+	if keys[0] != "pod" || keys[1] != "pod" {
+		t.Errorf("Run got keys %q, want the instance's own", keys)
+	}
+	for i, procs := range got {
+		if len(procs) != 1 || procs[0].Session != fmt.Sprintf("m%d", i) {
+			t.Errorf("sweep %d got %+v, want only its own process", i, procs)
+		}
+	}
+}
