@@ -122,7 +122,10 @@ func (c *Client) RaiseHand() error {
 }
 
 func (s *Session) raiseLocked(c *Client) {
-	if c.handUp || s.state != stateRunning {
+	// ReadOnly again, under the lock grant takes: a raise that passed
+	// RaiseHand's check just before a grant must not raise the granted
+	// writer's hand once more.
+	if c.handUp || !c.ReadOnly() || s.state != stateRunning {
 		return
 	}
 	if _, ok := s.clients[c]; !ok {
