@@ -149,9 +149,17 @@ func TestHeldResetByAnotherGatewayMovesClients(t *testing.T) {
 	if conn.killCalled.Load() || !conn.released.Load() {
 		t.Fatalf("old connection killed %v, released %v; want released only", conn.killCalled.Load(), conn.released.Load())
 	}
-	s := r.Sessions()
-	if len(s) != 1 || s[0].Session != "f00d" || s[0].Clients != 1 || !s[0].Durable {
-		t.Fatalf("sessions %+v, want f00d with the moved client", s)
+	// Info is a snapshot the session publishes once its move is done,
+	// which the moved client may see first.
+	var s []Info
+	listed := func() bool {
+		s = r.Sessions()
+		return len(s) == 1 && s[0].Session == "f00d" && s[0].Clients == 1 && s[0].Durable
+	}
+	for deadline := time.Now().Add(5 * time.Second); !listed(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("sessions %+v, want f00d with the moved client", s)
+		}
 	}
 	if _, err := c.Write([]byte("pwd\r")); err != nil || hb.lastConn() == conn || hb.lastConn().inputString() != "pwd\r" {
 		t.Fatalf("input after the move: %v, new connection got %q", err, hb.lastConn().inputString())
