@@ -118,7 +118,15 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 	code, sig, finish := s.relayCommand(sess, p, tty)
 	// The client has its exit status before the kill exec for what the
 	// command left running: `ssh I@HOST true` costs it no second exec.
-	defer finish()
+	// That sweep may wait a second to share its exec (exechost): the
+	// command's slot under the caps is given back first, so that a
+	// script's back-to-back commands do not pile up against
+	// MaxRemotePerKey meanwhile (the channel's own slots are the
+	// channel's, free once it closed).
+	defer func() {
+		op.end()
+		finish()
+	}()
 	if why := cut.reason(); why != "" {
 		return s.commandRevoked(sess, w, name, line, why)
 	}
