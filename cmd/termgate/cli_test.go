@@ -266,7 +266,10 @@ zpty -d z
 	if err := os.WriteFile(filepath.Join(dir, ".zshrc"), []byte(rc), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	// compinit and three completions take about a second; 60 s leaves
+	// room for a CI machine running every package's tests at once (20 s
+	// once ran out there).
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, zsh, "-f", "-c", drive)
 	// TERM=dumb: no escape sequences between the characters matched.
