@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	gossh "golang.org/x/crypto/ssh"
+
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/backend/local"
 	"github.com/termgate/termgate/internal/termtest"
@@ -85,19 +87,7 @@ func TestRemoteCapsRefuseAndRelease(t *testing.T) {
 	_ = mux.Close()
 
 	// A running command holds the key's one slot.
-	c := f.dial(t, "admin", "web1")
-	s, err := c.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := newStream()
-	s.Stdout = out
-	if err := s.Start("echo started; sleep 30"); err != nil {
-		t.Fatal(err)
-	}
-	if m, _ := out.waitFor(regexp.MustCompile("started"), 0); m == nil {
-		t.Fatalf("output %q", out.String())
-	}
+	c := startSleeper(t, f, "admin")
 	r := f.run(t, "admin", "web1", "echo second")
 	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, "this key already runs 1 commands, transfers and forwarded connections; end one and try again") {
 		t.Errorf("over the key's cap: status %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
@@ -105,19 +95,7 @@ func TestRemoteCapsRefuseAndRelease(t *testing.T) {
 	al.wait(t, audit.Command, map[string]any{"instance": "web1", "result": "denied", "reason": "over the cap"})
 
 	// Another key has a slot of its own, and fills web1's two.
-	c2 := f.dial(t, "web", "web1")
-	s2, err := c2.NewSession()
-	if err != nil {
-		t.Fatal(err)
-	}
-	out2 := newStream()
-	s2.Stdout = out2
-	if err := s2.Start("echo started; sleep 30"); err != nil {
-		t.Fatal(err)
-	}
-	if m, _ := out2.waitFor(regexp.MustCompile("started"), 0); m == nil {
-		t.Fatalf("second key's output %q", out2.String())
-	}
+	c2 := startSleeper(t, f, "web")
 	r = f.run(t, "nopty", "web1", "echo third")
 	if r.code != 1 || !strings.Contains(r.stderr, `instance "web1" already runs 2 commands, transfers and forwarded connections through the gateway; try again later`) {
 		t.Errorf("over the instance's cap: status %d, stderr %q", r.code, r.stderr)
@@ -140,4 +118,24 @@ func TestRemoteCapsRefuseAndRelease(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	_ = c2.Close()
+}
+
+// startSleeper runs a long command in web1 with key and waits until it
+// runs; closing the client returned ends it.
+func startSleeper(t *testing.T, f *fixture, key string) *gossh.Client {
+	t.Helper()
+	c := f.dial(t, key, "web1")
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := newStream()
+	s.Stdout = out
+	if err := s.Start("echo started; sleep 30"); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := out.waitFor(regexp.MustCompile("started"), 0); m == nil {
+		t.Fatalf("%s's command: output %q", key, out.String())
+	}
+	return c
 }
