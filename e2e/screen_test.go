@@ -139,7 +139,15 @@ func TestScreenReplayVi(t *testing.T) {
 	if err := writeWS(stay, typed.String()); err != nil {
 		t.Fatal(err)
 	}
-	stay.expect(`line 999 of text`)
+	// On the screen, not in the raw output: vi redraws a line by writing
+	// only the columns that changed ("line 998" becomes "line 999" by an
+	// ESC[11;6H999), so the words need not ever be written in one piece.
+	for deadline := time.Now().Add(waitFor); !strings.Contains(emulate(stay.out.Bytes(), 80, 24).text, "line 999 of text"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("vi's screen shows no \"line 999 of text\" within %s:\n%s", waitFor, emulate(stay.out.Bytes(), 80, 24))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	info, _ := g.session(t, name)
 	if info.BytesOut < 48<<10 {
 		t.Fatalf("only %d bytes of output: vi's switch to the alternate screen may still be in the ring", info.BytesOut)
