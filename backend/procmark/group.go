@@ -3,7 +3,6 @@ package procmark
 import (
 	"context"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 )
@@ -24,8 +23,16 @@ type RunFunc func(ctx context.Context, key string, markers []string) ([]Ended, e
 type Grouper struct {
 	Run RunFunc
 
-	mu    sync.Mutex       // guards lanes and their batches' markers
-	lanes map[string]*lane // by instance key, while a kill runs there
+	mu    sync.Mutex        // guards lanes and their batches' markers
+	lanes map[laneKey]*lane // while a kill runs there
+}
+
+// laneKey names a lane: an instance key and the gathering time of its
+// calls (0 for Kill), so that KillLater's batches stay apart from Kill's
+// and an urgent kill never waits out another's gathering time.
+type laneKey struct {
+	key    string
+	gather time.Duration
 }
 
 type batch struct {
@@ -49,12 +56,8 @@ type lane struct {
 // one exec with concurrent calls for the same key. It returns what was
 // ended for this marker.
 func (g *Grouper) Kill(ctx context.Context, key, marker string) ([]Ended, error) {
-	return g.kill(ctx, key, marker, 0)
+	return g.kill(ctx, laneKey{key: key}, marker)
 }
-
-// laterLane keeps KillLater's batches apart from Kill's, so that an urgent
-// kill never waits out another's gathering time.
-const laterLane = "\x00later"
 
 // KillLater is Kill for what is not urgent (the jobs a command left behind
 // once it exited): the exec runs gather after the first such call for key,
@@ -62,12 +65,12 @@ const laterLane = "\x00later"
 // script, Ansible) then cost one kill exec per gather, not one each racing
 // the next command's exec for the engine.
 func (g *Grouper) KillLater(ctx context.Context, key, marker string, gather time.Duration) ([]Ended, error) {
-	return g.kill(ctx, key+laterLane, marker, gather)
+	return g.kill(ctx, laneKey{key, gather}, marker)
 }
 
-func (g *Grouper) kill(ctx context.Context, key, marker string, gather time.Duration) ([]Ended, error) {
+func (g *Grouper) kill(ctx context.Context, lk laneKey, marker string) ([]Ended, error) {
 	for {
-		procs, retry, err := g.killInLane(ctx, key, marker, gather)
+		procs, retry, err := g.killInLane(ctx, lk, marker)
 		if retry {
 			continue
 		}
@@ -81,15 +84,15 @@ func (g *Grouper) kill(ctx context.Context, key, marker string, gather time.Dura
 	}
 }
 
-func (g *Grouper) killInLane(ctx context.Context, key, marker string, gather time.Duration) (procs []Ended, retry bool, err error) {
+func (g *Grouper) killInLane(ctx context.Context, lk laneKey, marker string) (procs []Ended, retry bool, err error) {
 	g.mu.Lock()
 	if g.lanes == nil {
-		g.lanes = map[string]*lane{}
+		g.lanes = map[laneKey]*lane{}
 	}
-	l := g.lanes[key]
+	l := g.lanes[lk]
 	if l == nil {
 		l = &lane{turn: make(chan struct{}, 1)}
-		g.lanes[key] = l
+		g.lanes[lk] = l
 	}
 	l.users++
 	var bt *batch
@@ -104,7 +107,7 @@ func (g *Grouper) killInLane(ctx context.Context, key, marker string, gather tim
 	defer func() {
 		g.mu.Lock()
 		if l.users--; l.users == 0 {
-			delete(g.lanes, key)
+			delete(g.lanes, lk)
 		}
 		g.mu.Unlock()
 	}()
@@ -124,10 +127,10 @@ func (g *Grouper) killInLane(ctx context.Context, key, marker string, gather tim
 		return bt.procs, bt.aborted && ctx.Err() == nil, bt.err
 	default:
 	}
-	if gather > 0 {
+	if lk.gather > 0 {
 		// Holding the turn, with the batch still pending: what arrives
 		// meanwhile joins it.
-		t := time.NewTimer(gather)
+		t := time.NewTimer(lk.gather)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
@@ -139,7 +142,7 @@ func (g *Grouper) killInLane(ctx context.Context, key, marker string, gather tim
 	markers := slices.Clone(bt.markers)
 	g.mu.Unlock()
 
-	bt.procs, bt.err = g.Run(ctx, strings.TrimSuffix(key, laterLane), markers)
+	bt.procs, bt.err = g.Run(ctx, lk.key, markers)
 	bt.aborted = ctx.Err() != nil
 	close(bt.done)
 	return bt.procs, false, bt.err
@@ -151,7 +154,7 @@ func (g *Grouper) killInLane(ctx context.Context, key, marker string, gather tim
 func (g *Grouper) Waiting(key string) (markers int, busy bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l := g.lanes[key]
+	l := g.lanes[laneKey{key: key}]
 	if l == nil {
 		return 0, false
 	}

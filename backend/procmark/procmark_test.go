@@ -58,7 +58,7 @@ func TestGrouperSharesExecs(t *testing.T) {
 	for {
 		g.mu.Lock()
 		n := 0
-		if l := g.lanes["pod"]; l != nil && len(l.pending) > 0 {
+		if l := g.lanes[laneKey{key: "pod"}]; l != nil && len(l.pending) > 0 {
 			n = len(l.pending[len(l.pending)-1].markers)
 		}
 		g.mu.Unlock()
