@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"slices"
 
 	gossh "golang.org/x/crypto/ssh"
 )
@@ -97,7 +96,7 @@ func ParseAuthorizedKeys(data []byte) (*AuthorizedKeys, []string) {
 		if name == "" {
 			name = fp
 		}
-		kl := &keyLine{line: n, id: Identity{Name: name, Fingerprint: fp}}
+		kl := &keyLine{line: n, id: Identity{Name: name, Fingerprint: fp, Kind: KindKey}}
 		o, optWarnings, err := parseOptions(opts)
 		for _, w := range optWarnings {
 			warnings = append(warnings, fmt.Sprintf("line %d (%s): %s", n, name, w))
@@ -106,8 +105,9 @@ func ParseAuthorizedKeys(data []byte) (*AuthorizedKeys, []string) {
 			kl.refused = err.Error()
 			warnings = append(warnings, fmt.Sprintf("line %d (%s): %v: key %s is refused where this line applies", n, name, err, fp))
 		} else {
-			kl.id.Instances, kl.id.NoPTY, kl.id.ReadOnly, kl.from = o.instances, o.noPTY, o.readOnly, o.from
-			kl.id.NoPortForwarding, kl.id.PermitOpen = o.noPortForwarding, o.permitOpen
+			kl.from = o.from
+			kl.id.Grants = []Grant{{Instances: o.instances, NoPTY: o.noPTY, ReadOnly: o.readOnly,
+				NoPortForwarding: o.noPortForwarding, PermitOpen: o.permitOpen, Files: o.files}}
 			ak.usable++
 		}
 		k := string(key.Marshal())
@@ -147,9 +147,7 @@ func (ak *AuthorizedKeys) Authorize(key gossh.PublicKey, remote net.Addr) (Ident
 			return Identity{}, fmt.Errorf("key %s, line %d: %w (%s)", fp, kl.line, ErrKeyRefused, kl.refused)
 		}
 		if kl.from == nil || (hasIP && kl.from.match(ip)) {
-			id := kl.id
-			id.Instances = slices.Clone(id.Instances)
-			return id, nil
+			return kl.id.clone(), nil
 		}
 	}
 	addr := "an address without an IP"

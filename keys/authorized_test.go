@@ -50,7 +50,7 @@ func TestParseAuthorizedKeys(t *testing.T) {
 
 	addr := tcp("10.1.1.1")
 	id, err := ak.Authorize(k1, addr)
-	if err != nil || id.Name != "alice@laptop" || id.NoPTY || len(id.Instances) != 0 || !strings.HasPrefix(id.Fingerprint, "SHA256:") {
+	if err != nil || id.Name != "alice@laptop" || g(id).NoPTY || len(g(id).Instances) != 0 || !strings.HasPrefix(id.Fingerprint, "SHA256:") {
 		t.Errorf("k1: %+v, %v", id, err)
 	}
 	id, err = ak.Authorize(k2, addr)
@@ -61,7 +61,7 @@ func TestParseAuthorizedKeys(t *testing.T) {
 		t.Errorf("k3 (command=): err = %v, want ErrKeyRefused naming line 6", err)
 	}
 	id, err = ak.Authorize(k4, addr)
-	if err != nil || id.Name != "dave" || !id.NoPTY {
+	if err != nil || id.Name != "dave" || !g(id).NoPTY {
 		t.Errorf("k4 (restrict, from): %+v, %v", id, err)
 	}
 	if _, err = ak.Authorize(k4, tcp("192.0.2.1")); !errors.Is(err, ErrFromMismatch) || !strings.Contains(err.Error(), "192.0.2.1") {
@@ -113,7 +113,7 @@ func TestAuthorizeDoesNotShareInstances(t *testing.T) {
 	k, l := testKey(t, 1)
 	ak, _ := ParseAuthorizedKeys([]byte(`instances="web" ` + l))
 	id, _ := ak.Authorize(k, nil)
-	id.Instances[0] = "*"
+	id.Grants[0].Instances[0] = "*"
 	id, _ = ak.Authorize(k, nil)
 	if id.May("db") {
 		t.Fatal("changing a returned identity changed the set")

@@ -72,14 +72,14 @@ func FuzzParseAuthorizedKeys(f *testing.F) {
 					continue
 				}
 				usable++
-				wellFormed(t, kl.id.Instances)
+				wellFormed(t, g(kl.id).Instances)
 				kl.id.May("web-1")
 				permitOpenWellFormed(t, kl.id)
 			}
 			for _, a := range addrs {
 				id, err := ak.Authorize(key, tcpAddr(a))
 				if err == nil {
-					wellFormed(t, id.Instances)
+					wellFormed(t, g(id).Instances)
 				}
 			}
 		}
@@ -122,7 +122,7 @@ func FuzzParseTokens(f *testing.F) {
 				t.Fatal("duplicate token accepted")
 			}
 			seen[e.hash] = true
-			wellFormed(t, e.id.Instances)
+			wellFormed(t, g(e.id).Instances)
 		}
 		// Every accepted line's first field is a valid token.
 		for _, line := range strings.Split(string(data), "\n") {
@@ -165,7 +165,7 @@ func FuzzParseTokens(f *testing.F) {
 					names++
 				}
 			}
-			if names > 1 || limited != (len(id.Instances) > 0) || readOnly != id.ReadOnly {
+			if names > 1 || limited != (len(g(id).Instances) > 0) || readOnly != g(id).ReadOnly {
 				t.Fatalf("line %q gave %+v", line, id)
 			}
 		}
@@ -235,11 +235,11 @@ func tcpAddr(a netip.Addr) net.Addr {
 }
 
 // permitOpenWellFormed checks an accepted line's permitopen= targets: each
-// splits into a host and a port MayOpen understands, and allows exactly
+// splits into a host and a port DecideOpen understands, and allows exactly
 // what it names.
 func permitOpenWellFormed(t *testing.T, id Identity) {
 	t.Helper()
-	for _, p := range id.PermitOpen {
+	for _, p := range g(id).PermitOpen {
 		h, pt, err := net.SplitHostPort(p)
 		if err != nil || h == "" {
 			t.Fatalf("permitopen target %q: %v", p, err)
@@ -250,7 +250,8 @@ func permitOpenWellFormed(t *testing.T, id Identity) {
 				t.Fatalf("permitopen target %q: bad port", p)
 			}
 		}
-		if !id.MayOpen(h, port) {
+		a := Access{Use: true, Write: true, Forward: true, PermitOpen: g(id).PermitOpen}
+		if a.DecideOpen(h, port) != nil {
 			t.Fatalf("permitopen target %q does not allow %s port %d", p, h, port)
 		}
 	}

@@ -2,86 +2,67 @@ package keys
 
 import (
 	"fmt"
-	"net"
 	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
-
-	"github.com/termgate/termgate/internal/names"
 )
 
-// Identity is who a credential belongs to and what it may do.
+// Identity is who a credential belongs to and what it may do: its Grants,
+// read by On (access.go), the one access decision.
 type Identity struct {
 	// Name is what logs and listings show: the key's comment or, without
 	// one, its fingerprint; for a token its NAME or "token-N" (N counts the
-	// file's tokens from 1).
+	// file's tokens from 1); a signed-in identity's email.
 	Name string
 	// Fingerprint is the SSH key's "SHA256:..." fingerprint; empty for
 	// tokens.
 	Fingerprint string
-	// Instances are path.Match patterns limiting the instances this
-	// identity may attach to or reset; empty means every instance.
-	Instances []string
-	// NoPTY is set by the no-pty or restrict options: the SSH layer must
-	// refuse interactive attach for this key.
-	NoPTY bool
-	// ReadOnly is set by the option read-only (authorized_keys and token
-	// file) and the certificate extension termgate-read-only: the client
-	// is an observer ("Observers and recordings" in the contract): the
-	// listeners attach it with sessions.AttachOptions.ReadOnly, so its
-	// input and window size never reach the shell, and refuse its resets.
-	// It combines with Instances.
-	ReadOnly bool
-	// NoPortForwarding refuses direct-tcpip channels (ssh -L, -D, -W):
-	// set by the authorized_keys options no-port-forwarding and restrict
-	// (port-forwarding clears it, as in OpenSSH), and for a certificate
-	// without the permit-port-forwarding extension.
-	NoPortForwarding bool
-	// PermitOpen are the targets of the authorized_keys option
-	// permitopen="HOST:PORT", as "HOST:PORT" (net.JoinHostPort: an IPv6
-	// address in brackets; "*" as HOST or PORT matches any). Empty: any
-	// target. See MayOpen.
-	PermitOpen []string
-	// Grants, when set (identities signed in through Policies), replace
-	// Instances: the identity may use an instance one of them covers, and
-	// For says whether read-only there.
+	// Kind is the kind of credential, for the sentences that name it.
+	Kind Kind
+	// Grants are what it may do, by instance: one for a key, certificate
+	// or token (its line's options), one per matching policy rule for a
+	// signed-in identity.
 	Grants []Grant
 }
 
-// MayOpen reports whether the identity's permitopen= list lets a forwarded
-// connection reach host:port. As in OpenSSH, host is compared literally
-// (no pattern matching, no name lookup, case-sensitive: "localhost" is not
-// "127.0.0.1"), an IPv6 address without its brackets; "*" matches any host
-// or port. It does not look at NoPortForwarding.
-func (id Identity) MayOpen(host string, port int) bool {
-	if len(id.PermitOpen) == 0 {
-		return true
+// clone copies the grants, so a caller may keep or change its Identity
+// without touching the store's.
+func (id Identity) clone() Identity {
+	id.Grants = slices.Clone(id.Grants)
+	for i := range id.Grants {
+		g := &id.Grants[i]
+		g.Instances, g.PermitOpen = slices.Clone(g.Instances), slices.Clone(g.PermitOpen)
 	}
-	want := strconv.Itoa(port)
-	for _, p := range id.PermitOpen {
-		h, pt, err := net.SplitHostPort(p)
-		if err != nil {
-			continue // cannot happen: parsePermitOpen wrote it
-		}
-		if (h == "*" || h == host) && (pt == "*" || pt == want) {
-			return true
-		}
-	}
-	return false
+	return id
 }
 
-// May reports whether the identity may use the instance. Names outside the
-// contract's syntax are always refused; a malformed pattern matches nothing.
-func (id Identity) May(instance string) bool {
-	if !names.Valid(instance) {
-		return false
+// Scope lists the instance patterns the identity covers, nil when one of
+// its grants covers every instance (whoami, /metrics).
+func (id Identity) Scope() []string {
+	var out []string
+	for _, g := range id.Grants {
+		if len(g.Instances) == 0 {
+			return nil
+		}
+		out = append(out, g.Instances...)
 	}
-	if len(id.Grants) > 0 {
-		return slices.ContainsFunc(id.Grants, func(g Grant) bool { return covers(g.Instances, instance) })
+	return out
+}
+
+// Everywhere reports whether one grant covers every instance.
+func (id Identity) Everywhere() bool {
+	return len(id.Grants) > 0 && id.Scope() == nil
+}
+
+// ReadOnlyEverywhere reports an observer on every instance it covers.
+func (id Identity) ReadOnlyEverywhere() bool {
+	for _, g := range id.Grants {
+		if !g.ReadOnly {
+			return false
+		}
 	}
-	return covers(id.Instances, instance)
+	return true
 }
 
 // covers reports whether instance matches one of patterns; no patterns
@@ -96,14 +77,6 @@ func covers(patterns []string, instance string) bool {
 		}
 	}
 	return false
-}
-
-// MayWrite reports whether the identity may type into the instance: it
-// may use it and is not an observer (read-only). What was typed (recorded
-// input, say) is for such identities only: an observer never sees input
-// the shell did not echo.
-func (id Identity) MayWrite(instance string) bool {
-	return !id.For(instance).ReadOnly && id.May(instance)
 }
 
 // parseInstances parses the comma-separated value of instances=. Every
@@ -187,4 +160,37 @@ func displayName(s string, limit int) string {
 		n++
 	}
 	return b.String()
+}
+
+// Describe says in one line what the identity may do, grant by grant, for
+// whoami: "every instance, read-write" for an unlimited key; "instances
+// web*: read-write; db*: read-only" for a signed-in identity whose rules
+// differ per instance.
+func Describe(id Identity) string {
+	var parts []string
+	for _, g := range id.Grants {
+		where := "every instance"
+		if len(g.Instances) > 0 {
+			where = "instances " + strings.Join(g.Instances, ",")
+		}
+		what := "read-write"
+		if g.ReadOnly {
+			what = "read-only"
+		} else {
+			if g.Files == FilesDownload {
+				what += ", files download only"
+			}
+			if g.NoPortForwarding {
+				what += ", no port forwarding"
+			}
+		}
+		if g.NoPTY {
+			what += ", no terminal"
+		}
+		parts = append(parts, where+": "+what)
+	}
+	if len(parts) == 0 {
+		return "no access"
+	}
+	return strings.Join(parts, "; ")
 }

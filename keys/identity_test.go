@@ -38,7 +38,7 @@ func TestMay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id := Identity{Instances: tt.instances}
+			id := Identity{Grants: []Grant{{Instances: tt.instances}}}
 			if got := id.May(tt.instance); got != tt.want {
 				t.Errorf("Identity{Instances: %q}.May(%q) = %v, want %v", tt.instances, tt.instance, got, tt.want)
 			}

@@ -101,3 +101,12 @@ func (r *logRecorder) count(s string) int {
 	}
 	return n
 }
+
+// g is the one grant of a key, certificate or token identity (a zero
+// Grant when it has none).
+func g(id Identity) Grant {
+	if len(id.Grants) == 0 {
+		return Grant{}
+	}
+	return id.Grants[0]
+}

@@ -17,6 +17,8 @@ type keyOptions struct {
 	// permitopen="HOST:PORT" (repeatable; see permitopen.go).
 	noPortForwarding bool
 	permitOpen       []string
+	// files is termgate's files="download" (OpenSSH has no such option).
+	files Files
 }
 
 // keyReadOnly is termgate's own authorized_keys option (OpenSSH has no such
@@ -102,7 +104,7 @@ func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
 			continue
 		}
 		switch name {
-		case "instances", "from":
+		case "instances", "from", "files":
 		default:
 			return o, nil, fmt.Errorf("unsupported option %q", displayName(name, 40))
 		}
@@ -119,6 +121,12 @@ func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
 		}
 		if name == "instances" {
 			if o.instances, err = parseInstances(v); err != nil {
+				return o, nil, err
+			}
+			continue
+		}
+		if name == "files" {
+			if o.files, err = parseFiles(v); err != nil {
 				return o, nil, err
 			}
 			continue

@@ -27,13 +27,9 @@ type PolicyRule struct {
 	// PortForwarding false refuses forwarding to the identities this rule
 	// alone covers (default: allowed, as for keys).
 	PortForwarding *bool `yaml:"port-forwarding"`
-}
-
-// Grant is what one matching rule allows: Identity.Grants carries one per
-// rule, and May and For read them.
-type Grant struct {
-	Instances []string
-	ReadOnly  bool
+	// Files is "download" to allow reading files but not writing them;
+	// empty allows both.
+	Files string `yaml:"files"`
 }
 
 // Check refuses rules that can never match or hold a bad pattern; the
@@ -48,29 +44,33 @@ func (p Policies) Check() error {
 				return fmt.Errorf("policies rule %d: instance pattern %q: %v", i+1, pat, err)
 			}
 		}
+		if r.Files != "" {
+			if _, err := parseFiles(r.Files); err != nil {
+				return fmt.Errorf("policies rule %d: %v", i+1, err)
+			}
+		}
 	}
 	return nil
 }
 
-// Identity is what the identity named email, in groups, may do: ok false
-// when no rule matches it.
+// Identity is what the identity named email, in groups, may do: a grant
+// per rule it matches (On merges them per instance); ok false when no rule
+// matches it.
 func (p Policies) Identity(email string, groups []string) (Identity, bool) {
-	id := Identity{Name: email, NoPortForwarding: true}
+	id := Identity{Name: email, Kind: KindSignIn}
 	for _, r := range p {
 		if !r.matches(email, groups) {
 			continue
 		}
-		id.Grants = append(id.Grants, Grant{Instances: slices.Clone(r.Instances), ReadOnly: r.ReadOnly})
-		if r.PortForwarding == nil || *r.PortForwarding {
-			id.NoPortForwarding = false
+		files, _ := parseFiles(r.Files) // Check refused a bad value
+		if r.Files == "" {
+			files = FilesAll
 		}
+		id.Grants = append(id.Grants, Grant{Instances: slices.Clone(r.Instances), ReadOnly: r.ReadOnly,
+			NoPortForwarding: r.PortForwarding != nil && !*r.PortForwarding, Files: files})
 	}
 	if len(id.Grants) == 0 {
 		return Identity{}, false
-	}
-	id.ReadOnly = true // where no grant is read-write (see For)
-	for _, g := range id.Grants {
-		id.ReadOnly = id.ReadOnly && g.ReadOnly
 	}
 	return id, true
 }
@@ -87,22 +87,4 @@ func (r PolicyRule) matches(email string, groups []string) bool {
 		}
 	}
 	return false
-}
-
-// For is the identity as it applies to one instance: with Grants, the
-// instance's own read-only (only where every grant covering it says so),
-// so listeners that know the instance read ReadOnly as they do for keys.
-func (id Identity) For(instance string) Identity {
-	if len(id.Grants) == 0 {
-		return id
-	}
-	ro, covered := true, false
-	for _, g := range id.Grants {
-		if covers(g.Instances, instance) {
-			covered = true
-			ro = ro && g.ReadOnly
-		}
-	}
-	id.ReadOnly = ro || !covered
-	return id
 }

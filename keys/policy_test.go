@@ -13,20 +13,21 @@ func TestPoliciesUnionAndReadOnlyPerInstance(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice, ok := p.Identity("alice@example.com", []string{"users", "admins"})
-	if !ok || alice.Name != "alice@example.com" || alice.NoPortForwarding {
+	if !ok || alice.Name != "alice@example.com" || alice.Kind != KindSignIn {
 		t.Fatalf("alice: %+v, %v", alice, ok)
 	}
-	for inst, ro := range map[string]bool{"web1": false, "db1": true} {
-		if !alice.May(inst) || alice.For(inst).ReadOnly != ro || alice.MayWrite(inst) == ro {
-			t.Errorf("alice on %s: may %v, read-only %v; want read-only %v", inst, alice.May(inst), alice.For(inst).ReadOnly, ro)
+	for inst, rw := range map[string]bool{"web1": true, "db1": false} {
+		a := alice.On(inst, Switches{})
+		if !a.Use || a.Write != rw || a.Forward != rw {
+			t.Errorf("alice on %s: %+v; want write and forward %v", inst, a, rw)
 		}
 	}
 	bob, _ := p.Identity("bob@example.com", []string{"users"})
-	if !bob.For("web1").ReadOnly || !bob.NoPortForwarding || !bob.ReadOnly {
-		t.Errorf("bob: %+v", bob.For("web1"))
+	if a := bob.On("web1", Switches{}); !a.Use || a.Write || a.Forward || !bob.ReadOnlyEverywhere() {
+		t.Errorf("bob: %+v", a)
 	}
 	carol, ok := p.Identity("carol@example.com", nil)
-	if !ok || !carol.May("db1") || carol.May("web1") || carol.For("db1").ReadOnly {
+	if !ok || !carol.May("db1") || carol.May("web1") || !carol.On("db1", Switches{}).Write {
 		t.Errorf("carol: %+v", carol)
 	}
 	if _, ok := p.Identity("eve@example.com", []string{"guests"}); ok {

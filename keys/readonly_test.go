@@ -17,10 +17,10 @@ func TestReadOnlyCredentials(t *testing.T) {
 		t.Fatalf("read-only refused: Len %d, warnings %q", ak.Len(), warnings)
 	}
 	id, err := ak.Authorize(k1, tcp("192.0.2.1"))
-	if err != nil || !id.ReadOnly || id.Name != "auditor" || !slices.Equal(id.Instances, []string{"web-*"}) || id.May("db1") {
+	if err != nil || !g(id).ReadOnly || id.Name != "auditor" || !slices.Equal(g(id).Instances, []string{"web-*"}) || id.May("db1") {
 		t.Fatalf("read-only key: %+v, %v", id, err)
 	}
-	if id, err := ak.Authorize(k2, tcp("192.0.2.1")); err != nil || id.ReadOnly {
+	if id, err := ak.Authorize(k2, tcp("192.0.2.1")); err != nil || g(id).ReadOnly {
 		t.Fatalf("plain key: %+v, %v", id, err)
 	}
 
@@ -28,17 +28,17 @@ func TestReadOnlyCredentials(t *testing.T) {
 	cas, _ := ParseUserCAs([]byte(caLine(t, ca) + "\n"))
 	cert := testCert(t, k1, ca, func(c *gossh.Certificate) { c.Extensions[CertReadOnly] = "" })
 	id, err = cas.AuthorizeCertAt(cert, tcp("192.0.2.1"), certAt)
-	if err != nil || !id.ReadOnly || id.NoPTY || !slices.Equal(id.Instances, []string{"web-*"}) {
+	if err != nil || !g(id).ReadOnly || g(id).NoPTY || !slices.Equal(g(id).Instances, []string{"web-*"}) {
 		t.Fatalf("certificate with %s: %+v, %v", CertReadOnly, id, err)
 	}
 	id, err = cas.AuthorizeCertAt(testCert(t, k1, ca, nil), tcp("192.0.2.1"), certAt)
-	if err != nil || id.ReadOnly {
+	if err != nil || g(id).ReadOnly {
 		t.Fatalf("certificate without the extension: %+v, %v", id, err)
 	}
 
 	tk, warnings := ParseTokens([]byte("0123456789abcdefXYZ watcher instances=web-* read-only\n"))
 	id, ok := tk.Check("0123456789abcdefXYZ")
-	if !ok || !id.ReadOnly || id.May("db1") || !id.May("web-1") || len(warnings) != 0 {
+	if !ok || !g(id).ReadOnly || id.May("db1") || !id.May("web-1") || len(warnings) != 0 {
 		t.Fatalf("read-only token: %+v, %v, warnings %q", id, ok, warnings)
 	}
 }

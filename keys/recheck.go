@@ -3,7 +3,6 @@ package keys
 import (
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // ErrUnknownToken: no token in the current file has the identifier.
@@ -60,32 +59,22 @@ func (s *TokenStore) ByHash(tokenHash []byte) (Identity, error) {
 //		return keys.Recheck(id, instance, func() (keys.Identity, error) { return store.Authorize(key, remote) })
 //	}
 func Recheck(was Identity, instance string, current func() (Identity, error)) error {
-	cred := credentialKind(was)
+	cred := was.Kind.Noun()
 	now, err := current()
 	if err != nil {
 		return &Revoked{Reason: revokedReason(cred, err), Err: err}
 	}
+	// Compared on the instance, as the attach decided it (On).
+	before, after := was.On(instance, Switches{}), now.On(instance, Switches{})
 	switch {
-	case !now.May(instance):
+	case !after.Use:
 		return &Revoked{Reason: fmt.Sprintf("your %s may no longer use instance %q", cred, instance)}
-	case now.NoPTY && !was.NoPTY:
+	case before.PTY && !after.PTY:
 		return &Revoked{Reason: fmt.Sprintf("your %s may no longer open a terminal (no-pty)", cred)}
-	case now.ReadOnly && !was.ReadOnly:
+	case before.Write && !after.Write:
 		return &Revoked{Reason: fmt.Sprintf("your %s is now read-only: reconnect to watch", cred)}
 	}
 	return nil
-}
-
-// credentialKind names what the identity authenticated with, for the
-// client: a certificate's Fingerprint carries its serial.
-func credentialKind(id Identity) string {
-	switch {
-	case strings.Contains(id.Fingerprint, " serial="):
-		return "certificate"
-	case id.Fingerprint != "":
-		return "key"
-	}
-	return "token"
 }
 
 // revokedReason says, for the client, why its credential no longer works.

@@ -79,7 +79,7 @@ func TestRecheckKey(t *testing.T) {
 
 	// A key that had no terminal and gains one stays (more rights).
 	noPTY := was
-	noPTY.NoPTY = true
+	noPTY.Grants = []Grant{{NoPTY: true}}
 	rewrite(t, s, path, line+"\n")
 	if err := Recheck(noPTY, "web-1", current); err != nil {
 		t.Fatalf("wider rights: %v", err)
@@ -157,7 +157,7 @@ func TestRecheckToken(t *testing.T) {
 	}
 	// An observer whose token becomes read-write stays.
 	ro := was
-	ro.ReadOnly = true
+	ro.Grants = []Grant{{ReadOnly: true}}
 	rewrite(t, s, path, tok+"\n")
 	if err := Recheck(ro, "web-1", func() (Identity, error) { return s.ByHash(hash) }); err != nil {
 		t.Fatalf("wider rights: %v", err)

@@ -3,7 +3,6 @@ package keys
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"slices"
 )
 
 // TokenHashLen is the length of a token's short identifier (TokenHash).
@@ -34,9 +33,7 @@ func (t *Tokens) CheckHash(prefix []byte) (Identity, bool) {
 	if found < 0 {
 		return Identity{}, false
 	}
-	id := t.entries[found].id
-	id.Instances = slices.Clone(id.Instances)
-	return id, true
+	return t.entries[found].id.clone(), true
 }
 
 // CheckHash looks a token identifier up in the current set; see

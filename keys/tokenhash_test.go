@@ -22,7 +22,7 @@ func TestCheckHash(t *testing.T) {
 		t.Fatalf("CheckHash = %+v, %v", id, ok)
 	}
 	// The identity is a copy: changing it changes nothing in the set.
-	id.Instances[0] = "*"
+	id.Grants[0].Instances[0] = "*"
 	if again, _ := tk.CheckHash(h); again.May("db") {
 		t.Error("CheckHash shares the instance patterns")
 	}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"slices"
 	"strings"
 	"unicode"
 )
@@ -86,10 +85,10 @@ func NewToken() (string, error) {
 }
 
 // tokenFormat is the token line syntax, shown with every refused line.
-const tokenFormat = "TOKEN [NAME] [instances=PAT,...] [read-only]"
+const tokenFormat = "TOKEN [NAME] [instances=PAT,...] [read-only] [files=download]"
 
 // ParseTokens parses a token file: one "TOKEN [NAME] [instances=PAT,...]
-// [read-only]" per line (fields separated by blanks, the options in any
+// [read-only] [files=download]" per line (fields separated by blanks, the options in any
 // order after the token, the instances= value optionally in double quotes);
 // blank lines and # comments are skipped.
 //
@@ -158,7 +157,7 @@ func parseTokenLine(line string) (tok string, id Identity, err error) {
 	fields := strings.Fields(line)
 	first := fields[0]
 	switch {
-	case strings.HasPrefix(first, "instances=") || first == tokenReadOnly:
+	case strings.HasPrefix(first, "instances=") || strings.HasPrefix(first, "files=") || first == tokenReadOnly:
 		return "", id, errors.New("the line starts with an option instead of a token")
 	case !printableASCII(first):
 		return "", id, errors.New("the token has characters other than printable ASCII")
@@ -166,30 +165,43 @@ func parseTokenLine(line string) (tok string, id Identity, err error) {
 		return "", id, errors.New("the token starts with a quote: write tokens without quotes")
 	}
 	tok = first
-	sawInstances := false
+	id.Kind = KindToken
+	var g Grant
+	defer func() { id.Grants = []Grant{g} }()
+	sawInstances, sawFiles := false, false
 	for _, f := range fields[1:] {
 		if v, ok := strings.CutPrefix(f, "instances="); ok {
 			if sawInstances {
 				return tok, id, errors.New("instances= given twice")
 			}
 			sawInstances = true
-			if id.Instances, err = parseTokenInstances(v); err != nil {
+			if g.Instances, err = parseTokenInstances(v); err != nil {
+				return tok, id, err
+			}
+			continue
+		}
+		if v, ok := strings.CutPrefix(f, "files="); ok {
+			if sawFiles {
+				return tok, id, errors.New("files= given twice")
+			}
+			sawFiles = true
+			if g.Files, err = parseFiles(v); err != nil {
 				return tok, id, err
 			}
 			continue
 		}
 		if f == tokenReadOnly {
-			if id.ReadOnly {
+			if g.ReadOnly {
 				return tok, id, errors.New("read-only given twice")
 			}
-			id.ReadOnly = true
+			g.ReadOnly = true
 			continue
 		}
 		if err := checkTokenName(f); err != nil {
 			return tok, id, err
 		}
 		if id.Name != "" {
-			return tok, id, fmt.Errorf("unexpected %s after the name %q (only one NAME; options are instances= and read-only)", showField(f), id.Name)
+			return tok, id, fmt.Errorf("unexpected %s after the name %q (only one NAME; options are instances=, read-only and files=download)", showField(f), id.Name)
 		}
 		id.Name = displayName(f, 64)
 	}
@@ -216,7 +228,7 @@ func parseTokenInstances(v string) ([]string, error) {
 // the token unrestricted.
 func checkTokenName(f string) error {
 	if key, _, ok := strings.Cut(f, "="); ok {
-		hint := "the only options are instances=PAT,... and read-only; a NAME may not contain '='"
+		hint := "the only options are instances=PAT,..., read-only and files=download; a NAME may not contain '='"
 		if strings.EqualFold(strings.Trim(key, `"'`), "instances") || strings.EqualFold(strings.Trim(key, `"'`), "instance") {
 			hint = "did you mean instances= (lower case, no quotes around it)?"
 		}
@@ -236,7 +248,7 @@ func checkTokenName(f string) error {
 	}, f)
 	switch norm {
 	case "readonly", "instances", "instance":
-		return fmt.Errorf("the NAME %s is spelt like an option: the options are read-only and instances=PAT,... (a NAME may not be one of them)", showField(f))
+		return fmt.Errorf("the NAME %s is spelt like an option: the options are read-only, instances=PAT,... and files=download (a NAME may not be one of them)", showField(f))
 	}
 	return nil
 }
@@ -286,7 +298,5 @@ func (t *Tokens) Check(presented string) (Identity, bool) {
 	if found < 0 {
 		return Identity{}, false
 	}
-	id := t.entries[found].id
-	id.Instances = slices.Clone(id.Instances)
-	return id, true
+	return t.entries[found].id.clone(), true
 }

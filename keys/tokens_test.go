@@ -105,7 +105,7 @@ func TestLoadOrCreateTokens(t *testing.T) {
 	if err != nil || len(raw) != 32 {
 		t.Fatalf("created token %q is not 32 bytes of URL-safe base64: %v", created, err)
 	}
-	if id, ok := tk.Check(created); !ok || id.Name != "token-1" || len(id.Instances) != 0 {
+	if id, ok := tk.Check(created); !ok || id.Name != "token-1" || len(g(id).Instances) != 0 {
 		t.Fatalf("Check(created) = %+v, %v", id, ok)
 	}
 	data, err := os.ReadFile(path)

@@ -216,7 +216,8 @@ func (c *UserCAs) AuthorizeCertAt(cert *gossh.Certificate, remote net.Addr, now 
 			return refuse(ErrCertInvalid, "%v", err)
 		}
 	}
-	id := Identity{Name: displayName(cert.KeyId, 64), Fingerprint: fmt.Sprintf("%s serial=%d", fp, cert.Serial)}
+	id := Identity{Name: displayName(cert.KeyId, 64), Fingerprint: fmt.Sprintf("%s serial=%d", fp, cert.Serial), Kind: KindCertificate}
+	var g Grant
 	if id.Name == "" {
 		id.Name = fp
 	}
@@ -225,13 +226,13 @@ func (c *UserCAs) AuthorizeCertAt(cert *gossh.Certificate, remote net.Addr, now 
 		if err != nil {
 			return refuse(ErrCertInvalid, "principal %q is not an instance pattern: %v", displayName(p, 64), err)
 		}
-		id.Instances = append(id.Instances, pat)
+		g.Instances = append(g.Instances, pat)
 	}
-	_, id.NoPTY = cert.Extensions["permit-pty"]
-	id.NoPTY = !id.NoPTY
-	_, id.ReadOnly = cert.Extensions[CertReadOnly]
-	_, id.NoPortForwarding = cert.Extensions["permit-port-forwarding"]
-	id.NoPortForwarding = !id.NoPortForwarding
+	_, pty := cert.Extensions["permit-pty"]
+	_, g.ReadOnly = cert.Extensions[CertReadOnly]
+	_, fwd := cert.Extensions["permit-port-forwarding"]
+	g.NoPTY, g.NoPortForwarding = !pty, !fwd
+	id.Grants = []Grant{g}
 	return id, nil
 }
 

@@ -98,7 +98,7 @@ func FuzzAuthorizeCert(f *testing.F) {
 		}
 		id, err := cas.AuthorizeCertAt(c, tcp("192.0.2.1"), certAt)
 		if err != nil {
-			if id.Name != "" || id.Instances != nil {
+			if id.Name != "" || g(id).Instances != nil {
 				t.Fatalf("refused (%v) but returned %+v", err, id)
 			}
 			return
@@ -111,24 +111,24 @@ func FuzzAuthorizeCert(f *testing.F) {
 			t.Fatalf("accepted outside [%d, %d) at %d", c.ValidAfter, c.ValidBefore, now)
 		case critName != "" && critName != "source-address":
 			t.Fatalf("accepted critical option %q", critName)
-		case len(id.Instances) != len(c.ValidPrincipals):
-			t.Fatalf("instances %q from principals %q", id.Instances, c.ValidPrincipals)
-		case id.NoPTY != (ext != "permit-pty"):
-			t.Fatalf("NoPTY %v with extension %q", id.NoPTY, ext)
+		case len(g(id).Instances) != len(c.ValidPrincipals):
+			t.Fatalf("instances %q from principals %q", g(id).Instances, c.ValidPrincipals)
+		case g(id).NoPTY != (ext != "permit-pty"):
+			t.Fatalf("NoPTY %v with extension %q", g(id).NoPTY, ext)
 		case displayName(id.Name, 1000) != id.Name || id.Name == "":
 			t.Fatalf("name %q", id.Name)
 		}
-		wellFormed(t, id.Instances)
+		wellFormed(t, g(id).Instances)
 		// A principal that is an instance name grants that instance; a name
 		// outside the contract is never granted.
 		for _, p := range c.ValidPrincipals {
 			if names.Valid(p) && !id.May(p) {
-				t.Fatalf("principal %q does not grant itself (instances %q)", p, id.Instances)
+				t.Fatalf("principal %q does not grant itself (instances %q)", p, g(id).Instances)
 			}
 		}
 		for _, bad := range []string{"", "../etc", "-x", ".x", "a/b"} {
 			if id.May(bad) {
-				t.Fatalf("May(%q) with instances %q", bad, id.Instances)
+				t.Fatalf("May(%q) with instances %q", bad, g(id).Instances)
 			}
 		}
 	})

@@ -64,8 +64,8 @@ func TestAuthorizeCert(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := Identity{Name: "alice", Fingerprint: gossh.FingerprintSHA256(user) + " serial=7", Instances: []string{"web-*"}}
-		if id.Name != want.Name || id.Fingerprint != want.Fingerprint || !slices.Equal(id.Instances, want.Instances) || id.NoPTY {
+		want := Identity{Name: "alice", Fingerprint: gossh.FingerprintSHA256(user) + " serial=7", Grants: []Grant{{Instances: []string{"web-*"}}}}
+		if id.Name != want.Name || id.Fingerprint != want.Fingerprint || !slices.Equal(g(id).Instances, g(want).Instances) || g(id).NoPTY {
 			t.Fatalf("identity %+v, want %+v", id, want)
 		}
 		if !id.May("web-1") || id.May("db1") {
@@ -84,10 +84,10 @@ func TestAuthorizeCert(t *testing.T) {
 			t.Fatal(err)
 		}
 		if !id.May("db1") || !id.May("a-cache") || id.May("x-cache") || id.May("web-1") {
-			t.Fatalf("instances %q", id.Instances)
+			t.Fatalf("instances %q", g(id).Instances)
 		}
-		if id.Name != gossh.FingerprintSHA256(user) || !id.NoPTY {
-			t.Fatalf("no key ID and no permit-pty: name %q, NoPTY %v", id.Name, id.NoPTY)
+		if id.Name != gossh.FingerprintSHA256(user) || !g(id).NoPTY {
+			t.Fatalf("no key ID and no permit-pty: name %q, NoPTY %v", id.Name, g(id).NoPTY)
 		}
 	})
 	t.Run("source-address allows", func(t *testing.T) {
@@ -166,7 +166,7 @@ func TestAuthorizeCert(t *testing.T) {
 			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.detail) {
 				t.Fatalf("AuthorizeCertAt = %+v, %v; want %v with %q", id, err, tc.want, tc.detail)
 			}
-			if id.Name != "" || id.Instances != nil {
+			if id.Name != "" || g(id).Instances != nil {
 				t.Fatalf("refused certificate returned an identity: %+v", id)
 			}
 		})

@@ -84,6 +84,10 @@ type SFTPOptions struct {
 	// home): a best effort, never a reason to fail the transfer. Servers
 	// that cannot look (an image's own sftp-server) ignore it.
 	CwdOf string
+	// ReadOnly serves reads and refuses every write (a download-only
+	// credential: files="download"). Servers that cannot refuse writes
+	// must not be used for it.
+	ReadOnly bool
 }
 
 // ErrUnsupported: this backend cannot do what was asked.

@@ -18,12 +18,8 @@ import (
 // session ends under the client or the client goes away. It returns the
 // exit status to send (exitDetached when the client went away).
 func (s *Server) attach(sess *session, id keys.Identity, name string) int {
-	if !s.allowed(sess, id, name, audit.Attach) {
-		return 1
-	}
-	if id.NoPTY {
-		sess.log.Warn("attach refused: the key has no-pty", "instance", name)
-		sess.errorf("this key may not open terminals (no-pty); it may run: reset, list, help")
+	acc, ok := s.decide(sess, id, name, audit.Attach, keys.Terminal)
+	if !ok {
 		return 1
 	}
 	// Output goes to the channel byte for byte: sess.Write would turn
@@ -42,7 +38,7 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	r.size = size
 	r.opts = sessions.AttachOptions{Term: term, Label: "ssh " + sess.remote.String(),
 		Allowed: s.stillAllowed(sess, sess.key),
-		Who:     id.Name, Via: "ssh", Remote: sess.remote.String(), ReadOnly: id.ReadOnly,
+		Who:     id.Name, Via: "ssh", Remote: sess.remote.String(), ReadOnly: !acc.Write,
 		Prefetch: sess.conn.prefetched()}
 	c, err := r.attach(sess.ctx)
 	if err != nil {
@@ -66,8 +62,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	r.client = c
 	defer watchCertExpiry(sess, c)() // a certificate's end disconnects, as a revocation
 	r.attached = time.Now()
-	sessions.LogAttached(sess.log, name, c.Info(), id.ReadOnly)
-	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New, "read_only", id.ReadOnly)
+	sessions.LogAttached(sess.log, name, c.Info(), !acc.Write)
+	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New, "read_only", !acc.Write)
 	code := r.run()
 	if r.revoked {
 		// The key lost its access: the whole connection goes, after the

@@ -18,7 +18,7 @@ import (
 // can be piped or saved. Read-only keys may run it: it shows what they
 // could watch. instances= limits apply as for attach.
 func (s *Server) awayLog(sess *session, id keys.Identity, name string) int {
-	if !s.allowed(sess, id, name, audit.OutputLog) {
+	if _, ok := s.decide(sess, id, name, audit.OutputLog, keys.Watch); !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)

@@ -62,17 +62,15 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 		s.cfg.Audit.Event(audit.Command, w, name, "", "argv", clip(line, 1024), "result", "denied", "reason", reason)
 		return 1
 	}
-	if !s.allowed(sess, id, name, audit.Command) {
+	acc, ok := s.decide(sess, id, name, audit.Command, keys.Command, "argv", clip(line, 1024))
+	if !ok {
 		return 1
-	}
-	if id.ReadOnly {
-		return deny("read-only key", "termgate: this key is read-only: it may not run commands in instances (it may attach and watch, and run list)")
 	}
 	if s.cfg.Remote == nil {
 		return deny("backend runs no commands", "termgate: this gateway's backend cannot run commands in instances")
 	}
 	tty := sess.pty != nil
-	if tty && id.NoPTY {
+	if tty && acc.Decide(keys.Terminal) != nil {
 		// As OpenSSH's sshd does for a no-pty key: the command runs,
 		// without a terminal.
 		tty = false

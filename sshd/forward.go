@@ -43,11 +43,11 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 	}
 	name, port := cs.login, int(req.Port)
 	target := net.JoinHostPort(safeText(req.Host, 255), strconv.Itoa(port))
-	id, why := s.mayForward(cs, name, req.Host, port)
+	id, why, reason := s.mayForward(cs, name, req.Host, port)
 	if why != "" {
 		cs.log.Debug("forward refused", // Debug: a flood of opens must not flood the log; the audit trail and the client have it
-			"instance", clip(name, 128), "target", target, "reason", why)
-		s.cfg.Audit.Event(audit.Forward, who(id, cs.remote), clip(name, 128), "", "target", target, "result", "denied", "reason", why)
+			"instance", clip(name, 128), "target", target, "reason", reason)
+		s.cfg.Audit.Event(audit.Forward, who(id, cs.remote), clip(name, 128), "", "target", target, "result", "denied", "reason", reason)
 		s.fwdStats.refused.Add(1)
 		_ = nc.Reject(gossh.Prohibited, why)
 		return
@@ -100,37 +100,32 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 }
 
 // mayForward says why the connection may not forward to host:port in the
-// instance name, or returns its identity (derived again: the file may have
-// changed since the handshake). A key that may not use the instance learns
-// nothing about it; the other reasons name what to change.
-func (s *Server) mayForward(cs *connState, name, host string, port int) (keys.Identity, string) {
-	switch {
-	case s.cfg.NoPortForwarding:
-		return keys.Identity{}, "termgate: port forwarding is turned off on this gateway"
-	case s.cfg.Remote == nil:
-		return keys.Identity{}, "termgate: this gateway cannot forward connections"
+// instance name (what the client reads, and the audit reason), or returns
+// its identity (derived again: the file may have changed since the
+// handshake). The decision is keys.Access.DecideOpen's; a key that may not
+// use the instance learns nothing about it.
+func (s *Server) mayForward(cs *connState, name, host string, port int) (id keys.Identity, why, reason string) {
+	if s.cfg.Remote == nil {
+		return keys.Identity{}, "termgate: this gateway cannot forward connections", "no remote runner"
 	}
 	key := cs.verifiedKey()
 	if key == nil {
-		return keys.Identity{}, "permission denied"
+		return keys.Identity{}, "permission denied", "no verified key"
 	}
 	id, err := s.authorize(key, cs.remote)
 	if err != nil {
-		return keys.Identity{}, "permission denied"
+		return keys.Identity{}, "permission denied", "key no longer accepted"
 	}
-	switch {
-	case sessions.CheckName(name) != nil:
-		return id, fmt.Sprintf("termgate: log in as the instance to forward into (ssh -L PORT:HOST:PORT INSTANCE@GATEWAY); %q is not an instance name", clip(name, 64))
-	case !id.May(name):
-		return id, "termgate: " + sessions.NotFoundMessage(name)
-	case id.ReadOnly:
-		return id, "termgate: this key is read-only; read-only keys may not forward connections"
-	case id.NoPortForwarding:
-		return id, "termgate: port forwarding is not allowed for this key (no-port-forwarding, restrict, or a certificate without permit-port-forwarding)"
-	case !id.MayOpen(host, port):
-		return id, fmt.Sprintf("termgate: this key may not connect to %s (its permitopen= options do not list it)", net.JoinHostPort(safeText(host, 255), strconv.Itoa(port)))
+	if sessions.CheckName(name) != nil {
+		return id, fmt.Sprintf("termgate: log in as the instance to forward into (ssh -L PORT:HOST:PORT INSTANCE@GATEWAY); %q is not an instance name", clip(name, 64)), "invalid instance name"
 	}
-	return id, ""
+	if r := id.On(name, s.cfg.Switches).DecideOpen(host, port); r != nil {
+		if r.Hidden {
+			return id, "termgate: " + sessions.NotFoundMessage(name), r.Reason
+		}
+		return id, "termgate: " + r.Message, r.Reason
+	}
+	return id, "", ""
 }
 
 // forward is one forwarded connection, for its cut: the channel and the

@@ -132,7 +132,7 @@ func TestForwardGoClient(t *testing.T) {
 func TestForwardRefusals(t *testing.T) {
 	port := echoServer(t)
 	t.Run("gateway-wide off", func(t *testing.T) {
-		f := newForwardFixture(t, func(c *Config) { c.NoPortForwarding = true })
+		f := newForwardFixture(t, func(c *Config) { c.Switches.NoPortForwarding = true })
 		wantRefused(t, f.dial(t, "admin", "web1"), port, gossh.Prohibited, "port forwarding is turned off on this gateway")
 	})
 	t.Run("no runner", func(t *testing.T) {
@@ -141,7 +141,7 @@ func TestForwardRefusals(t *testing.T) {
 	})
 	f := newForwardFixture(t, nil)
 	t.Run("read-only", func(t *testing.T) {
-		wantRefused(t, f.dial(t, "watcher", "web1"), port, gossh.Prohibited, "read-only keys may not forward")
+		wantRefused(t, f.dial(t, "watcher", "web1"), port, gossh.Prohibited, "port forwarding refused: this key is read-only on web1")
 	})
 	t.Run("instances=", func(t *testing.T) {
 		wantRefused(t, f.dial(t, "web", "db1"), port, gossh.Prohibited, `instance "db1" not found or not running`)

@@ -14,18 +14,13 @@ import (
 // HOST keep INSTANCE 8h|off). Read-only keys may not: a keep holds the
 // instance's processes running.
 func (s *Server) keep(sess *session, id keys.Identity, name, arg string) int {
-	if !s.allowed(sess, id, name, audit.Keep) {
+	if _, ok := s.decide(sess, id, name, audit.Keep, keys.Keep, "keep", clip(arg, 32)); !ok {
 		return 1
 	}
 	d, err := parseKeep(arg)
 	if err != nil {
 		sess.errorf("termgate: " + err.Error())
 		return 2
-	}
-	if id.ReadOnly {
-		sess.errorf("keep refused: this key is read-only (an observer may watch, not keep a session alive)")
-		s.cfg.Audit.Event(audit.Keep, who(id, sess.remote), name, "", "keep", arg, "result", "denied", "reason", "read-only key")
-		return 1
 	}
 	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)
 	defer cancel()

@@ -89,7 +89,7 @@ func TestRecovererUnit(t *testing.T) {
 func TestAuthenticateUnit(t *testing.T) {
 	admin, _ := newSigner(t)
 	other, _ := newSigner(t)
-	srv := &Server{cfg: Config{Keys: stubAuthorizer{key: admin.PublicKey(), id: keys.Identity{Name: "admin"}}}}
+	srv := &Server{cfg: Config{Keys: stubAuthorizer{key: admin.PublicKey(), id: keys.Identity{Name: "admin", Grants: []keys.Grant{{}}}}}}
 	srv.lim = newLimits(&srv.cfg)
 	for _, tc := range []struct {
 		name     string

@@ -1,6 +1,9 @@
 package sshd
 
-import "github.com/termgate/termgate/sessions"
+import (
+	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/sessions"
+)
 
 // prefetch starts looking up the instance the login name names as soon as
 // the client has authenticated, when this key may open a terminal there:
@@ -17,7 +20,7 @@ func (s *Server) prefetch(cs *connState, user string) {
 	cs.mu.Lock()
 	id := cs.identity
 	cs.mu.Unlock()
-	if sessions.CheckName(user) != nil || id.NoPTY || !id.May(user) {
+	if sessions.CheckName(user) != nil || id.On(user, s.cfg.Switches).Decide(keys.Terminal) != nil {
 		return
 	}
 	p, run := s.cfg.Registry.Prefetch(cs.ctx, user)

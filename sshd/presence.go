@@ -23,7 +23,7 @@ func isPresence(err error) bool {
 // who lists who is attached to an instance's session (ssh HOST who
 // INSTANCE): via what, their access, since when, when they last typed.
 func (s *Server) who(sess *session, id keys.Identity, name string) int {
-	if !s.allowed(sess, id, name, audit.WhoIs) {
+	if _, ok := s.decide(sess, id, name, audit.WhoIs, keys.Watch); !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)
@@ -62,7 +62,7 @@ func (s *Server) who(sess *session, id keys.Identity, name string) int {
 // hand raises the hand of this key's observer clients on the instance
 // (ssh HOST hand INSTANCE): the writers are asked to let them type.
 func (s *Server) hand(sess *session, id keys.Identity, name string) int {
-	if !s.allowed(sess, id, name, audit.Hand) {
+	if _, ok := s.decide(sess, id, name, audit.Hand, keys.Watch); !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)
@@ -78,12 +78,7 @@ func (s *Server) hand(sess *session, id keys.Identity, name string) int {
 // session until it is reset (ssh HOST grant INSTANCE WHO). Read-only keys
 // may not.
 func (s *Server) grant(sess *session, id keys.Identity, name, whom string) int {
-	if !s.allowed(sess, id, name, audit.Grant) {
-		return 1
-	}
-	if id.ReadOnly {
-		sess.errorf("grant refused: this key is read-only (only a writer lets an observer type)")
-		s.cfg.Audit.Event(audit.Grant, who(id, sess.remote), name, "", "to", whom, "result", "denied", "reason", "read-only key")
+	if _, ok := s.decide(sess, id, name, audit.Grant, keys.GrantWrite, "to", whom); !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)

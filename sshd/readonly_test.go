@@ -149,7 +149,7 @@ func TestReadOnlyCertificate(t *testing.T) {
 	if strings.Contains(w.out.String(), "cert-typed") {
 		t.Fatalf("the certificate's input reached the shell: %q", w.out.String())
 	}
-	if r := runWith(t, cf.fixture, cf.config(signer, "web1"), "reset"); r.code != 1 || !strings.HasPrefix(r.stderr, "reset refused: this key is read-only") {
+	if r := runWith(t, cf.fixture, cf.config(signer, "web1"), "reset"); r.code != 1 || !strings.HasPrefix(r.stderr, "reset refused: this certificate is read-only") {
 		t.Fatalf("reset with a read-only certificate: status %d, stderr %q", r.code, r.stderr)
 	}
 	if r := runWith(t, cf.fixture, cf.config(signer, "me"), "list"); !regexp.MustCompile(`(?m)^web1 +carol +ssh +\S+ +\S+ +read-only$`).MatchString(r.stdout) {

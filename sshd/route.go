@@ -77,36 +77,46 @@ func (s *Server) route(sess *session) {
 	}
 }
 
-// allowed applies the name check and the key's instances= patterns, before
-// any registry call; a key that may not use the instance gets the
-// not-found message, so it learns nothing about which instances exist. A
-// refusal is audited as action (attach or reset) with result "denied".
-func (s *Server) allowed(sess *session, id keys.Identity, name, action string) bool {
+// decide is the one access decision for an SSH request on the instance
+// name (keys.Identity.On, then Decide(act)), before any registry call. A
+// refusal is written to the client, logged and audited as auditAction
+// with result "denied" (and extra); an instance the credential may not
+// use gets the not-found message, so it learns nothing about which
+// instances exist.
+func (s *Server) decide(sess *session, id keys.Identity, name, auditAction string, act keys.Action, extra ...any) (keys.Access, bool) {
+	w := who(id, sess.remote)
 	if err := sessions.CheckName(name); err != nil {
 		sess.errorf(err.Error())
-		s.cfg.Audit.Event(action, who(id, sess.remote), clip(name, 128), "", "result", "denied", "reason", "invalid instance name")
-		return false
+		s.cfg.Audit.Event(auditAction, w, clip(name, 128), "", append(extra, "result", "denied", "reason", "invalid instance name")...)
+		return keys.Access{}, false
 	}
-	if !id.May(name) {
-		sess.log.Warn("instance not allowed for this key", "instance", name)
-		sess.errorf(notFound(name, action))
-		s.cfg.Audit.Event(action, who(id, sess.remote), name, "", "result", "denied", "reason", "instance not allowed for this key")
-		return false
+	a := id.On(name, s.cfg.Switches)
+	r := a.Decide(act)
+	if r == nil {
+		return a, true
 	}
-	return true
+	s.refused(sess, w, name, auditAction, r, extra...)
+	return a, false
+}
+
+// refused tells the client, the log and the audit trail about a refusal
+// of the decision.
+func (s *Server) refused(sess *session, w audit.Who, name, auditAction string, r *keys.Refusal, extra ...any) {
+	msg := r.Message
+	switch {
+	case r.Hidden:
+		msg = notFound(name, auditAction)
+	case r.Action == keys.Command || r.Action == keys.ReadFiles || r.Action == keys.WriteFiles:
+		msg = "termgate: " + msg // these answer a command line run in the instance
+	}
+	sess.log.Warn("refused", "action", r.Action.String(), "instance", name, "reason", r.Reason)
+	sess.errorf(msg)
+	s.cfg.Audit.Event(auditAction, w, name, "", append(extra, "result", "denied", "reason", r.Reason)...)
 }
 
 // reset kills the instance's shell and starts a fresh one.
 func (s *Server) reset(sess *session, id keys.Identity, name string) int {
-	if !s.allowed(sess, id, name, audit.Reset) {
-		return 1
-	}
-	if id.ReadOnly {
-		// After allowed: a key that may not see the instance learns
-		// nothing about it, read-only or not.
-		sess.log.Warn("reset refused: the key is read-only", "instance", name)
-		sess.errorf(readOnlyReset)
-		s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), name, "", "result", "denied", "reason", "read-only key")
+	if _, ok := s.decide(sess, id, name, audit.Reset, keys.Reset); !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)
@@ -122,9 +132,6 @@ func (s *Server) reset(sess *session, id keys.Identity, name string) int {
 	_, _ = fmt.Fprintf(sess, "reset %s: new session %s\n", name, ns.ID())
 	return 0
 }
-
-// readOnlyReset is what a read-only key reads when it asks for a reset.
-const readOnlyReset = "reset refused: this key is read-only (an observer may attach and watch, and run list)"
 
 // resetBy is how a reset is credited in the notice other clients see.
 func resetBy(id keys.Identity) string { return id.Name + " (ssh)" }

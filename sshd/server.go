@@ -15,6 +15,7 @@ import (
 
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/remote"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -48,11 +49,9 @@ type Config struct {
 	// the sftp subsystem and forwarded connections (nil: refused, with a
 	// reason the client prints).
 	Remote remote.Runner
-	// NoPortForwarding refuses every direct-tcpip channel
-	// (--port-forwarding=false); NoFileTransfer the sftp subsystem
-	// (--file-transfer=false).
-	NoPortForwarding bool
-	NoFileTransfer   bool
+	// Switches are the gateway-wide flags the access decision applies
+	// (--port-forwarding=false, --file-transfer=false).
+	Switches keys.Switches
 	// MaxRemotePerKey and MaxRemotePerInstance cap the commands,
 	// transfers and forwarded connections running at once per key and
 	// per instance (defaults 32 and 64; negative: no cap).

@@ -196,7 +196,7 @@ func TestSFTPRefusals(t *testing.T) {
 		mutate                func(*Config)
 	}{
 		{"read-only key", "watcher", "web1", "this key is read-only", nil},
-		{"file transfer off", "admin", "web1", "file transfer is turned off", func(c *Config) { c.NoFileTransfer = true }},
+		{"file transfer off", "admin", "web1", "file transfer is turned off", func(c *Config) { c.Switches.NoFileTransfer = true }},
 		{"no remote", "admin", "web1", "cannot transfer files", func(c *Config) { c.Remote = nil }},
 		{"instances=", "web", "db1", "not found", nil},
 	}

@@ -171,32 +171,7 @@ func (s *Server) whoami(sess *session, id keys.Identity) int {
 			how = "certificate"
 		}
 	}
-	access := "read-write"
-	if id.ReadOnly {
-		access = "read-only"
-	}
-	inst := "every instance"
-	if len(id.Instances) > 0 {
-		inst = "instances " + strings.Join(id.Instances, ",")
-	}
-	if len(id.Grants) > 0 {
-		var pats []string
-		for _, g := range id.Grants {
-			p := "*"
-			if len(g.Instances) > 0 {
-				p = strings.Join(g.Instances, ",")
-			}
-			if g.ReadOnly {
-				p += " (read-only)"
-			}
-			pats = append(pats, p)
-		}
-		inst, access = "instances "+strings.Join(pats, "; "), "read-write"
-		if id.ReadOnly {
-			access = "read-only"
-		}
-	}
-	_, _ = fmt.Fprintf(sess, "%s (key %s, %s): %s, %s\n", id.Name, id.Fingerprint, how, inst, access)
+	_, _ = fmt.Fprintf(sess, "%s (key %s, %s): %s\n", id.Name, id.Fingerprint, how, keys.Describe(id))
 	return 0
 }
 

@@ -15,7 +15,8 @@ import (
 // [COLSxROWS|auto]). Showing needs what list needs; pinning is refused to
 // read-only keys, as reset is.
 func (s *Server) size(sess *session, id keys.Identity, name, arg string) int {
-	if !s.allowed(sess, id, name, audit.Size) {
+	acc, ok := s.decide(sess, id, name, audit.Size, keys.Watch)
+	if !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)
@@ -30,9 +31,8 @@ func (s *Server) size(sess *session, id keys.Identity, name, arg string) int {
 			sess.errorf("termgate: " + perr.Error())
 			return 2
 		}
-		if id.ReadOnly {
-			sess.errorf("size refused: this key is read-only (an observer's size never changes the shell's)")
-			s.cfg.Audit.Event(audit.Size, who(id, sess.remote), name, "", "size", arg, "result", "denied", "reason", "read-only key")
+		if r := acc.Decide(keys.Pin); r != nil {
+			s.refused(sess, who(id, sess.remote), name, audit.Size, r, "size", arg)
 			return 1
 		}
 		info, err = s.cfg.Registry.PinSize(ctx, name, want)

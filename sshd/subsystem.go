@@ -33,12 +33,8 @@ func (s *Server) subsystemRequest(sess *session, req *gossh.Request) (bool, func
 	return true, func() { s.track.Go(func() { s.serveSession(sess) }) }
 }
 
-// Refusals of a file transfer, as the client prints them.
-const (
-	readOnlyTransfer = "termgate: file transfer refused: this key is read-only (an observer may attach and watch, and run list)"
-	noFileTransfer   = "termgate: file transfer is turned off on this gateway (--file-transfer=false)"
-	noRemote         = "termgate: this gateway's backend cannot transfer files"
-)
+// noRemote refuses a file transfer on a backend that has none.
+const noRemote = "termgate: this gateway's backend cannot transfer files"
 
 // subsystem serves the sftp subsystem: the instance named by the login
 // user name, an SFTP server in it (Remote.SFTP), the channel and the
@@ -55,16 +51,12 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 		s.cfg.Audit.Event(audit.Transfer, w, name, "", "result", "denied", "reason", reason)
 		return 1
 	}
-	if !s.allowed(sess, id, name, audit.Transfer) {
+	acc, ok := s.decide(sess, id, name, audit.Transfer, keys.ReadFiles)
+	if !ok {
 		sess.discardInput()
 		return 1
 	}
-	switch {
-	case id.ReadOnly:
-		return refuse(readOnlyTransfer, "read-only key")
-	case s.cfg.NoFileTransfer:
-		return refuse(noFileTransfer, "file transfer off")
-	case s.cfg.Remote == nil:
+	if s.cfg.Remote == nil {
 		return refuse(noRemote, "no remote runner")
 	}
 	ctx, cancel := context.WithCancel(sess.ctx)
@@ -83,7 +75,10 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 	inst, err := s.cfg.Registry.Lookup(lctx, name)
 	var conn remote.Conn
 	if err == nil {
-		conn, err = s.cfg.Remote.SFTP(ctx, inst, remote.SFTPOptions{}) // ctx bounds the stream's life, not only its start
+		// A download-only credential gets a server that refuses every
+		// write (files="download"); ctx bounds the stream's life, not
+		// only its start.
+		conn, err = s.cfg.Remote.SFTP(ctx, inst, remote.SFTPOptions{ReadOnly: acc.Decide(keys.WriteFiles) != nil})
 	}
 	lcancel()
 	if err != nil {

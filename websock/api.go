@@ -9,20 +9,16 @@ import (
 	"time"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
 
 // handleReset serves POST /api/instances/{name}/terminal/reset.
 func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
-	name, ok := s.instanceFor(w, r, c)
+	// Before the rate limit: an observer spends no one's resets.
+	name, ok := s.decide(w, r, c, audit.Reset, keys.Reset)
 	if !ok {
-		return
-	}
-	if c.id.ReadOnly { // before the rate limit: an observer spends no one's resets
-		s.log.Warn("reset refused: read-only token", "via", "http", "who", c.id.Name, "instance", name)
-		s.cfg.Audit.Event(audit.Reset, s.who(r, c), name, "", "result", "denied", "reason", "read-only token")
-		writeError(w, http.StatusForbidden, msgReadOnlyReset)
 		return
 	}
 	if err := s.allowReset(name, c); err != nil {
@@ -76,7 +72,7 @@ func (s *Server) handleInstances(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]instanceEntry, len(list))
 	for i, in := range list {
-		out[i] = instanceEntry{InstanceInfo: in, ReadOnly: !c.id.MayWrite(in.Name)}
+		out[i] = instanceEntry{InstanceInfo: in, ReadOnly: !c.id.On(in.Name, s.cfg.Switches).Write}
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -105,7 +101,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 // monitoring system wants a token of its own anyway.
 func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
-	if len(c.id.Instances) > 0 {
+	if !c.id.Everywhere() {
 		s.log.Warn("metrics refused to a limited token", "via", "http", "who", c.id.Name)
 		s.auditFailure(r, c, "", "metrics need a token without instances= limits")
 		writeError(w, http.StatusForbidden, msgMetricsLimited)
@@ -121,22 +117,30 @@ func (s *Server) handleMetrics(w http.ResponseWriter, r *http.Request) {
 const msgMetricsLimited = "/metrics shows every instance, and this token is limited by instances=: " +
 	"use a token without instances= limits (for example a separate one for monitoring)"
 
-// instanceFor checks the {name} path value and the caller's permission on
-// it: 400 for a bad name, 404 (the unknown-instance answer, so names do not
-// leak) for a forbidden one.
-func (s *Server) instanceFor(w http.ResponseWriter, r *http.Request, c caller) (string, bool) {
+// decide checks the {name} path value and makes the one access decision
+// on it (the caller's keys.Access, from authed) for act: 400 for a bad
+// name; 404, the unknown-instance answer so that names do not leak, for an
+// instance the credential may not use; 403 with the refusal's sentence
+// otherwise, audited as auditAction (with extra).
+func (s *Server) decide(w http.ResponseWriter, r *http.Request, c caller, auditAction string, act keys.Action, extra ...any) (string, bool) {
 	name := r.PathValue("name")
 	if err := sessions.CheckName(name); err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return "", false
 	}
-	if !c.id.May(name) {
-		s.log.Warn("instance refused by permission", "via", "http", "who", c.id.Name, "instance", name)
-		s.auditFailure(r, c, name, "instance not permitted for this token")
+	ref := c.access.Decide(act)
+	if ref == nil {
+		return name, true
+	}
+	s.log.Warn("refused", "via", "http", "who", c.id.Name, "action", act.String(), "instance", name, "reason", ref.Reason)
+	if ref.Hidden {
+		s.auditFailure(r, c, name, ref.Reason)
 		writeError(w, http.StatusNotFound, sessions.NotFoundMessage(name))
 		return "", false
 	}
-	return name, true
+	s.cfg.Audit.Event(auditAction, s.who(r, c), name, "", append(extra, "result", "denied", "reason", ref.Reason)...)
+	writeError(w, http.StatusForbidden, ref.Message)
+	return "", false
 }
 
 // attachFailure turns a Registry.Attach or Reset error into a status and a

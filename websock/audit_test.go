@@ -52,7 +52,7 @@ func TestAuditTrail(t *testing.T) {
 		{event: audit.AuthFailure, via: "http", reason: "invalid token"},
 		{event: audit.AuthFailure, via: "http", reason: "token in the URL query"},
 		{event: audit.AuthSuccess, via: "websocket", who: "webonly", instance: "db1"},
-		{event: audit.AuthFailure, via: "websocket", who: "webonly", instance: "db1", reason: "instance not permitted"},
+		{event: audit.AuthFailure, via: "websocket", who: "webonly", instance: "db1", reason: "instance not allowed for this token"},
 		{event: audit.AuthFailure, via: "websocket", instance: "web1", reason: "origin not allowed"},
 		{event: audit.AuthSuccess, via: "http", who: "webonly"},
 		{event: audit.AuthSuccess, via: "websocket", who: "webonly", instance: "web1"},

@@ -42,6 +42,10 @@ type caller struct {
 	tokenHash []byte
 	// signin is the sign-in behind a bySignin caller.
 	signin *signin
+	// access is the one access decision (keys.Identity.On) on the
+	// instance the route names; the zero Access (nothing allowed) on
+	// routes without one.
+	access keys.Access
 }
 
 type callerKey struct{}
@@ -88,7 +92,7 @@ func (s *Server) authed(kind routeKind, h http.HandlerFunc) http.Handler {
 			return
 		}
 		if name := r.PathValue("name"); name != "" {
-			c.id = c.id.For(name) // a signed-in identity's read-only there
+			c.access = c.id.On(name, s.cfg.Switches) // once per request, on the instance it names
 		}
 		if kind == actRoute {
 			if err := s.origins.check(r, c.method == byCookie || c.method == bySignin); err != nil {

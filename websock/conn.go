@@ -13,6 +13,7 @@ import (
 
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/internal/relaybuf"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -436,10 +437,7 @@ func (c *conn) control(data []byte) {
 		if c.revokedNow() {
 			return
 		}
-		if c.readOnly { // before the rate limit: an observer spends no one's resets
-			c.log.Warn("reset refused: the token is read-only", "instance", c.name)
-			c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, "", "client", c.label, "result", "denied", "reason", "read-only token")
-			c.send(*errorFrame(msgReadOnlyReset))
+		if c.refused(keys.Reset, audit.Reset, "", "client", c.label) { // before the rate limit: an observer spends no one's resets
 			return
 		}
 		c.startReset()
@@ -642,4 +640,19 @@ func (c *conn) resetMoved(cl *sessions.Client, reset *sessions.ResetError) *sess
 		return nil
 	}
 	return cl
+}
+
+// refused makes the connection's access decision (the caller's
+// keys.Access, decided at the upgrade) for act: a refusal is logged,
+// audited as auditAction on session (with extra) and sent as an error
+// event.
+func (c *conn) refused(act keys.Action, auditAction, session string, extra ...any) bool {
+	r := c.caller.access.Decide(act)
+	if r == nil {
+		return false
+	}
+	c.log.Warn("refused", "action", act.String(), "instance", c.name, "reason", r.Reason)
+	c.s.cfg.Audit.Event(auditAction, c.who, c.name, session, append(extra, "result", "denied", "reason", r.Reason)...)
+	c.send(*errorFrame(r.Message))
+	return true
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
@@ -40,8 +41,7 @@ import (
 // names the file itself.
 
 const (
-	msgReadOnlyFiles = "file transfer refused: this token is read-only"
-	msgFilesOff      = "file transfer is turned off on this gateway (--file-transfer=false)"
+	msgNoRemote = "file transfer refused: this gateway's backend cannot transfer files"
 	// fileIdle bounds a stall of either side of a transfer (the
 	// server's 30 s ReadTimeout would cut any large one).
 	fileIdle = time.Minute
@@ -60,22 +60,23 @@ func isUpload(r *http.Request) bool {
 // then the connection (done).
 func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string) (c caller, name, p string, cl *sftp.Client, done func(), ok bool) {
 	c, _ = callerFrom(r.Context())
-	name, ok = s.instanceFor(w, r, c)
+	p = r.URL.Query().Get("path")
+	act := keys.ReadFiles
+	if dir == "upload" {
+		act = keys.WriteFiles
+	}
+	name, ok = s.decide(w, r, c, audit.Transfer, act, "path", clipPath(p), "direction", dir)
 	if !ok {
 		return c, "", "", nil, nil, false
 	}
-	p = r.URL.Query().Get("path")
 	session := r.URL.Query().Get("session")
 	deny := func(status int, reason, msg string) {
 		s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", dir, "result", "denied", "reason", reason)
 		writeError(w, status, msg)
 	}
 	switch {
-	case c.id.ReadOnly:
-		deny(http.StatusForbidden, "read-only token", msgReadOnlyFiles)
-		return c, "", "", nil, nil, false
-	case s.cfg.NoFileTransfer || s.cfg.Remote == nil:
-		deny(http.StatusForbidden, "file transfer off", msgFilesOff)
+	case s.cfg.Remote == nil:
+		deny(http.StatusForbidden, "no remote runner", msgNoRemote)
 		return c, "", "", nil, nil, false
 	case p == "" || len(p) > 4096 || strings.ContainsRune(p, 0):
 		writeError(w, http.StatusBadRequest, "give the file as ?path=/absolute/path, or a path relative to the session's directory with &session=ID (at most 4096 bytes)")
@@ -94,7 +95,9 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 	}
 	// The request's context, not ctx: the stream lives as long as the
 	// transfer (a backend may end it with the context it was opened under).
-	opts := remote.SFTPOptions{CwdOf: session}
+	// Only PUT writes; a download-only credential's GET never could,
+	// but its server refuses writes all the same.
+	opts := remote.SFTPOptions{CwdOf: session, ReadOnly: c.access.Decide(keys.WriteFiles) != nil}
 	if path.IsAbs(p) {
 		opts.CwdOf = "" // nothing to resolve: no /proc scan in the instance
 	}

@@ -171,7 +171,7 @@ func TestFilesRefusals(t *testing.T) {
 	if got, _ := os.ReadFile(target); string(got) != "secret" {
 		t.Fatalf("a refused PUT wrote the file: %q", got)
 	}
-	off := filesEnv(t, func(c *Config) { c.NoFileTransfer = true })
+	off := filesEnv(t, func(c *Config) { c.Switches.NoFileTransfer = true })
 	if resp := off.do("GET", filesPath(target), bearerHeader(tokAll), nil); resp.StatusCode != http.StatusForbidden {
 		t.Fatalf("--file-transfer=false: %d", resp.StatusCode)
 	}

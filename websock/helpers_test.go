@@ -55,9 +55,9 @@ func (f fakeTokens) CheckHash(tokenHash []byte) (keys.Identity, bool) {
 }
 
 var testTokens = fakeTokens{
-	tokAll: {Name: "alice"},
-	tokWeb: {Name: "webonly", Instances: []string{"web*"}},
-	tokRO:  {Name: "auditor", Instances: []string{"web*"}, ReadOnly: true},
+	tokAll: {Name: "alice", Kind: keys.KindToken, Grants: []keys.Grant{{}}},
+	tokWeb: {Name: "webonly", Kind: keys.KindToken, Grants: []keys.Grant{{Instances: []string{"web*"}}}},
+	tokRO:  {Name: "auditor", Kind: keys.KindToken, Grants: []keys.Grant{{Instances: []string{"web*"}, ReadOnly: true}}},
 }
 
 // env is a running gateway: a registry over a backend, the websock server

@@ -97,7 +97,6 @@ func (c *conn) inputLoop() {
 // Observers read these: their input and their resets are refused.
 const (
 	msgReadOnlyInput = "[termgate] read-only: your input is not sent to the shell (this token is read-only)"
-	msgReadOnlyReset = "reset refused: this token is read-only (an observer may watch, not reset)"
 )
 
 // msgInputStalled is the notice a client gets once per stall.

@@ -6,10 +6,9 @@ import (
 	"time"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
-
-const msgReadOnlyKeep = "keep refused: this token is read-only (an observer may watch, not keep a session alive)"
 
 // handleKeep serves POST /api/instances/{name}/keep?for=8h (for=off ends
 // the keep): the session is not reaped for that long with no client
@@ -18,7 +17,7 @@ const msgReadOnlyKeep = "keep refused: this token is read-only (an observer may 
 // no such instance, or no session.
 func (s *Server) handleKeep(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
-	name, ok := s.instanceFor(w, r, c)
+	name, ok := s.decide(w, r, c, audit.Keep, keys.Keep, "keep", clipText(r.URL.Query().Get("for"), 32))
 	if !ok {
 		return
 	}
@@ -29,11 +28,6 @@ func (s *Server) handleKeep(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil || d < 0 {
 		writeError(w, http.StatusBadRequest, `"for" must be a duration such as 8h or 90m, or off`)
-		return
-	}
-	if c.id.ReadOnly {
-		s.cfg.Audit.Event(audit.Keep, s.who(r, c), name, "", "keep", arg, "result", "denied", "reason", "read-only token")
-		writeError(w, http.StatusForbidden, msgReadOnlyKeep)
 		return
 	}
 	until, err := s.cfg.Registry.Keep(r.Context(), name, d)

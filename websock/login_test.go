@@ -229,7 +229,7 @@ func (r *revocable) remove(token string) {
 
 func TestRevokedTokenEndsLogins(t *testing.T) {
 	var buf termtest.SyncBuffer
-	tokens := &revocable{tokens: map[string]keys.Identity{tokAll: {Name: "alice"}, tokWeb: {Name: "webonly"}}}
+	tokens := &revocable{tokens: map[string]keys.Identity{tokAll: {Name: "alice", Kind: keys.KindToken, Grants: []keys.Grant{{}}}, tokWeb: {Name: "webonly", Kind: keys.KindToken, Grants: []keys.Grant{{}}}}}
 	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) { c.Tokens = tokens; c.Audit = audit.New(&buf) })
 	c := e.login(tokAll)
 	other := e.login(tokWeb)

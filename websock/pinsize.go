@@ -2,10 +2,9 @@ package websock
 
 import (
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
-
-const msgReadOnlyPin = "pin-size refused: this token is read-only (an observer's size never changes the shell's)"
 
 // pinSize pins the session's window size (zero: auto) for the page's pin
 // control; the clients whose size it changes get a size event.
@@ -21,9 +20,7 @@ func (c *conn) pinSize(size sessions.Size) {
 	if c.revokedNow() {
 		return
 	}
-	if c.readOnly {
-		c.s.cfg.Audit.Event(audit.Size, c.who, c.name, cl.Info().Session, "size", pin, "result", "denied", "reason", "read-only token")
-		c.send(*errorFrame(msgReadOnlyPin))
+	if c.refused(keys.Pin, audit.Size, cl.Info().Session, "size", pin) {
 		return
 	}
 	if err := cl.PinSize(size); err != nil {

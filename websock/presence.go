@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -23,8 +24,6 @@ type grantedEvent struct {
 	Type string `json:"type"` // "granted"
 	By   string `json:"by"`
 }
-
-const msgReadOnlyGrant = "grant refused: this token is read-only (only a writer lets an observer type)"
 
 func isPresence(err error) bool {
 	var p *sessions.Presence
@@ -63,9 +62,7 @@ func (c *conn) grant(whom string) {
 	if c.revokedNow() {
 		return
 	}
-	if c.readOnly {
-		c.s.cfg.Audit.Event(audit.Grant, c.who, c.name, cl.Info().Session, "to", whom, "result", "denied", "reason", "read-only token")
-		c.send(*errorFrame(msgReadOnlyGrant))
+	if c.refused(keys.GrantWrite, audit.Grant, cl.Info().Session, "to", whom) {
 		return
 	}
 	n, err := cl.Grant(whom)

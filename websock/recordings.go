@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/record"
 	"github.com/termgate/termgate/sessions"
 )
@@ -20,7 +21,7 @@ const msgNoRecording = "no such recording (recordings are off, or the session wa
 // is looked at, so a limited token cannot learn that a recording exists.
 func (s *Server) handleRecording(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
-	name, ok := s.instanceFor(w, r, c)
+	name, ok := s.decide(w, r, c, audit.Recording, keys.Watch)
 	if !ok {
 		return
 	}
@@ -69,7 +70,7 @@ func (s *Server) handleRecording(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-asciicast")
 	w.Header().Set("Content-Disposition", `attachment; filename="`+name+"-"+session+`.cast"`)
 	// Cache-Control no-store comes with every response (harden.go).
-	if !c.id.MayWrite(name) {
+	if c.access.Decide(keys.RecordedInput) != nil {
 		// Recorded input (--record-input) is what writers typed, at
 		// prompts that do not echo too: an observer gets the recording
 		// without it, whole (no ranges: the length is not known ahead).

@@ -32,9 +32,11 @@ type Config struct {
 	// Registry is the shared session registry (required).
 	Registry *sessions.Registry
 	// Remote serves the files routes through an SFTP server in the
-	// instance (nil, or NoFileTransfer: they answer 403).
-	Remote         remote.Runner
-	NoFileTransfer bool
+	// instance (nil: they answer 403).
+	Remote remote.Runner
+	// Switches are the gateway-wide flags the access decision applies
+	// (--file-transfer=false, --port-forwarding=false).
+	Switches keys.Switches
 	// MaxUploadSize bounds a PUT to the files route (default 1 GiB).
 	MaxUploadSize int64
 	// Tokens checks bearer tokens (required).

@@ -9,6 +9,8 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -17,7 +19,7 @@ import (
 // included, so a client never gets a WebSocket that closes at once.
 func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
-	name, ok := s.instanceFor(w, r, c)
+	name, ok := s.decide(w, r, c, audit.Attach, keys.Watch)
 	if !ok {
 		return
 	}
@@ -37,7 +39,7 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	id := s.connID()
 	opts.Label = fmt.Sprintf("websocket#%d %s (%s)", id, r.RemoteAddr, c.id.Name)
 	opts.Allowed = s.allowedFor(c)
-	opts.Who, opts.Via, opts.Remote, opts.ReadOnly = c.id.Name, "websocket", r.RemoteAddr, c.id.ReadOnly
+	opts.Who, opts.Via, opts.Remote, opts.ReadOnly = c.id.Name, "websocket", r.RemoteAddr, c.access.Decide(keys.Type) != nil
 	client, err := s.cfg.Registry.Attach(r.Context(), name, opts)
 	if err != nil {
 		status, msg := s.attachFailure(r.Context(), name, err)

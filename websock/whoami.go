@@ -2,6 +2,7 @@ package websock
 
 import (
 	"crypto/subtle"
+	"github.com/termgate/termgate/keys"
 	"net/http"
 	"time"
 )
@@ -23,8 +24,13 @@ type whoami struct {
 	Instances []string `json:"instances"`
 	// Via is how the request authenticated: "bearer", "cookie" or "oidc".
 	Via string `json:"via"`
-	// ReadOnly is set for a read-only token: its attaches are observers.
+	// ReadOnly is set when the credential is read-only everywhere it
+	// reaches: its attaches are observers.
 	ReadOnly bool `json:"read_only"`
+	// Access is what it may do, grant by grant (keys.Describe's words),
+	// so a signed-in identity read-write on some instances and read-only
+	// on others reads correctly.
+	Access string `json:"access"`
 	// SameLogin is set when a bearer request also carries a valid login
 	// cookie: whether the cookie is a login of that same token. The page
 	// asks this with the token of a sign-in link, so that it can open the
@@ -35,12 +41,10 @@ type whoami struct {
 // handleWhoami serves GET /api/whoami.
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
-	out := whoami{Name: c.id.Name, Who: c.id.Name, Instances: c.id.Instances, Via: c.method.String(), ReadOnly: c.id.ReadOnly}
+	out := whoami{Name: c.id.Name, Who: c.id.Name, Instances: c.id.Scope(), Via: c.method.String(),
+		ReadOnly: c.id.ReadOnlyEverywhere(), Access: keys.Describe(c.id)}
 	if c.signin != nil {
 		out.Groups, out.Expires = c.signin.Groups, &c.signin.Expires
-		for _, g := range c.id.Grants {
-			out.Instances = append(out.Instances, g.Instances...)
-		}
 	}
 	if out.Instances == nil {
 		out.Instances = []string{}

@@ -27,6 +27,9 @@ var sftpServers = []string{
 // sftp-server; a *remote.Unavailable says why neither can.
 func (h *Host) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFTPOptions) (remote.Conn, error) {
 	args := []string{"sftp"}
+	if opts.ReadOnly {
+		args = append(args, "--read-only")
+	}
 	if opts.CwdOf != "" {
 		if !procmark.ValidSessionID(opts.CwdOf) {
 			return nil, fmt.Errorf("file transfer: invalid session id %q", opts.CwdOf)
@@ -54,7 +57,11 @@ func (h *Host) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFT
 		// It ignores opts.CwdOf: it cannot look for the session's shell
 		// and always starts in the user's home, so relative paths are
 		// the home's there.
-		s, err := h.x.Exec(ctx, inst, []string{p}, ExecOptions{Stdin: true})
+		argv := []string{p}
+		if opts.ReadOnly {
+			argv = append(argv, "-R") // OpenSSH's sftp-server: read-only mode
+		}
+		s, err := h.x.Exec(ctx, inst, argv, ExecOptions{Stdin: true})
 		if err != nil {
 			return nil, fmt.Errorf("file transfer in %q: start %s: %w", inst.Name, p, err)
 		}

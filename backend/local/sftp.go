@@ -39,7 +39,11 @@ func (b *Backend) SFTP(ctx context.Context, inst sessions.Instance, opts remote.
 		}
 	}
 	ours, theirs := net.Pipe()
-	srv, err := sftp.NewServer(ours, sftp.WithServerWorkingDirectory(dir))
+	sopts := []sftp.ServerOption{sftp.WithServerWorkingDirectory(dir)}
+	if opts.ReadOnly {
+		sopts = append(sopts, sftp.ReadOnly())
+	}
+	srv, err := sftp.NewServer(ours, sopts...)
 	if err != nil {
 		ours.Close()
 		theirs.Close()

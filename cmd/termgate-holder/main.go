@@ -86,13 +86,17 @@ func main() {
 		var args []string
 		if args, err = toolArgs(os.Args[2:]); err == nil {
 			dir := workDir()
+			readOnly := len(args) > 0 && args[0] == "--read-only"
+			if readOnly {
+				args = args[1:]
+			}
 			switch {
 			case len(args) == 2 && args[0] == "--cwd-of":
 				dir = sessionDir(args[1], dir)
 			case len(args) != 0:
 				usage()
 			}
-			err = serveSFTP(os.Stdin, os.Stdout, dir)
+			err = serveSFTP(os.Stdin, os.Stdout, dir, readOnly)
 		}
 	case "dial":
 		var args []string
@@ -122,7 +126,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--cwd-of SESSION] | dial [--install-as PATH] HOST:PORT | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--read-only] [--cwd-of SESSION] | dial [--install-as PATH] HOST:PORT | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
 	os.Exit(2)
 }
 

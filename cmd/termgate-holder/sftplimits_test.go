@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(envSFTPServer); dir != "" {
 		// sftp -D speaks SFTP from the first byte: drop the ready line.
 		out := &afterLine{w: os.Stdout}
-		if err := serveSFTP(os.Stdin, out, dir); err != nil {
+		if err := serveSFTP(os.Stdin, out, dir, false); err != nil {
 			os.Stderr.WriteString("sftp server: " + err.Error() + "\n")
 			os.Exit(1)
 		}

@@ -16,7 +16,7 @@ import (
 // The tool subcommands: what the gateway runs in an instance beside its
 // sessions, each one exec long, its stdin and stdout the stream.
 //
-//	termgate-holder sftp [--install-as PATH] [--cwd-of SESSION]
+//	termgate-holder sftp [--install-as PATH] [--read-only] [--cwd-of SESSION]
 //	    serves SFTP (version 3, github.com/pkg/sftp) on stdin/stdout, as
 //	    the exec's user, from its home directory (else /), or with
 //	    --cwd-of from the working directory of that session's shell
@@ -84,11 +84,14 @@ func sessionDir(id, def string) string {
 // serveSFTP serves SFTP on in/out until the client ends the stream:
 // pkg/sftp's server behind the limits@openssh.com shim (sftplimits.go),
 // which filters the requests on a goroutine that serveSFTP waits for.
-func serveSFTP(in io.ReadCloser, out io.WriteCloser, dir string) error {
+func serveSFTP(in io.ReadCloser, out io.WriteCloser, dir string, readOnly bool) error {
 	shim := newLimitsShim(out)
 	reqR, reqW := io.Pipe()
-	srv, err := sftp.NewServer(stdio{reqR, shimOut{shim, out}},
-		sftp.WithServerWorkingDirectory(dir), sftp.WithMaxTxPacket(sftpMaxData))
+	opts := []sftp.ServerOption{sftp.WithServerWorkingDirectory(dir), sftp.WithMaxTxPacket(sftpMaxData)}
+	if readOnly { // a download-only credential (files="download"): pkg/sftp refuses every write
+		opts = append(opts, sftp.ReadOnly())
+	}
+	srv, err := sftp.NewServer(stdio{reqR, shimOut{shim, out}}, opts...)
 	if err != nil {
 		return err
 	}

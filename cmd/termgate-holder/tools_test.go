@@ -25,7 +25,7 @@ func TestSFTPServesFilesOnItsStream(t *testing.T) {
 	inR, inW := io.Pipe()   // the client's requests: the holder's stdin
 	outR, outW := io.Pipe() // the replies: its stdout
 	done := make(chan error, 1)
-	go func() { done <- serveSFTP(inR, outW, dir) }()
+	go func() { done <- serveSFTP(inR, outW, dir, false) }()
 	c, err := sftp.NewClientPipe(readyFirst(t, outR), inW)
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ import (
 	"github.com/termgate/termgate/backend/docker"
 	"github.com/termgate/termgate/backend/local"
 	"github.com/termgate/termgate/holder"
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/metrics"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
@@ -127,11 +128,13 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	sshSignIn := sshSignIn(o, provider)
+	// One set of switches for both listeners' access decision.
+	switches := keys.Switches{NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer}
 	sshSrv, err := sshd.New(sshd.Config{
 		SignIn:     sshSignIn,
 		HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat,
 		Audit: auditLog, Registry: reg, Logger: log,
-		Remote: runner, NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer,
+		Remote: runner, Switches: switches,
 		ForwardIdleTimeout: forwardIdle(o.forwardIdleTimeout),
 	})
 	if err != nil {
@@ -153,7 +156,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		PublicURLHTTPS: https,
 		Registry:       reg,
 		Remote:         runner,
-		NoFileTransfer: !o.fileTransfer,
+		Switches:       switches,
 		MaxUploadSize:  o.maxUploadSize,
 		Tokens:         creds.tokens,
 		CookieKey:      creds.cookieKey,

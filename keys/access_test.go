@@ -1,0 +1,109 @@
+package keys
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestOnDecide is the decision as a table: credential (its grants) ×
+// instance × action, each cell allowed or refused as CONTRACT.md's "One
+// decision", "Who may" and "Single sign-on" say. The listeners' matrix
+// (web/access_matrix_test.go) runs the same cells through real SSH and
+// HTTP.
+func TestOnDecide(t *testing.T) {
+	no := false
+	mixed, _ := Policies{
+		{Groups: []string{"ops"}, Instances: []string{"web*"}},
+		{Groups: []string{"ops"}, Instances: []string{"db*"}, ReadOnly: true},
+		{Groups: []string{"ops"}, Instances: []string{"cache*"}, PortForwarding: &no, Files: "download"},
+	}.Identity("alice@example.com", []string{"ops"})
+	key := func(g Grant) Identity { return Identity{Kind: KindKey, Grants: []Grant{g}} }
+	all := Actions()
+	except := func(out ...Action) []Action {
+		var r []Action
+		for _, a := range all {
+			if !slices.Contains(out, a) {
+				r = append(r, a)
+			}
+		}
+		return r
+	}
+	watch := []Action{Watch, Terminal}
+	cases := []struct {
+		name    string
+		id      Identity
+		sw      Switches
+		inst    string
+		allowed []Action // every other action is refused
+		reason  string   // the audit reason of a refused Reset (or any refusal)
+	}{
+		{"key", key(Grant{}), Switches{}, "web1", all, ""},
+		{"key, instances= miss", key(Grant{Instances: []string{"web*"}}), Switches{}, "db1", nil, "instance not allowed for this key"},
+		{"key, bad name", key(Grant{}), Switches{}, "../x", nil, "instance not allowed for this key"},
+		{"read-only key", key(Grant{ReadOnly: true}), Switches{}, "web1", watch, "read-only key"},
+		{"no-pty key", key(Grant{NoPTY: true}), Switches{}, "web1", except(Terminal), ""},
+		{"no-port-forwarding key", key(Grant{NoPortForwarding: true}), Switches{}, "web1", except(Forward), ""},
+		{"download-only key", key(Grant{Files: FilesDownload}), Switches{}, "web1", except(WriteFiles), ""},
+		{"files off", key(Grant{}), Switches{NoFileTransfer: true}, "web1", except(ReadFiles, WriteFiles), ""},
+		{"forwarding off", key(Grant{}), Switches{NoPortForwarding: true}, "web1", except(Forward), ""},
+		{"read-only token", Identity{Kind: KindToken, Grants: []Grant{{ReadOnly: true}}}, Switches{}, "web1", watch, "read-only token"},
+		{"read-only certificate", Identity{Kind: KindCertificate, Grants: []Grant{{ReadOnly: true}}}, Switches{}, "web1", watch, "read-only certificate"},
+		{"sign-in, read-write rule", mixed, Switches{}, "web1", all, ""},
+		{"sign-in, read-only rule", mixed, Switches{}, "db1", watch, "read-only sign-in"},
+		{"sign-in, no forwarding, download", mixed, Switches{}, "cache1", except(Forward, WriteFiles), ""},
+		{"sign-in, no rule", mixed, Switches{}, "mail1", nil, "instance not allowed for this sign-in"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			a := tc.id.On(tc.inst, tc.sw)
+			for _, act := range all {
+				r := a.Decide(act)
+				want := slices.Contains(tc.allowed, act)
+				if (r == nil) != want {
+					t.Errorf("%s: refused %v (%v), want allowed %v", act, r != nil, r, want)
+					continue
+				}
+				if r == nil {
+					continue
+				}
+				if r.Message == "" || r.Reason == "" || r.Hidden != !a.Use {
+					t.Errorf("%s: refusal %+v", act, r)
+				}
+				if !r.Hidden && !strings.Contains(r.Message, "refused: ") {
+					t.Errorf("%s: %q does not say what was refused", act, r.Message)
+				}
+			}
+			if tc.reason != "" {
+				if r := a.Decide(Reset); r == nil || (r.Reason != tc.reason && r.Action == Reset) {
+					t.Errorf("reset: %+v, want reason %q", r, tc.reason)
+				}
+			}
+		})
+	}
+}
+
+// TestOnMixedSignInForwarding: a read-only rule with forwarding allowed
+// adds nothing to a read-write rule without it (each grant on its own,
+// then the union), and permitopen= targets only come from grants that
+// may forward.
+func TestOnMixedSignInForwarding(t *testing.T) {
+	id := Identity{Kind: KindSignIn, Grants: []Grant{
+		{Instances: []string{"web1"}, NoPortForwarding: true},
+		{Instances: []string{"web1"}, ReadOnly: true},
+	}}
+	if a := id.On("web1", Switches{}); !a.Write || a.Forward || a.Decide(Forward) == nil {
+		t.Fatalf("%+v: forwarding allowed", a)
+	}
+	id = Identity{Kind: KindKey, Grants: []Grant{
+		{Instances: []string{"web1"}, PermitOpen: []string{"127.0.0.1:80"}},
+		{Instances: []string{"web1"}, NoPortForwarding: true, PermitOpen: []string{"127.0.0.1:22"}},
+	}}
+	a := id.On("web1", Switches{})
+	if a.DecideOpen("127.0.0.1", 80) != nil || a.DecideOpen("127.0.0.1", 22) == nil {
+		t.Fatalf("%+v", a)
+	}
+	if r := a.DecideOpen("127.0.0.1", 22); !strings.Contains(r.Message, "127.0.0.1:22") || r.Reason != "permitopen" {
+		t.Fatalf("%+v", r)
+	}
+}
