@@ -14,8 +14,8 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/audit"
-	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
 
