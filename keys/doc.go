@@ -5,10 +5,13 @@
 // Both listeners authenticate through this package and get back an
 // Identity: sshd calls KeyStore.Authorize (or CAStore.AuthorizeCert for a
 // certificate) from its public-key callback, websock calls TokenStore.Check
-// with a bearer token (TokenStore.CheckHash for a login cookie). The
-// Identity says which instances the credential may use (Identity.May, from
-// instances= or a certificate's principals), whether it may open a
-// terminal (NoPTY) and whether it only watches (ReadOnly).
+// with a bearer token (TokenStore.CheckHash for a login cookie), and
+// Policies.Identity makes one for a signed-in person. An Identity is its
+// Grants (one per credential line or matching policy rule); access.go's
+// Identity.On is the one access decision: what the credential may do on
+// one instance, with every refusal's sentence and audit reason
+// (Access.Decide). Both listeners call it once per request, on the
+// instance the request names, and nothing else reads a grant.
 //
 // The files and their syntax are described once, in README.md
 // ("Configuration": authorized_keys options, token file, SSH certificates,
@@ -20,7 +23,8 @@
 // whole file, and warnings quote or sanitise the untrusted text they show
 // and never show a token.
 //
-// Files: hostkey.go (the ed25519 host key, created 0600 once and reused),
+// Files: access.go (the decision), identity.go and policy.go (grants),
+// hostkey.go (the ed25519 host key, created 0600 once and reused),
 // authorized.go and options.go (authorized_keys), from.go (from= as OpenSSH
 // with UseDNS=no), usercas.go (--trusted-user-ca-keys), tokens.go and
 // tokenhash.go (the token file; the hash a login cookie carries), seed.go
