@@ -53,11 +53,16 @@ func (p Policies) Check() error {
 }
 
 // Identity is what the identity named email, in groups, may do: ok false
-// when no rule matches it.
-func (p Policies) Identity(email string, groups []string) (Identity, bool) {
+// when no rule matches it. An emails: rule matches only when the provider
+// marked the email verified (emailVerified); groups rules either way.
+func (p Policies) Identity(email string, groups []string, emailVerified bool) (Identity, bool) {
 	id := Identity{Name: email, NoPortForwarding: true}
+	match := email
+	if !emailVerified {
+		match = "" // matches no emails: rule
+	}
 	for _, r := range p {
-		if !r.matches(email, groups) {
+		if !r.matches(match, groups) {
 			continue
 		}
 		id.Grants = append(id.Grants, Grant{Instances: slices.Clone(r.Instances), ReadOnly: r.ReadOnly})

@@ -176,7 +176,7 @@ type Claims struct {
 	// (email_verified true; a missing claim or a string is not). Only a
 	// verified email matches a policies: emails: rule.
 	EmailVerified bool
-	Groups  []string
+	Groups        []string
 	// Expiry is the ID token's.
 	Expiry time.Time
 }

@@ -219,7 +219,7 @@ func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
 	}
 	if s.cfg.SignIn != nil {
 		cfg.KeyboardInteractiveCallback = func(meta gossh.ConnMetadata, challenge gossh.KeyboardInteractiveChallenge) (*gossh.Permissions, error) {
-			return s.keyboardInteractive(cs, meta.RemoteAddr(), challenge)
+			return s.keyboardInteractive(cs, meta, challenge)
 		}
 	}
 	cfg.AddHostKey(s.host)
