@@ -109,8 +109,11 @@ func (s *Server) keyboardInteractive(cs *connState, meta gossh.ConnMetadata, cha
 		return nil, fmt.Errorf("%s until %s", refusedLockedOut, until.UTC().Format(time.RFC3339))
 	}
 	cs.mu.Lock()
-	proven := slices.Clone(cs.proven)
+	proven, ended := slices.Clone(cs.proven), cs.signinEnded
 	cs.mu.Unlock()
+	if ended { // OpenSSH asks again after a failure: the answer stands
+		return nil, errPermissionDenied
+	}
 	if len(proven) == 0 {
 		return nil, &gossh.BannerError{Err: errPermissionDenied,
 			Message: "termgate: signing in needs an SSH key (run ssh-keygen, or pass one with -i): the gateway remembers it for your identity\r\n"}
@@ -139,6 +142,11 @@ func (s *Server) keyboardInteractive(cs *connState, meta gossh.ConnMetadata, cha
 	ctx, cancel := context.WithTimeout(cs.ctx, wait)
 	defer cancel()
 	a, err := pending.Wait(ctx)
+	if err != nil {
+		cs.mu.Lock()
+		cs.signinEnded = true
+		cs.mu.Unlock()
+	}
 	if errors.Is(err, oidc.ErrDenied) {
 		cs.log.Info("sign-in denied in the browser", "by", a.Email)
 		return nil, &gossh.BannerError{Err: errPermissionDenied,
