@@ -296,82 +296,70 @@ func (s *Store) pollOnce(now time.Time) bool {
 		return true
 	}
 	s.mu.Lock()
-	gen := s.gen
+	gen, prev := s.gen, s.files
 	s.mu.Unlock()
-	{
-		ents, err := os.ReadDir(s.dir)
+	ents, err := os.ReadDir(s.dir)
+	if err != nil {
+		s.log.Warn("sign-in state not read: logouts and keys from other gateways wait", "dir", s.dir, "err", err)
+		return true
+	}
+	next := make(map[string]fileSeen, len(ents))
+	for _, de := range ents {
+		name := de.Name()
+		if strings.HasPrefix(name, ".") || !de.Type().IsRegular() {
+			continue
+		}
+		info, err := de.Info()
 		if err != nil {
-			s.log.Warn("sign-in state not read: logouts and keys from other gateways wait", "dir", s.dir, "err", err)
-		} else {
-			s.mu.Lock()
-			prev := s.files
-			s.mu.Unlock()
-			next := make(map[string]fileSeen, len(ents))
-			for _, de := range ents {
-				name := de.Name()
-				if strings.HasPrefix(name, ".") || !de.Type().IsRegular() {
-					continue
-				}
-				info, err := de.Info()
-				if err != nil {
-					continue // gone meanwhile
-				}
-				if p, ok := prev[name]; ok && p.mod.Equal(info.ModTime()) && p.size == info.Size() {
-					next[name] = p
-					continue
-				}
-				next[name] = s.readFile(name, info)
+			continue // gone meanwhile
+		}
+		if p, ok := prev[name]; ok && p.mod.Equal(info.ModTime()) && p.size == info.Size() {
+			next[name] = p
+			continue
+		}
+		next[name] = s.readFile(name, info)
+	}
+	keys, out, forgot := map[string]KeyRecord{}, map[string]time.Time{}, map[string]time.Time{}
+	for name, f := range next {
+		if !f.ok || !now.Before(f.env.Expires) {
+			continue
+		}
+		switch f.env.Kind {
+		case kindKey:
+			var k KeyRecord
+			if json.Unmarshal(f.env.Data, &k) != nil || keyFile(k.Fingerprint) != name || !k.Expires.Equal(f.env.Expires) {
+				continue
 			}
-			s.mu.Lock()
-			s.files = next
-			s.mu.Unlock()
+			keys[k.Fingerprint] = k
+		case kindLogout:
+			var id string
+			if json.Unmarshal(f.env.Data, &id) == nil && idFile(kindLogout, id) == name {
+				out[id] = f.env.Expires
+			}
+		case kindForgot:
+			var id string
+			if json.Unmarshal(f.env.Data, &id) == nil && idFile(kindForgot, id) == name {
+				forgot[id] = f.env.Expires
+			}
 		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.files = next
 	if s.gen != gen {
 		return false
 	}
-	{
-		keys, out, forgot := map[string]KeyRecord{}, map[string]time.Time{}, map[string]time.Time{}
-		for name, f := range s.files {
-			if !f.ok {
-				continue
-			}
-			if !now.Before(f.env.Expires) {
-				continue
-			}
-			switch f.env.Kind {
-			case kindKey:
-				var k KeyRecord
-				if json.Unmarshal(f.env.Data, &k) != nil || keyFile(k.Fingerprint) != name || !k.Expires.Equal(f.env.Expires) {
-					continue
-				}
-				keys[k.Fingerprint] = k
-			case kindLogout:
-				var id string
-				if json.Unmarshal(f.env.Data, &id) == nil && idFile(kindLogout, id) == name {
-					out[id] = f.env.Expires
-				}
-			case kindForgot:
-				var id string
-				if json.Unmarshal(f.env.Data, &id) == nil && idFile(kindForgot, id) == name {
-					forgot[id] = f.env.Expires
-				}
-			}
+	for fp := range s.keys {
+		if _, still := keys[fp]; !still {
+			s.changed = true
 		}
-		for fp := range s.keys {
-			if _, still := keys[fp]; !still {
-				s.changed = true
-			}
-		}
-		for id := range out {
-			if _, had := s.loggedOut[id]; !had {
-				s.changed = true
-			}
-		}
-		s.keys, s.loggedOut, s.forgot = keys, out, forgot
 	}
+	for id := range out {
+		if _, had := s.loggedOut[id]; !had {
+			s.changed = true
+		}
+	}
+	s.keys, s.loggedOut, s.forgot = keys, out, forgot
 	return true
 }
 

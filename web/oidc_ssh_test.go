@@ -2,9 +2,9 @@ package web_test
 
 import (
 	"crypto/ed25519"
-	"fmt"
 	"crypto/rand"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"net"
 	"os"
