@@ -17,7 +17,7 @@ func TestOnDecide(t *testing.T) {
 		{Groups: []string{"ops"}, Instances: []string{"web*"}},
 		{Groups: []string{"ops"}, Instances: []string{"db*"}, ReadOnly: true},
 		{Groups: []string{"ops"}, Instances: []string{"cache*"}, PortForwarding: &no, Files: "download"},
-	}.Identity("alice@example.com", []string{"ops"})
+	}.Identity("alice@example.com", []string{"ops"}, true)
 	key := func(g Grant) Identity { return Identity{Kind: KindKey, Grants: []Grant{g}} }
 	all := Actions()
 	except := func(out ...Action) []Action {

@@ -55,17 +55,19 @@ func (p Policies) Check() error {
 
 // Identity is what the identity named email, in groups, may do: a grant
 // per rule it matches (On merges them per instance); ok false when no rule
-// matches it.
-func (p Policies) Identity(email string, groups []string) (Identity, bool) {
+// matches it. An emails: rule matches only when the provider marked the
+// email verified (emailVerified); groups rules either way.
+func (p Policies) Identity(email string, groups []string, emailVerified bool) (Identity, bool) {
 	id := Identity{Name: email, Kind: KindSignIn}
+	match := email
+	if !emailVerified {
+		match = "" // matches no emails: rule
+	}
 	for _, r := range p {
-		if !r.matches(email, groups) {
+		if !r.matches(match, groups) {
 			continue
 		}
-		files, _ := parseFiles(r.Files) // Check refused a bad value
-		if r.Files == "" {
-			files = FilesAll
-		}
+		files, _ := parseFiles(r.Files) // FilesAll when empty; Check refused a bad value
 		id.Grants = append(id.Grants, Grant{Instances: slices.Clone(r.Instances), ReadOnly: r.ReadOnly,
 			NoPortForwarding: r.PortForwarding != nil && !*r.PortForwarding, Files: files})
 	}

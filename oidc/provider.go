@@ -167,9 +167,16 @@ func (p *Provider) AuthURL(ctx context.Context, pend Pending) (string, error) {
 
 // Claims are what termgate takes from a verified ID token.
 type Claims struct {
+	// Issuer and Subject name the account for good (an email can change
+	// hands): remembered SSH keys are keyed by them.
+	Issuer  string
 	Subject string
 	Email   string
-	Groups  []string
+	// EmailVerified: the provider says the email is the account's
+	// (email_verified true; a missing claim or a string is not). Only a
+	// verified email matches a policies: emails: rule.
+	EmailVerified bool
+	Groups        []string
 	// Expiry is the ID token's.
 	Expiry time.Time
 }
@@ -213,13 +220,11 @@ func (p *Provider) verify(ctx context.Context, v *gooidc.IDTokenVerifier, raw, n
 	if err := idt.Claims(&all); err != nil {
 		return Claims{}, fmt.Errorf("the ID token's claims: %v", err)
 	}
-	c := Claims{Subject: idt.Subject, Expiry: idt.Expiry}
+	c := Claims{Issuer: idt.Issuer, Subject: idt.Subject, Expiry: idt.Expiry}
 	if e, ok := all["email"].(string); ok {
 		c.Email = e
 	}
-	if verified, ok := all["email_verified"].(bool); ok && !verified {
-		c.Email = "" // an unverified address names nobody
-	}
+	c.EmailVerified, _ = all["email_verified"].(bool)
 	switch g := all[p.cfg.GroupsClaim].(type) {
 	case []any:
 		for _, x := range g {
@@ -230,14 +235,14 @@ func (p *Provider) verify(ctx context.Context, v *gooidc.IDTokenVerifier, raw, n
 	case string:
 		c.Groups = []string{g}
 	}
-	if len(c.Groups) > maxGroups || len(c.Email) > maxClaimLen || len(c.Subject) > maxClaimLen || slices.ContainsFunc(c.Groups, func(s string) bool { return len(s) > maxClaimLen }) {
+	if len(c.Groups) > maxGroups || len(c.Email) > maxClaimLen || len(c.Subject) > maxClaimLen || len(c.Issuer) > maxClaimLen*4 || slices.ContainsFunc(c.Groups, func(s string) bool { return len(s) > maxClaimLen }) {
 		return Claims{}, fmt.Errorf("the ID token carries more than termgate keeps (%d groups of at most %d bytes each)", maxGroups, maxClaimLen)
 	}
 	if c.Subject == "" {
 		return Claims{}, errors.New("the ID token has no subject")
 	}
 	if c.Email == "" {
-		return Claims{}, errors.New("the ID token has no verified email: ask for the email scope (--oidc-scopes) or use an account with one")
+		return Claims{}, errors.New("the ID token has no email: ask for the email scope (--oidc-scopes) or use an account with one")
 	}
 	c.Email = strings.ToLower(c.Email)
 	return c, nil

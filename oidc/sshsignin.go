@@ -3,9 +3,12 @@ package oidc
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -14,40 +17,78 @@ import (
 
 // Signing in over plain ssh (contract, "Single sign-on"): the SSH server
 // answers keyboard-interactive with a URL under the gateway's public URL
-// and a code (Broker.Begin); the person opens it, signs in in the browser
-// and approves (Broker.Approve, from the gateway's own page); the waiting
-// connection then goes on as that identity, and its public key is
-// remembered for it (Keys) for the key TTL, so the next ssh goes straight
-// in. Both are in memory: a restart forgets them (people sign in again).
+// and a code (Broker.Begin); the person opens the URL, signs in in the
+// browser and types the code their terminal shows (Broker.Claim, which
+// binds the one waiting request with that code to that browser sign-in
+// and shows what it asks for), then approves or denies it
+// (Broker.Decide, with the one-time ticket Claim gave). Approved, the
+// waiting connection goes on as that identity and its public key is
+// remembered (Store) for the key TTL, or until the approving sign-in
+// logs out or expires. The code never travels in a link: someone who
+// sends you a link cannot make you approve their key with one click
+// (RFC 8628 section 5.4, remote phishing). Waiting requests are in
+// memory (an ssh waits on one gateway); remembered keys are shared
+// (state.go).
 
 // Approved is an identity a browser approved for an SSH connection.
 type Approved struct {
-	Email  string
-	Groups []string
-	// Expires is when what it lets in ends (the key TTL).
+	Issuer, Subject string
+	Email           string
+	EmailVerified   bool
+	Groups          []string
+	// SigninID is the browser sign-in that approved; its logout forgets
+	// the key.
+	SigninID string
+	// Expires is when what it lets in ends: the key TTL, or the
+	// approving sign-in's expiry if sooner.
 	Expires time.Time
+	// Browser is the approving browser's address (audit).
+	Browser string
+}
+
+// Request is what a waiting SSH connection asks for, shown on the page.
+type Request struct {
+	Remote        string   // the SSH client's address
+	User          string   // the login (instance) asked for
+	ClientVersion string   // the client's SSH version string
+	Fingerprints  []string // the keys it proved it holds
 }
 
 // SSHSignin is one keyboard-interactive sign-in waiting for its browser.
 type SSHSignin struct {
-	Code    string
-	Remote  string // the SSH client's address, shown on the approval page
+	Code string
+	Request
 	Created time.Time
 	done    chan struct{}
 	result  Approved
+	denied  bool
+
+	// set by Claim, under Broker.mu
+	claimedBy string // the browser sign-in the typed code bound it to
+	ticket    string // the one-time ticket its Approve or Deny carries
 }
+
+// ErrDenied ends a sign-in denied in the browser.
+var ErrDenied = errors.New("denied in the browser")
 
 // Broker holds the SSH sign-ins waiting for a browser.
 type Broker struct {
-	mu      sync.Mutex
-	pending map[string]*SSHSignin
-	perAddr *buckets.Table // sign-ins started, by client address (SigninsPerAddr)
+	mu       sync.Mutex
+	pending  map[string]*SSHSignin // by code, until claimed
+	byTicket map[string]*SSHSignin // claimed, until decided
+	perAddr  *buckets.Table        // sign-ins started, by client address (SigninsPerAddr)
+	tries    *buckets.Table        // codes typed, by browser sign-in (CodeTries)
 }
 
 // SigninsPerAddr is how often one client address may start an SSH
 // sign-in: a burst of 5, then one every 10 s (a flood of connections that
 // each ask for a code is refused with the time to wait).
 var SigninsPerAddr = buckets.Rate{Every: 10 * time.Second, Burst: 5}
+
+// CodeTries is how often one browser sign-in may type a code: 5 at once,
+// then one a minute. With at most MaxPending codes of 40 bits waiting, a
+// guess hits one with a chance below 1 in 4 billion.
+var CodeTries = buckets.Rate{Every: time.Minute, Burst: 5}
 
 // MaxPending bounds the sign-ins that wait at once: each holds an
 // unauthenticated SSH connection, which the SSH server's own caps bound
@@ -59,14 +100,15 @@ var ErrTooManySignins = errors.New("too many sign-ins are waiting for a browser;
 
 // NewBroker makes an empty broker.
 func NewBroker() *Broker {
-	return &Broker{pending: map[string]*SSHSignin{}, perAddr: buckets.New(SigninsPerAddr)}
+	return &Broker{pending: map[string]*SSHSignin{}, byTicket: map[string]*SSHSignin{},
+		perAddr: buckets.New(SigninsPerAddr), tries: buckets.New(CodeTries)}
 }
 
 // codeAlphabet has no look-alikes (no 0/O, 1/I/L).
 const codeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 
-// newCode is XXXX-XXXX: 40 bits, guessed only by someone who can also
-// sign in (an approval needs a browser sign-in).
+// newCode is XXXX-XXXX: 40 bits, typed only by someone who can also
+// sign in, and at CodeTries' rate.
 func newCode() string {
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)
@@ -80,22 +122,46 @@ func newCode() string {
 	return string(out)
 }
 
-// Begin registers a sign-in for the client at remote (host:port; the
-// rate is per host).
-func (b *Broker) Begin(remote string) (*SSHSignin, error) {
+// NormalizeCode is a typed code as Begin made it: upper case, the dash
+// where it belongs, spaces and dashes typed anywhere ignored; "" if it
+// cannot be one.
+func NormalizeCode(typed string) string {
+	if len(typed) > 64 {
+		return ""
+	}
+	var b []byte
+	for _, r := range strings.ToUpper(typed) {
+		switch {
+		case r == '-' || r == ' ' || r == '\t':
+		case r < 128 && strings.IndexByte(codeAlphabet, byte(r)) >= 0:
+			b = append(b, byte(r))
+		default:
+			return ""
+		}
+	}
+	if len(b) != 8 {
+		return ""
+	}
+	return string(b[:4]) + "-" + string(b[4:])
+}
+
+// Begin registers a sign-in for req (req.Remote is host:port; the rate is
+// per host).
+func (b *Broker) Begin(req Request) (*SSHSignin, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.pending) >= MaxPending {
+	if len(b.pending)+len(b.byTicket) >= MaxPending {
 		return nil, ErrTooManySignins
 	}
-	host, _, err := net.SplitHostPort(remote)
+	host, _, err := net.SplitHostPort(req.Remote)
 	if err != nil {
-		host = remote
+		host = req.Remote
 	}
 	if retry, ok := b.perAddr.Take(host, time.Now()); !ok {
 		return nil, fmt.Errorf("too many sign-ins from %s: try again in %s", host, retry.Round(time.Second))
 	}
-	s := &SSHSignin{Code: newCode(), Remote: remote, Created: time.Now(), done: make(chan struct{})}
+	req.Fingerprints = slices.Clone(req.Fingerprints)
+	s := &SSHSignin{Code: newCode(), Request: req, Created: time.Now(), done: make(chan struct{})}
 	for b.pending[s.Code] != nil {
 		s.Code = newCode()
 	}
@@ -110,104 +176,74 @@ func (b *Broker) End(s *SSHSignin) {
 	if b.pending[s.Code] == s {
 		delete(b.pending, s.Code)
 	}
+	if s.ticket != "" && b.byTicket[s.ticket] == s {
+		delete(b.byTicket, s.ticket)
+	}
 }
 
-// Lookup finds a waiting sign-in by its code.
-func (b *Broker) Lookup(code string) (*SSHSignin, bool) {
+// Claim binds the request waiting with the typed code to the browser
+// sign-in signinID and returns what it asks for and the one-time ticket
+// that approves or denies it. A code works once; a browser sign-in types
+// at most CodeTries' codes.
+func (b *Broker) Claim(typed, signinID string) (Request, time.Time, string, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if retry, ok := b.tries.Take(signinID, time.Now()); !ok {
+		return Request{}, time.Time{}, "", fmt.Errorf("%w: too many codes typed; try again in %s", ErrCodeTries, retry.Round(time.Second))
+	}
+	code := NormalizeCode(typed)
 	s, ok := b.pending[code]
-	return s, ok
-}
-
-// Approve completes the sign-in with code as a; it is then no longer
-// waiting.
-func (b *Broker) Approve(code string, a Approved) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s, ok := b.pending[code]
-	if !ok {
-		return fmt.Errorf("no SSH sign-in waits with the code %q (it ended or timed out: run ssh again)", code)
+	if code == "" || !ok {
+		return Request{}, time.Time{}, "", ErrNoSuchCode
 	}
 	delete(b.pending, code)
-	s.result = a
-	close(s.done)
-	return nil
+	s.claimedBy = signinID
+	s.ticket = NewPending().State
+	b.byTicket[s.ticket] = s
+	r := s.Request
+	r.Fingerprints = slices.Clone(r.Fingerprints)
+	return r, s.Created, s.ticket, nil
 }
 
-// Wait blocks until a browser approves s or ctx ends.
+// ErrNoSuchCode: no request waits with the typed code.
+var ErrNoSuchCode = errors.New("no SSH sign-in waits with this code: check it against your terminal, or run ssh again for a new one (a code works once)")
+
+// ErrCodeTries: the browser sign-in typed too many codes.
+var ErrCodeTries = errors.New("too many codes")
+
+// ErrNoTicket: the approval's ticket is unknown, used, or another
+// sign-in's.
+var ErrNoTicket = errors.New("this SSH sign-in was already approved or denied, or its ssh stopped waiting: run ssh again")
+
+// Decide approves (a) or, with approve false, denies the request claimed
+// with ticket by the browser sign-in signinID. A ticket works once.
+func (b *Broker) Decide(ticket, signinID string, approve bool, a Approved) (Request, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.byTicket[ticket]
+	if !ok || subtle.ConstantTimeCompare([]byte(s.claimedBy), []byte(signinID)) != 1 {
+		return Request{}, ErrNoTicket
+	}
+	delete(b.byTicket, ticket)
+	if approve {
+		s.result = a
+	} else {
+		s.denied, s.result = true, a
+	}
+	close(s.done)
+	return s.Request, nil
+}
+
+// Wait blocks until a browser approves or denies s (ErrDenied) or ctx
+// ends.
 func (s *SSHSignin) Wait(ctx context.Context) (Approved, error) {
 	select {
 	case <-s.done:
+		if s.denied {
+			return s.result, ErrDenied // who denied it
+		}
 		return s.result, nil
 	case <-ctx.Done():
 		return Approved{}, ctx.Err()
 	}
-}
-
-// Keys remembers the public keys of signed-in SSH connections, by
-// fingerprint, until their TTL.
-type Keys struct {
-	mu   sync.Mutex
-	byFP map[string]Approved
-	max  int
-}
-
-// NewKeys makes an empty key store holding at most max keys (the oldest
-// to expire goes first).
-func NewKeys(max int) *Keys { return &Keys{byFP: map[string]Approved{}, max: max} }
-
-// Remember binds the key with fingerprint fp to a.
-func (k *Keys) Remember(fp string, a Approved) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if _, ok := k.byFP[fp]; !ok && len(k.byFP) >= k.max {
-		var first string
-		for f, x := range k.byFP {
-			if first == "" || x.Expires.Before(k.byFP[first].Expires) {
-				first = f
-			}
-		}
-		delete(k.byFP, first)
-	}
-	k.byFP[fp] = a
-}
-
-// Lookup returns the identity the key signed in as, while it lasts.
-func (k *Keys) Lookup(fp string, now time.Time) (Approved, bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	a, ok := k.byFP[fp]
-	if !ok {
-		return Approved{}, false
-	}
-	if !now.Before(a.Expires) {
-		delete(k.byFP, fp)
-		return Approved{}, false
-	}
-	return a, true
-}
-
-// Forget drops the key (ssh HOST logout); false if it was not signed in.
-func (k *Keys) Forget(fp string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	_, ok := k.byFP[fp]
-	delete(k.byFP, fp)
-	return ok
-}
-
-// Expired drops the keys whose TTL passed by now and reports whether any
-// did (their connections are then cut: the caller rechecks them).
-func (k *Keys) Expired(now time.Time) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	any := false
-	for fp, a := range k.byFP {
-		if !now.Before(a.Expires) {
-			delete(k.byFP, fp)
-			any = true
-		}
-	}
-	return any
 }

@@ -98,8 +98,19 @@ func TestVerifyRefusesBrokenTokens(t *testing.T) {
 	ctx := context.Background()
 	bp.claims = good
 	c, err := p.Exchange(ctx, "code", pend)
-	if err != nil || c.Email != "alice@example.com" || len(c.Groups) != 1 || c.Groups[0] != "ops" || c.Subject != "u1" {
+	if err != nil || c.Email != "alice@example.com" || len(c.Groups) != 1 || c.Groups[0] != "ops" || c.Subject != "u1" || c.Issuer != bp.srv.URL || !c.EmailVerified {
 		t.Fatalf("a good token: %+v, %v", c, err)
+	}
+	// L5 (red team round 4): only a boolean true verifies the email; a
+	// missing claim (Entra ID v2), a false or a string "true" leaves the
+	// email unverified (it names the account, and matches no emails:
+	// rule).
+	for name, v := range map[string]any{"missing": nil, "false": false, "the string true": "true", "a number": 1} {
+		bp.claims = with("email_verified", v)
+		c, err := p.Exchange(ctx, "code", pend)
+		if err != nil || c.EmailVerified || c.Email != "alice@example.com" {
+			t.Errorf("email_verified %s: %+v, %v; want the email, unverified", name, c, err)
+		}
 	}
 	for name, tc := range map[string]struct {
 		claims func(string) map[string]any
@@ -110,8 +121,7 @@ func TestVerifyRefusesBrokenTokens(t *testing.T) {
 		"expired":                {with("exp", time.Now().Add(-time.Hour).Unix()), "expired"},
 		"another nonce":          {with("nonce", "replayed"), "nonce"},
 		"no nonce":               {with("nonce", nil), "nonce"},
-		"unverified email":       {with("email_verified", false), "no verified email"},
-		"no email":               {with("email", nil), "no verified email"},
+		"no email":               {with("email", nil), "no email"},
 		"no subject":             {with("sub", ""), "subject"},
 		"too many groups":        {with("groups", make([]string, 65)), "more than termgate keeps"},
 	} {

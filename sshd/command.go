@@ -22,6 +22,8 @@ const (
 	verbLog
 	verbWhoami
 	verbLogout
+	verbKeys
+	verbKeysForget
 )
 
 func (v verb) String() string {
@@ -52,6 +54,10 @@ func (v verb) String() string {
 		return "whoami"
 	case verbLogout:
 		return "logout"
+	case verbKeys:
+		return "keys"
+	case verbKeysForget:
+		return "keys forget"
 	}
 	return fmt.Sprintf("verb(%d)", int(v))
 }
@@ -143,6 +149,14 @@ func parseCommand(raw string) (command, error) {
 			return command{verb: verbWhoami}, nil
 		}
 		return command{verb: verbLogout}, nil
+	case "keys":
+		switch {
+		case len(f) == 1:
+			return command{verb: verbKeys}, nil
+		case len(f) == 3 && f[1] == "forget":
+			return command{verb: verbKeysForget, instance: f[2]}, nil
+		}
+		return command{}, &usageError{"keys takes nothing, or forget and a fingerprint (SHA256:…) that ssh HOST keys lists"}
 	}
 	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
 }
@@ -154,7 +168,7 @@ func (c command) String() string {
 		return ""
 	case verbReset:
 		return strings.TrimSpace("reset " + c.instance)
-	case verbSize, verbKeep, verbWho, verbHand, verbGrant, verbLog:
+	case verbSize, verbKeep, verbWho, verbHand, verbGrant, verbLog, verbKeysForget:
 		return strings.TrimSpace(c.verb.String() + " " + c.instance + " " + c.size)
 	}
 	return c.verb.String()
@@ -187,6 +201,9 @@ usage:
   ssh HOST list               the sessions this key may see
   ssh HOST whoami             who this key is, and what it may do
   ssh HOST logout             forget this key's sign-in with the identity provider
+  ssh HOST keys               the SSH keys remembered for your identity
+  ssh HOST keys forget FINGERPRINT
+                              forget one of them (its connections are cut)
   ssh HOST help               this text
   ssh -N -L LPORT:127.0.0.1:PORT INSTANCE@HOST
                               forward local port LPORT to PORT inside INSTANCE

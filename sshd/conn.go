@@ -32,13 +32,14 @@ type connState struct {
 	cancel context.CancelFunc
 	login  string // the user name it authenticated as; set before any channel opens
 
-	mu       sync.Mutex        // guards the fields below
-	verified gossh.PublicKey   // the key whose signature was verified
-	identity keys.Identity     // the verified key's identity
-	proven   []gossh.PublicKey // unknown keys the client proved it holds, for a sign-in (signin.go)
-	keySlot  func()            // releases the key's connection slot; nil before
-	channels int               // session channels open (MaxChannelsPerConn)
-	authDone bool
+	mu          sync.Mutex        // guards the fields below
+	verified    gossh.PublicKey   // the key whose signature was verified
+	identity    keys.Identity     // the verified key's identity
+	proven      []gossh.PublicKey // unknown keys the client proved it holds, for a sign-in (signin.go)
+	signinEnded bool              // a browser sign-in was denied or timed out: no second one on this connection
+	keySlot     func()            // releases the key's connection slot; nil before
+	channels    int               // session channels open (MaxChannelsPerConn)
+	authDone    bool
 	// Failed authentication attempts (method "none" aside), for the
 	// lock-out and the audit trail: how many, how many of them only hit
 	// MaxConnsPerKey, the last key refused and why.
@@ -219,7 +220,7 @@ func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
 	}
 	if s.cfg.SignIn != nil {
 		cfg.KeyboardInteractiveCallback = func(meta gossh.ConnMetadata, challenge gossh.KeyboardInteractiveChallenge) (*gossh.Permissions, error) {
-			return s.keyboardInteractive(cs, meta.RemoteAddr(), challenge)
+			return s.keyboardInteractive(cs, meta, challenge)
 		}
 	}
 	cfg.AddHostKey(s.host)

@@ -15,13 +15,11 @@ import (
 // and over SSH she may reset web1 but neither reset nor run a command in
 // db1; whoami says which is which.
 func TestMixedGrantsOverSSH(t *testing.T) {
-	si := &SignIn{Broker: oidc.NewBroker(), Keys: oidc.NewKeys(16), Provider: "dex",
-		Policies: keys.Policies{
-			{Groups: []string{"ops"}, Instances: []string{"web*"}},
-			{Groups: []string{"ops"}, Instances: []string{"db*"}, ReadOnly: true},
-		},
-		URL: func(code string) string { return "http://gw/ssh/" + code }, Wait: 2 * time.Second}
-	f := newFixture(t, func(c *Config) { c.SignIn = si })
+	f, si := signInFixture(t, 2*time.Second)
+	si.Policies = keys.Policies{
+		{Groups: []string{"ops"}, Instances: []string{"web*"}},
+		{Groups: []string{"ops"}, Instances: []string{"db*"}, ReadOnly: true},
+	}
 	codes := make(chan string, 2)
 	var mu sync.Mutex
 	var banner strings.Builder
@@ -33,10 +31,7 @@ func TestMixedGrantsOverSSH(t *testing.T) {
 		}
 		done <- err
 	}()
-	code := <-codes
-	if err := si.Broker.Approve(code, oidc.Approved{Email: "alice@example.com", Groups: []string{"ops"}, Expires: time.Now().Add(time.Hour)}); err != nil {
-		t.Fatal(err)
-	}
+	approve(t, si, <-codes, "signin-1", oidc.Approved{Email: "alice@example.com", EmailVerified: true, Groups: []string{"ops"}, Expires: time.Now().Add(time.Hour)})
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}

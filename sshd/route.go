@@ -71,6 +71,10 @@ func (s *Server) route(sess *session) {
 		sess.end(s.whoami(sess, id))
 	case verbLogout:
 		sess.end(s.logout(sess, id))
+	case verbKeys:
+		sess.end(s.listKeys(sess, id))
+	case verbKeysForget:
+		sess.end(s.forgetKey(sess, id, cmd.instance))
 	case verbHelp:
 		_, _ = io.WriteString(sess, usage)
 		sess.end(0)

@@ -2,8 +2,8 @@ package sshd
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"time"
@@ -20,9 +20,12 @@ import (
 // client holds it (the query is accepted, the signed attempt verified and
 // then refused: signInProbe, connState.proved), so the client moves on to
 // keyboard-interactive, which answers with a URL under the gateway's
-// public URL and a code and waits (SignIn.Wait) for a browser to sign in
-// and approve (websock's /ssh/CODE page). Approved, the proven keys are
-// remembered for the identity until the key TTL (oidc.Keys), authorize
+// public URL and a code and waits (SignIn.Wait) for a browser to sign in,
+// type the code and approve (websock's /ssh page; the URL never carries
+// the code, so a link someone sends cannot approve their key). Approved,
+// the proven keys are remembered for the identity (oidc.Store, shared by
+// the gateways on the state directory) until the key TTL or the
+// approving browser sign-in's logout or expiry, authorize
 // finds them as it finds authorized_keys lines, and the connection goes on
 // as that identity with its first proven key. Nothing is ever bound to a
 // key the client did not sign with. (A partial success asking for a key
@@ -32,10 +35,10 @@ import (
 // SignIn configures SSH sign-in through the identity provider.
 type SignIn struct {
 	Broker   *oidc.Broker
-	Keys     *oidc.Keys
+	Keys     *oidc.Store
 	Policies keys.Policies
-	// URL is the approval page for a code: PUBLIC_URL/ssh/CODE.
-	URL func(code string) string
+	// URL is the approval page, where the code is typed: PUBLIC_URL/ssh.
+	URL string
 	// Provider names the provider in the prompt.
 	Provider string
 	// Wait bounds how long a connection waits for its browser (default
@@ -90,7 +93,7 @@ func (s *Server) signedIn(key gossh.PublicKey) (keys.Identity, bool) {
 	if !ok {
 		return keys.Identity{}, false
 	}
-	id, ok := s.cfg.SignIn.Policies.Identity(a.Email, a.Groups)
+	id, ok := s.cfg.SignIn.Policies.Identity(a.Email, a.Groups, a.Verified)
 	if !ok {
 		return keys.Identity{}, false
 	}
@@ -100,19 +103,27 @@ func (s *Server) signedIn(key gossh.PublicKey) (keys.Identity, bool) {
 
 // keyboardInteractive is the handshake's keyboard-interactive callback
 // (only with SignIn): the sign-in URL and code, then the wait.
-func (s *Server) keyboardInteractive(cs *connState, remote net.Addr, challenge gossh.KeyboardInteractiveChallenge) (*gossh.Permissions, error) {
+func (s *Server) keyboardInteractive(cs *connState, meta gossh.ConnMetadata, challenge gossh.KeyboardInteractiveChallenge) (*gossh.Permissions, error) {
 	si := s.cfg.SignIn
 	if until, locked := s.lim.lockedOut(cs.src); locked {
 		return nil, fmt.Errorf("%s until %s", refusedLockedOut, until.UTC().Format(time.RFC3339))
 	}
 	cs.mu.Lock()
-	n := len(cs.proven)
+	proven, ended := slices.Clone(cs.proven), cs.signinEnded
 	cs.mu.Unlock()
-	if n == 0 {
+	if ended { // OpenSSH asks again after a failure: the answer stands
+		return nil, errPermissionDenied
+	}
+	if len(proven) == 0 {
 		return nil, &gossh.BannerError{Err: errPermissionDenied,
 			Message: "termgate: signing in needs an SSH key (run ssh-keygen, or pass one with -i): the gateway remembers it for your identity\r\n"}
 	}
-	pending, err := si.Broker.Begin(remote.String())
+	fps := make([]string, len(proven))
+	for i, k := range proven {
+		fps[i] = gossh.FingerprintSHA256(k)
+	}
+	remote := meta.RemoteAddr().String()
+	pending, err := si.Broker.Begin(oidc.Request{Remote: remote, User: meta.User(), ClientVersion: string(meta.ClientVersion()), Fingerprints: fps})
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +132,8 @@ func (s *Server) keyboardInteractive(cs *connState, remote net.Addr, challenge g
 	if wait <= 0 {
 		wait = 5 * time.Minute
 	}
-	msg := fmt.Sprintf("termgate: this key is not known here. To sign in with %s, open\r\n\r\n    %s\r\n\r\nin a browser and approve the code %s (this waits %s).\r\n",
-		si.Provider, si.URL(pending.Code), pending.Code, wait)
+	msg := fmt.Sprintf("termgate: this key (%s) is not known here. To sign in with %s, open\r\n\r\n    %s\r\n\r\nin a browser, sign in, and type this code there:\r\n\r\n    %s\r\n\r\nCheck that the page shows this key before you approve (this waits %s).\r\n",
+		fps[0], si.Provider, si.URL, pending.Code, wait)
 	if _, err := challenge("", msg, nil, nil); err != nil {
 		return nil, err
 	}
@@ -132,18 +143,31 @@ func (s *Server) keyboardInteractive(cs *connState, remote net.Addr, challenge g
 	defer cancel()
 	a, err := pending.Wait(ctx)
 	if err != nil {
+		cs.mu.Lock()
+		cs.signinEnded = true
+		cs.mu.Unlock()
+	}
+	if errors.Is(err, oidc.ErrDenied) {
+		cs.log.Info("sign-in denied in the browser", "by", a.Email)
+		return nil, &gossh.BannerError{Err: errPermissionDenied,
+			Message: fmt.Sprintf("termgate: %s denied this sign-in in the browser; nothing was let in. If that was you by mistake, run ssh again for a new code.\r\n", a.Email)}
+	}
+	if err != nil {
 		return nil, &gossh.BannerError{Err: errPermissionDenied,
 			Message: fmt.Sprintf("termgate: no browser approved the sign-in in %s; run ssh again to get a new code\r\n", wait)}
 	}
-	if _, ok := si.Policies.Identity(a.Email, a.Groups); !ok {
+	if _, ok := si.Policies.Identity(a.Email, a.Groups, a.EmailVerified); !ok {
 		return nil, &gossh.BannerError{Err: errPermissionDenied,
 			Message: fmt.Sprintf("termgate: signed in as %s, but no policy of this gateway gives that identity access\r\n", a.Email)}
 	}
-	cs.mu.Lock()
-	proven := slices.Clone(cs.proven)
-	cs.mu.Unlock()
-	for _, key := range proven {
-		si.Keys.Remember(gossh.FingerprintSHA256(key), a)
+	now := time.Now()
+	for _, fp := range fps {
+		err := si.Keys.Remember(oidc.KeyRecord{Fingerprint: fp, Issuer: a.Issuer, Subject: a.Subject, Email: a.Email, Verified: a.EmailVerified,
+			Groups: a.Groups, SigninID: a.SigninID, Remote: remote, Approved: now, Expires: a.Expires})
+		if err != nil {
+			cs.log.Warn("an approved key was not remembered", "fingerprint", fp, "err", err)
+			return nil, &gossh.BannerError{Err: errPermissionDenied, Message: "termgate: " + err.Error() + "\r\n"}
+		}
 	}
 	key := proven[0]
 	id, err := s.authorize(key, cs.remote)
@@ -167,6 +191,9 @@ func (s *Server) whoami(sess *session, id keys.Identity) int {
 	if _, err := s.cfg.Keys.Authorize(sess.key, sess.remote); err != nil {
 		if a, ok := s.signedInAs(sess.key); ok {
 			how = fmt.Sprintf("signed in with %s until %s, groups %s", s.cfg.SignIn.Provider, a.Expires.UTC().Format(time.RFC3339), strings.Join(a.Groups, ","))
+			if !a.Verified {
+				how += ", email not verified by the provider"
+			}
 		} else if _, isCert := sess.key.(*gossh.Certificate); isCert {
 			how = "certificate"
 		}
@@ -178,7 +205,15 @@ func (s *Server) whoami(sess *session, id keys.Identity) int {
 // logout forgets this key's sign-in (ssh HOST logout) and cuts what it
 // has attached, as a revocation does.
 func (s *Server) logout(sess *session, id keys.Identity) int {
-	if s.cfg.SignIn == nil || !s.cfg.SignIn.Keys.Forget(gossh.FingerprintSHA256(sess.key)) {
+	if s.cfg.SignIn == nil {
+		sess.errorf("this key is not signed in with an identity provider (it is in authorized_keys, or a certificate): nothing to forget")
+		return 1
+	}
+	forgot, err := s.cfg.SignIn.Keys.Forget(gossh.FingerprintSHA256(sess.key), "", "")
+	if err != nil {
+		sess.log.Warn("logout: not written to the shared state; other gateways let the key in until its expiry", "err", err)
+	}
+	if !forgot {
 		sess.errorf("this key is not signed in with an identity provider (it is in authorized_keys, or a certificate): nothing to forget")
 		return 1
 	}
@@ -191,11 +226,56 @@ func (s *Server) logout(sess *session, id keys.Identity) int {
 }
 
 // signedInAs is the sign-in a key stands for, while it lasts.
-func (s *Server) signedInAs(key gossh.PublicKey) (oidc.Approved, bool) {
+func (s *Server) signedInAs(key gossh.PublicKey) (oidc.KeyRecord, bool) {
 	if s.cfg.SignIn == nil {
-		return oidc.Approved{}, false
+		return oidc.KeyRecord{}, false
 	}
 	return s.cfg.SignIn.Keys.Lookup(gossh.FingerprintSHA256(key), time.Now())
+}
+
+// listKeys lists the keys remembered for this key's identity (ssh HOST
+// keys): the identity is the provider's account (issuer and subject), so
+// an email that changed hands does not bring another person's keys.
+func (s *Server) listKeys(sess *session, id keys.Identity) int {
+	me, ok := s.signedInAs(sess.key)
+	if !ok {
+		sess.errorf("this key is not signed in with an identity provider (it is in authorized_keys, or a certificate): it has no remembered keys; sign in with a key the gateway does not know to get one")
+		return 1
+	}
+	now := time.Now()
+	_, _ = fmt.Fprintf(sess, "SSH keys remembered for %s (forget one with: ssh HOST keys forget FINGERPRINT):\n", id.Name)
+	for _, k := range s.cfg.SignIn.Keys.KeysOf(me.Issuer, me.Subject, now) {
+		this := ""
+		if k.Fingerprint == me.Fingerprint {
+			this = "  (this key)"
+		}
+		_, _ = fmt.Fprintf(sess, "%s  approved %s from %s, until %s%s\n", k.Fingerprint, k.Approved.UTC().Format(time.RFC3339), k.Remote, k.Expires.UTC().Format(time.RFC3339), this)
+	}
+	return 0
+}
+
+// forgetKey forgets one of the identity's remembered keys (ssh HOST keys
+// forget FINGERPRINT) and cuts what it attached.
+func (s *Server) forgetKey(sess *session, id keys.Identity, fp string) int {
+	me, ok := s.signedInAs(sess.key)
+	if !ok {
+		sess.errorf("this key is not signed in with an identity provider: it can forget no remembered keys (sign in through the browser, or use the page's list)")
+		return 1
+	}
+	forgot, err := s.cfg.SignIn.Keys.Forget(fp, me.Issuer, me.Subject)
+	if err != nil {
+		sess.log.Warn("keys forget: not written to the shared state; other gateways let the key in until its expiry", "err", err)
+	}
+	if !forgot {
+		sess.errorf(fmt.Sprintf("no key %s is remembered for %s: ssh HOST keys lists them", fp, id.Name))
+		return 1
+	}
+	sess.log.Info("forgot a remembered key", "who", id.Name, "fingerprint", fp)
+	s.cfg.Audit.Event(audit.Detach, who(id, sess.remote), "", "", "reason", "key forgotten", "fingerprint", fp, "iss", me.Issuer, "sub", me.Subject)
+	_, _ = fmt.Fprintf(sess, "forgot %s: its next ssh signs in again through the browser\n", fp)
+	s.cfg.Registry.Recheck()
+	s.Recheck()
+	return 0
 }
 
 // Pending is the sign-in's broker, nil for a nil SignIn (so a gateway

@@ -286,26 +286,22 @@ func (m *matrix) signIn(email string) webCred {
 }
 
 // approveKey runs OpenSSH with a key no authorized_keys line has, and
-// approves its sign-in as the signed-in browser w: the key is then
-// remembered for that identity.
+// approves its sign-in as the signed-in browser w (the code typed on the
+// /ssh page, then Approve): the key is then remembered for that identity.
 func (m *matrix) approveKey(w webCred) string {
 	m.t.Helper()
 	key := newKeyFile(m.t)
-	cmd := exec.Command("ssh", sshArgs(m.gw, key, false, "termgate@127.0.0.1", "whoami")...)
-	f, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 24, Cols: 100})
-	if err != nil {
-		m.t.Fatal(err)
+	out, done, _ := sshPTY(m.t, sshArgs(m.gw, key, false, "termgate@127.0.0.1", "whoami"))
+	_, code := signinPrompt(m.t, out)
+	status, body, ticket := typeCodeHTTP(m.t, w.client, m.base, code)
+	if status != http.StatusOK || ticket == "" {
+		m.t.Fatalf("typed code %s: %d %s", code, status, body)
 	}
-	out := termtest.NewStream()
-	done := make(chan error, 1)
-	go func() { _, _ = io.Copy(out, f); done <- cmd.Wait() }()
-	defer func() { _ = cmd.Process.Kill(); <-done; f.Close() }()
-	u := waitPTY(m.t, out, regexp.MustCompile(`open\s+(http://\S+/ssh/[A-Z0-9]{4}-[A-Z0-9]{4})\s`))[1]
-	code, body := m.http(w, "POST", strings.TrimPrefix(u, m.base), nil)
-	if code != http.StatusOK {
-		m.t.Fatalf("approve %s: %d %s", u, code, body)
+	if status, body := decideHTTP(m.t, w.client, m.base, ticket, "approve"); status != http.StatusOK {
+		m.t.Fatalf("approve: %d %s", status, body)
 	}
 	waitPTY(m.t, out, regexp.MustCompile(`alice@example\.com \(key SHA256:`))
+	waitExit(m.t, done, 10*time.Second, out, "the approved whoami")
 	return key
 }
 

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"html"
 	"net/http"
-	"net/url"
-	"regexp"
 	"time"
 
 	"github.com/termgate/termgate/audit"
@@ -47,7 +45,7 @@ func (s *Server) handleOIDCLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := r.URL.Query().Get("next")
-	if !sshPath.MatchString(next) {
+	if next != sshPage {
 		next = "/"
 	}
 	value := s.cookies.sealJSON(oidcPendingCookie, pendingSignin{V: signinVersion, State: pend.State, Nonce: pend.Nonce, Verifier: pend.Verifier, Expires: time.Now().Add(pendingTTL), Next: next})
@@ -94,18 +92,20 @@ func (s *Server) handleOIDCCallback(w http.ResponseWriter, r *http.Request) {
 		s.signinRefused(w, r, "", status, "The sign-in did not complete: "+err.Error())
 		return
 	}
-	if _, ok := s.cfg.Policies.Identity(claims.Email, claims.Groups); !ok {
+	if _, ok := s.cfg.Policies.Identity(claims.Email, claims.Groups, claims.EmailVerified); !ok {
 		s.signinRefused(w, r, claims.Email, http.StatusForbidden, fmt.Sprintf("You are signed in as %s, but no policy of this gateway gives that identity access. Ask its administrator for a rule (policies:) for your email or one of your groups.", claims.Email))
 		return
 	}
-	si := signin{V: signinVersion, ID: oidc.NewPending().State, Subject: claims.Subject, Email: claims.Email, Groups: claims.Groups,
+	si := signin{V: signinVersion, ID: oidc.NewPending().State, Issuer: claims.Issuer, Subject: claims.Subject, Email: claims.Email,
+		Verified: claims.EmailVerified, Groups: claims.Groups,
 		Expires: time.Now().Add(s.cfg.OIDCSessionMax).Truncate(time.Second)}
 	http.SetCookie(w, &http.Cookie{Name: oidcCookie, Value: s.cookies.sealJSON(oidcCookie, si), Path: "/", Expires: si.Expires,
 		MaxAge: int(s.cfg.OIDCSessionMax / time.Second), HttpOnly: true, Secure: s.secureCookies(r), SameSite: http.SameSiteLaxMode})
-	s.log.Info("signed in", "via", "web", "who", claims.Email, "groups", len(claims.Groups))
-	s.cfg.Audit.Event(audit.AuthSuccess, audit.Who{Via: "oidc", Name: claims.Email, Remote: r.RemoteAddr}, "", "", "method", "oidc", "groups", claims.Groups)
+	s.log.Info("signed in", "via", "web", "who", claims.Email, "groups", len(claims.Groups), "iss", claims.Issuer, "sub", claims.Subject)
+	s.cfg.Audit.Event(audit.AuthSuccess, audit.Who{Via: "oidc", Name: claims.Email, Remote: r.RemoteAddr}, "", "", "method", "oidc", "groups", claims.Groups,
+		"iss", claims.Issuer, "sub", claims.Subject, "email_verified", claims.EmailVerified)
 	next := "/"
-	if sshPath.MatchString(pend.Next) {
+	if pend.Next == sshPage {
 		next = pend.Next
 	}
 	http.Redirect(w, r, next, http.StatusFound)
@@ -117,13 +117,9 @@ func (s *Server) signinRefused(w http.ResponseWriter, r *http.Request, who strin
 	signinPage(w, status, msg)
 }
 
-// signinPage is a minimal page for the browser that lands on a failed
-// sign-in.
+// signinPage is the page for the browser that lands on a failed sign-in.
 func signinPage(w http.ResponseWriter, status int, msg string) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_, _ = fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>termgate: sign-in</title><p id=signin-failed>%s</p><p><a href=\"/\">Back to termgate</a></p>\n", html.EscapeString(msg))
+	writePage(w, status, "sign-in", `<p id=signin-failed class=error role=alert>`+html.EscapeString(msg)+`</p><p><a href="/">Back to termgate</a></p>`)
 }
 
 func clipText(s string, n int) string {
@@ -147,7 +143,7 @@ func (s *Server) signinCaller(w http.ResponseWriter, r *http.Request, value stri
 		s.credentialRefused(w, r, err.Error())
 		return caller{}, false
 	}
-	id, ok := s.cfg.Policies.Identity(si.Email, si.Groups)
+	id, ok := s.cfg.Policies.Identity(si.Email, si.Groups, si.Verified)
 	if !ok {
 		s.auditFailure(r, caller{id: keys.Identity{Name: si.Email}}, r.PathValue("name"), "no policy for this identity")
 		writeError(w, http.StatusForbidden, fmt.Sprintf("signed in as %s, but no policy of this gateway gives that identity access", si.Email))
@@ -183,68 +179,4 @@ func (s *Server) handleSigninOptions(w http.ResponseWriter, _ *http.Request) {
 		out["provider"] = s.cfg.OIDC.Name()
 	}
 	writeJSON(w, http.StatusOK, out)
-}
-
-// sshPath is the approval page of an SSH sign-in's code (the only "next"
-// a sign-in may return to besides /).
-var sshPath = regexp.MustCompile(`^/ssh/[A-Z0-9]{4}-[A-Z0-9]{4}$`)
-
-// handleSSHSignin serves GET /ssh/{code}: after a browser sign-in (it
-// sends the browser through /login/oidc first), a page that asks whether
-// to let the waiting SSH connection in as this identity. Approving is a
-// POST (handleSSHApprove): opening a link never signs anyone in.
-func (s *Server) handleSSHSignin(w http.ResponseWriter, r *http.Request) {
-	if err := s.hosts.check(r); err != nil {
-		s.refuseHost(w, r, err)
-		return
-	}
-	code := r.PathValue("code")
-	ck, err := r.Cookie(oidcCookie)
-	var si signin
-	if err == nil {
-		err = s.cookies.openJSON(oidcCookie, ck.Value, &si)
-	}
-	if err == nil {
-		err = s.signins.check(si, time.Now())
-	}
-	if err != nil {
-		http.Redirect(w, r, "/login/oidc?next="+url.QueryEscape("/ssh/"+code), http.StatusFound)
-		return
-	}
-	pending, ok := s.cfg.SSHSignins.Lookup(code)
-	if !ok {
-		signinPage(w, http.StatusNotFound, fmt.Sprintf("No SSH sign-in waits with the code %s: it ended or timed out. Run ssh again.", code))
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	// With no-referrer (harden.go) a form's POST carries "Origin: null",
-	// which the Origin check refuses: this page's form sends its origin,
-	// and still no referrer to another site.
-	w.Header().Set("Referrer-Policy", "same-origin")
-	_, _ = fmt.Fprintf(w, `<!doctype html><meta charset=utf-8><title>termgate: SSH sign-in</title>
-<p id=ssh-ask>An SSH connection from %s (started %s) asks to sign in as <b>%s</b> with the code <b>%s</b>. Approve it only if you started it.</p>
-<form method=post><button id=approve type=submit>Approve</button></form>
-`, html.EscapeString(pending.Remote), pending.Created.UTC().Format(time.RFC3339), html.EscapeString(si.Email), html.EscapeString(code))
-}
-
-// handleSSHApprove serves POST /ssh/{code}: the signed-in identity
-// approves the waiting SSH connection, whose key is then remembered for
-// --oidc-key-ttl. Only a sign-in (not a token login) may approve.
-func (s *Server) handleSSHApprove(w http.ResponseWriter, r *http.Request) {
-	c, _ := callerFrom(r.Context())
-	if c.signin == nil {
-		signinPage(w, http.StatusForbidden, "Only a sign-in with the identity provider can approve an SSH sign-in; tokens cannot.")
-		return
-	}
-	code := r.PathValue("code")
-	a := oidc.Approved{Email: c.signin.Email, Groups: c.signin.Groups, Expires: time.Now().Add(s.cfg.KeyTTL)}
-	if err := s.cfg.SSHSignins.Approve(code, a); err != nil {
-		signinPage(w, http.StatusNotFound, err.Error())
-		return
-	}
-	s.log.Info("SSH sign-in approved", "via", "web", "who", a.Email)
-	s.cfg.Audit.Event(audit.AuthSuccess, s.who(r, c), "", "", "method", "oidc-ssh", "code", code)
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = fmt.Fprintf(w, "<!doctype html><meta charset=utf-8><title>termgate: SSH sign-in</title><p id=approved>Signed in as %s: go back to your terminal.</p>\n", html.EscapeString(a.Email))
 }

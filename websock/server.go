@@ -150,6 +150,10 @@ type Config struct {
 	// lets their key in for KeyTTL (default 12h).
 	SSHSignins *oidc.Broker
 	KeyTTL     time.Duration
+	// SigninState is the shared sign-in state: logouts and remembered SSH
+	// keys (nil: in memory only, for one gateway that forgets them when
+	// it stops). Its owner starts and closes it.
+	SigninState *oidc.Store
 }
 
 // Server is the HTTP and WebSocket listener. Its handler can also be
@@ -269,8 +273,13 @@ func New(cfg Config) (*Server, error) {
 		hosts:   hs,
 		cookies: &cookies{key: cfg.CookieKey, ttl: cfg.LoginTTL, now: time.Now},
 		conns:   map[*conn]struct{}{},
-		signins: newSignins(),
 	}
+	state := cfg.SigninState
+	if state == nil {
+		state, _ = oidc.NewStore(oidc.StoreConfig{}) // memory only: never fails
+		s.cfg.SigninState = state
+	}
+	s.signins = newSignins(state, cfg.Logger)
 	if cfg.OIDC != nil {
 		if err := cfg.Policies.Check(); err != nil {
 			return nil, err
@@ -338,9 +347,14 @@ func (s *Server) routes() http.Handler {
 		mux.HandleFunc("GET /login/oidc", s.handleOIDCLogin)
 		mux.HandleFunc("GET /oidc/callback", s.handleOIDCCallback)
 		if s.cfg.SSHSignins != nil {
-			mux.HandleFunc("GET /ssh/{code}", s.handleSSHSignin)
-			mux.Handle("POST /ssh/{code}", s.authed(actRoute, s.handleSSHApprove))
+			mux.HandleFunc("GET /ssh", s.handleSSHPage)
+			mux.HandleFunc("GET /ssh/{code}", s.handleSSHOldLink)
+			mux.Handle("POST /ssh", s.authed(actRoute, s.handleSSHCode))
+			mux.Handle("POST /ssh/decide", s.authed(actRoute, s.handleSSHDecide))
+			mux.Handle("POST /ssh/keys/forget", s.authed(actRoute, s.handleSSHForgetForm))
 		}
+		mux.Handle("GET /api/keys", s.authed(readRoute, s.handleKeysList))
+		mux.Handle("POST /api/keys/forget", s.authed(actRoute, s.handleKeysForget))
 	}
 	mux.HandleFunc("POST /api/logout", s.handleLogout)
 	mux.HandleFunc("GET /api/", func(w http.ResponseWriter, r *http.Request) {

@@ -5,9 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/termgate/termgate/oidc"
 )
 
 // An OpenID Connect sign-in (contract, "Single sign-on") is a signed
@@ -16,14 +19,15 @@ import (
 // expiry (the ID token's, at most Config.OIDCSessionMax). What the identity
 // may do is worked out from Config.Policies on every request, so a policy
 // change applies at once; a group removed at the provider applies at the
-// next sign-in, and at the latest at the expiry. A logout adds the ID to
-// signins.revoked until its expiry (in memory: a restart forgets it, and a
-// copied cookie is then good until it expires).
+// next sign-in, and at the latest at the expiry. A logout records the ID
+// in the shared sign-in state (oidc.Store, Config.SigninState) until its
+// expiry: it holds across restarts and on every gateway sharing the state
+// directory, and forgets the SSH keys that sign-in approved.
 
 const (
 	oidcCookie        = "termgate_oidc"
 	oidcPendingCookie = "termgate_oidc_pending"
-	signinVersion     = 1
+	signinVersion     = 2 // 2: with iss and email_verified
 	// maxSigninCookie bounds what openJSON decodes: the claims are
 	// bounded by the oidc package, so a valid cookie is far smaller.
 	maxSigninCookie = 16 << 10
@@ -31,12 +35,14 @@ const (
 
 // signin is an OIDC cookie's payload.
 type signin struct {
-	V       int       `json:"v"`
-	ID      string    `json:"id"`
-	Subject string    `json:"sub"`
-	Email   string    `json:"email"`
-	Groups  []string  `json:"groups"`
-	Expires time.Time `json:"exp"`
+	V        int       `json:"v"`
+	ID       string    `json:"id"`
+	Issuer   string    `json:"iss"`
+	Subject  string    `json:"sub"`
+	Email    string    `json:"email"`
+	Verified bool      `json:"email_verified"`
+	Groups   []string  `json:"groups"`
+	Expires  time.Time `json:"exp"`
 }
 
 // pendingSignin is the pending cookie's: one sign-in between the redirect
@@ -89,31 +95,31 @@ func (c *cookies) openJSON(kind, value string, v any) error {
 	return nil
 }
 
-// signins remembers the sign-ins that logged out, until they would have
-// expired, and the expiries of those that attached clients, so that the
+// signins asks the shared state (oidc.Store) which sign-ins logged out,
+// and remembers the expiries of those that attached clients, so that the
 // watcher (watchSignins) cuts those clients in time.
 type signins struct {
-	mu      sync.Mutex
-	revoked map[string]time.Time // sign-in ID → its expiry
-	attach  map[string]time.Time // sign-ins with attached clients → expiry
-	dirty   bool                 // a logout since the last recheck
+	state  *oidc.Store
+	log    *slog.Logger
+	mu     sync.Mutex
+	attach map[string]time.Time // sign-ins with attached clients → expiry
+	dirty  bool                 // a logout here since the last recheck
 }
 
-func newSignins() *signins {
-	return &signins{revoked: map[string]time.Time{}, attach: map[string]time.Time{}}
+func newSignins(state *oidc.Store, log *slog.Logger) *signins {
+	return &signins{state: state, log: log, attach: map[string]time.Time{}}
 }
 
-func (s *signins) isRevoked(id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.revoked[id]
-	return ok
-}
+func (s *signins) isRevoked(id string) bool { return s.state.LoggedOut(id) }
 
+// revoke logs the sign-in id out everywhere (the shared state), and with
+// it the SSH keys it approved.
 func (s *signins) revoke(id string, exp time.Time) {
+	if err := s.state.Logout(id, exp); err != nil {
+		s.log.Error("logout not written to the shared sign-in state: other gateways honour the sign-in until they restart or it expires", "err", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.revoked[id] = exp
 	s.dirty = true
 }
 
@@ -135,11 +141,6 @@ func (s *signins) due(now time.Time) bool {
 		if !now.Before(exp) {
 			delete(s.attach, id)
 			due = true
-		}
-	}
-	for id, exp := range s.revoked {
-		if !now.Before(exp) {
-			delete(s.revoked, id)
 		}
 	}
 	return due

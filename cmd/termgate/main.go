@@ -127,7 +127,15 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	sshSignIn := sshSignIn(o, provider)
+	signinState, err := openSigninState(o, provider, log, creds.reloaded)
+	if err != nil {
+		return err
+	}
+	if signinState != nil {
+		signinState.Start()
+		defer signinState.Close()
+	}
+	sshSignIn := sshSignIn(o, provider, signinState)
 	// One set of switches for both listeners' access decision.
 	switches := keys.Switches{NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer}
 	sshSrv, err := sshd.New(sshd.Config{
@@ -149,6 +157,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	creds.recheck.Store(&recheck)
 	webSrv, err := websock.New(websock.Config{
 		SSHSignins:     sshSignIn.Pending(),
+		SigninState:    signinState,
 		KeyTTL:         o.oidcKeyTTL,
 		OIDC:           provider,
 		Policies:       o.policies,
@@ -193,22 +202,13 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
 
-	// Signed-in SSH keys expire: their connections are cut as on a
-	// revocation (contract: within 5 s).
-	var keysExpire <-chan time.Time
-	if sshSignIn != nil {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		keysExpire = t.C
-	}
+	// Signed-in SSH keys expire, are forgotten or their sign-in logs out,
+	// here or on another gateway: signinState's poller rechecks the
+	// attached clients then (creds.reloaded; contract: within 5 s).
 	var runErr error
 loop:
 	for {
 		select {
-		case now := <-keysExpire:
-			if sshSignIn.Keys.Expired(now) {
-				recheck()
-			}
 		case <-ctx.Done():
 			if o.durable {
 				log.Info("shutting down: durable sessions keep running in their instances (the next gateway adopts them); ending the others")

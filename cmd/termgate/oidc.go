@@ -3,10 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 
+	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/oidc"
 	"github.com/termgate/termgate/sshd"
 )
@@ -52,15 +55,35 @@ func signIn(o *options) (*oidc.Provider, bool, error) {
 
 // sshSignIn is the SSH half of single sign-on (nil without a provider): a
 // key no authorized_keys line accepts signs in through the browser, at
-// PUBLIC_URL/ssh/CODE, and is remembered for --oidc-key-ttl.
-func sshSignIn(o *options, p *oidc.Provider) *sshd.SignIn {
+// PUBLIC_URL/ssh where the code is typed, and is remembered for
+// --oidc-key-ttl in the shared sign-in state.
+func sshSignIn(o *options, p *oidc.Provider, state *oidc.Store) *sshd.SignIn {
 	if p == nil || o.oidcSSH == "off" {
 		return nil
 	}
-	base := strings.TrimSuffix(o.publicURL, "/")
 	return &sshd.SignIn{
-		Broker: oidc.NewBroker(), Keys: oidc.NewKeys(100000), Policies: o.policies,
-		URL:      func(code string) string { return base + "/ssh/" + code },
+		Broker: oidc.NewBroker(), Keys: state, Policies: o.policies,
+		URL:      strings.TrimSuffix(o.publicURL, "/") + "/ssh",
 		Provider: p.Name(), Required: o.oidcSSH == "required",
 	}
+}
+
+// signinStateDir holds the shared sign-in state under --state-dir
+// (docs/CONFIGURATION.md, "Single sign-on").
+const signinStateDir = "signins"
+
+// openSigninState opens the shared sign-in state (nil without a
+// provider): logouts and remembered SSH keys, in STATE_DIR/signins,
+// authenticated with a key derived from the host key, so every gateway
+// sharing the host key and the directory shares them. onChange rechecks
+// the attached clients.
+func openSigninState(o *options, p *oidc.Provider, log *slog.Logger, onChange func()) (*oidc.Store, error) {
+	if p == nil {
+		return nil, nil
+	}
+	secret, err := keys.HolderSecret(o.hostKey)
+	if err != nil {
+		return nil, fmt.Errorf("--oidc-issuer: the sign-in state is keyed with the host key: %w", err)
+	}
+	return oidc.NewStore(oidc.StoreConfig{Dir: filepath.Join(o.stateDir, signinStateDir), Key: oidc.StateKey(secret), Logger: log, OnChange: onChange})
 }
