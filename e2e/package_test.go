@@ -103,6 +103,16 @@ func TestDebianPackage(t *testing.T) {
 
 	checkConfinement(t, unit, svc)
 	s.stop(t, unit)
+	// The first start made a browser token. Its output, the journal under
+	// systemd, is no terminal: it names the token file, never the token.
+	tokenFile := filepath.Join(debState, "api_token")
+	if tok, err := os.ReadFile(tokenFile); err != nil || len(strings.Fields(string(tok))) == 0 {
+		t.Errorf("the service made no browser token in %s: %v", tokenFile, err)
+	} else if strings.Contains(s.log.String(), strings.Fields(string(tok))[0]) {
+		t.Errorf("the service's log holds the browser token:\n%s", s.log)
+	} else if !strings.Contains(s.log.String(), tokenFile) {
+		t.Errorf("the service's log does not name %s, where the browser token is:\n%s", tokenFile, s.log)
+	}
 
 	// An upgrade keeps the edited conffile, the keys and the host key
 	// (clients' known_hosts stay right). The newer package is the same

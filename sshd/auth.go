@@ -73,6 +73,14 @@ func (s *Server) publicKey(cs *connState, user string, key gossh.PublicKey) (ok 
 		return false
 	}
 	if _, err := s.authorize(key, cs.remote); err != nil {
+		if errors.Is(err, keys.ErrFromMismatch) {
+			// A known key refused for its address is the operator's
+			// question (a moved client, a too narrow from=), not a
+			// scanner's noise: say it at Warn, not only in the audit
+			// trail. Lock-outs bound how often a source can cause it.
+			cs.log.Warn("key refused: its from= in authorized_keys does not allow this address; widen from= if it should log in",
+				"user", user, "key", gossh.FingerprintSHA256(key))
+		}
 		cs.log.Debug("public key refused", "user", user, "key", gossh.FingerprintSHA256(key), "err", err)
 		cs.refused(key, err.Error())
 		return false

@@ -12,8 +12,12 @@ import (
 // paths and written bytes come from the client's requests; the read bytes
 // from the instance's replies, which can only lie about bytes it sent.
 // What it keeps is bounded: packet heads of at most sftpMaxHead bytes and
-// at most sftpMaxTracked entries in each table (beyond them, files go
-// unrecorded rather than memory grow).
+// at most sftpMaxTracked entries in each table. Beyond them a file is
+// still recorded, never silently dropped (every transfer is an audit
+// record): an open with no room is recorded at once, by the path its
+// request named, as "untracked" with its bytes unknown (a client holding
+// 1024 files open cannot hide the next ones), and a file whose reads could
+// not all be counted is recorded with bytes_unknown instead of a count.
 
 const (
 	sftpMaxHead    = 4 + 4096 // the packet heads looked at: a path up to 4 KiB
@@ -35,6 +39,32 @@ type sftpFile struct {
 	path   string
 	upload bool
 	bytes  int64
+	// untracked: recorded at its open, with no room to follow it.
+	untracked bool
+	// uncounted: some of its reads found no room, so bytes is short.
+	uncounted bool
+}
+
+// auditDetail is the file's transfer record; complete is false for a file
+// still open when the transfer ended.
+func (f sftpFile) auditDetail(complete bool) []any {
+	dir, result := "download", "ok"
+	if f.upload {
+		dir = "upload"
+	}
+	switch {
+	case f.untracked:
+		result = "untracked" // opened (or asked to be); nothing after that was followed
+	case !complete:
+		result = "incomplete" // still open when the transfer ended
+	}
+	d := []any{"path", clip(f.path, 1024), "direction", dir}
+	if f.untracked || f.uncounted {
+		d = append(d, "bytes_unknown", true)
+	} else {
+		d = append(d, "bytes", f.bytes)
+	}
+	return append(d, "result", result)
 }
 
 // sftpWatch keeps the transfer's open requests, handles and reads. Its two
@@ -65,14 +95,25 @@ func (w *sftpWatch) request(p []byte) {
 	case fxpOpen:
 		path, ok := r.string()
 		flags := r.uint32()
-		if ok && r.ok() && len(w.opens) < sftpMaxTracked {
-			w.opens[id] = sftpFile{path: string(path), upload: flags&fxfWrite != 0}
+		if !ok || !r.ok() {
+			break
+		}
+		f := sftpFile{path: string(path), upload: flags&fxfWrite != 0}
+		if len(w.opens) < sftpMaxTracked {
+			w.opens[id] = f
+		} else {
+			f.untracked = true
+			done = &f
 		}
 	case fxpRead:
-		if h, ok := r.string(); ok && len(w.reads) < sftpMaxTracked {
-			if _, open := w.handles[string(h)]; open {
-				w.reads[id] = string(h)
-			}
+		h, ok := r.string()
+		f := w.handles[string(h)]
+		switch {
+		case !ok || f == nil:
+		case len(w.reads) < sftpMaxTracked:
+			w.reads[id] = string(h)
+		default:
+			f.uncounted = true // its data reply cannot be matched
 		}
 	case fxpWrite:
 		h, ok := r.string()
@@ -101,14 +142,25 @@ func (w *sftpWatch) reply(p []byte) {
 	if !r.ok() {
 		return
 	}
+	var untracked *sftpFile
 	w.mu.Lock()
-	defer w.mu.Unlock()
+	defer func() {
+		w.mu.Unlock()
+		if untracked != nil {
+			w.emit(*untracked, true)
+		}
+	}()
 	switch typ {
 	case fxpHandle:
 		f, asked := w.opens[id]
 		delete(w.opens, id)
-		if h, ok := r.string(); ok && asked && len(w.handles) < sftpMaxTracked {
-			w.handles[string(h)] = &f
+		if h, ok := r.string(); ok && asked {
+			if len(w.handles) < sftpMaxTracked {
+				w.handles[string(h)] = &f
+			} else {
+				f.untracked = true
+				untracked = &f
+			}
 		}
 	case fxpStatus:
 		delete(w.opens, id)

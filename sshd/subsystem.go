@@ -95,14 +95,7 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 	}
 	sess.log.Debug("file transfer started", "instance", name)
 	files := newSFTPWatch(func(f sftpFile, complete bool) {
-		dir, result := "download", "ok"
-		if f.upload {
-			dir = "upload"
-		}
-		if !complete {
-			result = "incomplete" // still open when the transfer ended
-		}
-		s.cfg.Audit.Event(audit.Transfer, w, name, "", "path", clip(f.path, 1024), "direction", dir, "bytes", f.bytes, "result", result)
+		s.cfg.Audit.Event(audit.Transfer, w, name, "", f.auditDetail(complete)...)
 	})
 	up, down := s.relayTransfer(sess, conn, files)
 	files.end()

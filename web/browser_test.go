@@ -574,14 +574,20 @@ func startGateway(t *testing.T, args ...string) *gateway {
 	})
 
 	gw.start()
-	// The browser address is printed just after the listening line.
+	// The browser address is printed just after the listening line. Its
+	// output is no terminal, so the token is TOKEN there, to be read from
+	// the token file the line names, as a newcomer would.
 	m, _ := gw.logs.WaitFor(regexp.MustCompile(`Browser:\s+(\S+)`), 0, 10*time.Second)
 	if m == nil {
 		t.Fatalf("the gateway printed no browser address; log:\n%s", gw.logs.String())
 	}
-	u, err := url.Parse(m[1])
-	if err != nil || u.Path == "" || (!u.Query().Has("token") && !strings.HasPrefix(u.Fragment, "token=")) {
-		t.Fatalf("the gateway printed no browser address with a token (got %q); log:\n%s", m[1], gw.logs.String())
+	tok, err := os.ReadFile(filepath.Join(gw.state, "api_token"))
+	if err != nil || len(strings.Fields(string(tok))) == 0 {
+		t.Fatalf("no generated token in the state directory: %v", err)
+	}
+	u, err := url.Parse(strings.Replace(m[1], "#token=TOKEN", "#token="+strings.Fields(string(tok))[0], 1))
+	if err != nil || u.Path == "" || !strings.HasPrefix(u.Fragment, "token=") || u.Fragment == "token=TOKEN" {
+		t.Fatalf("the gateway printed no browser address with a place for the token (got %q); log:\n%s", m[1], gw.logs.String())
 	}
 	u.Scheme, u.Host = "", ""
 	gw.signIn = u.String()

@@ -159,7 +159,11 @@ cd -- "$h" 2>/dev/null && [ "$(pwd -P)" = "${p%/}/$h" ] || refuse "$d/$h is a li
 [ -f "$f" ] && [ ! -L "$f" ] && [ -O "$f" ] || refuse "$d/$b is not a file of this user's"
 exec "./$f" "$@"`
 
-// uploadPrefix starts the name of an upload's fresh directory.
+// uploadPrefix starts the name of an upload's fresh directory. The holder
+// run from it removes it: once installed (--install-as), and also when it
+// exits without installing (a refused holder directory), so refusals leave
+// no copy behind. Only an upload that never ran (noexec) stays, and the
+// caches keep that to one per instance.
 const uploadPrefix = ".termgate-upload-"
 
 // holderCommand returns the command that runs this build's holder in dir

@@ -117,6 +117,7 @@ func main() {
 		usage()
 	}
 	if err != nil {
+		dropUpload()
 		fmt.Fprintln(os.Stderr, "termgate-holder:", err)
 		if u := (*holder.Untrusted)(nil); errors.As(err, &u) {
 			os.Exit(holder.ExitUntrusted) // the gateway tries elsewhere
@@ -268,7 +269,7 @@ func install(path string) error {
 	if err := os.Rename(self, path); err != nil {
 		return fmt.Errorf("install as %s: %w", path, err)
 	}
-	if d := filepath.Dir(self); strings.HasPrefix(filepath.Base(d), ".termgate-upload-") {
+	if d := filepath.Dir(self); strings.HasPrefix(filepath.Base(d), uploadPrefix) {
 		_ = os.Remove(d)
 	}
 	return nil

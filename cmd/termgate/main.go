@@ -24,6 +24,7 @@ import (
 
 	"github.com/termgate/termgate/audit"
 	gossh "golang.org/x/crypto/ssh"
+	"golang.org/x/term"
 
 	"github.com/termgate/termgate/backend/docker"
 	"github.com/termgate/termgate/backend/local"
@@ -192,7 +193,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		sshLn.Close()
 		return fmt.Errorf("HTTP listener: %w (choose another --http-addr)", err)
 	}
-	announce(os.Stderr, o, log, sshLn.Addr(), httpLn.Addr(), creds.hostKey.PublicKey(), creds.newToken, webSrv.TLS())
+	announce(os.Stderr, term.IsTerminal(int(os.Stderr.Fd())), o, log, sshLn.Addr(), httpLn.Addr(), creds.hostKey.PublicKey(), creds.newToken, webSrv.TLS())
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 2)
@@ -358,8 +359,11 @@ func shellArgv(s string) []string {
 // browser URL's fragment (after #): browsers never send a fragment to the
 // server, so the token reaches no request line, proxy log or Referer; the
 // page takes it from there, exchanges it for its login cookie and removes it
-// from the address bar.
-func announce(w io.Writer, o *options, log *slog.Logger, sshAddr, httpAddr net.Addr, hostKey gossh.PublicKey, newToken string, https bool) {
+// from the address bar. It is shown only when w is a terminal (a person
+// reading): anywhere else (the journal, a file, a container runtime) w is
+// kept and read by more people than the token file, and the token never
+// expires, so the line names the file instead.
+func announce(w io.Writer, terminal bool, o *options, log *slog.Logger, sshAddr, httpAddr net.Addr, hostKey gossh.PublicKey, newToken string, https bool) {
 	scheme := "http"
 	if https {
 		scheme = "https"
@@ -380,10 +384,14 @@ func announce(w io.Writer, o *options, log *slog.Logger, sshAddr, httpAddr net.A
 	log.Info("termgate is listening", "ssh", sshAddr.String(), scheme, httpAddr.String(), "backend", o.backend, "host_key", fp, "version", version)
 	fmt.Fprintf(w, "\n  SSH:      ssh -t -p %d INSTANCE@%s\n", sshPort, host)
 	fmt.Fprintf(w, "  Host key: %s %s (what ssh asks you to confirm the first time)\n", hostKey.Type(), fp)
-	if newToken != "" {
+	switch {
+	case newToken != "" && !terminal:
+		fmt.Fprintf(w, "  Browser:  %s://%s/#token=TOKEN\n", scheme, web)
+		fmt.Fprintf(w, "            (TOKEN: the new token in %s, e.g. sudo cat it; not printed here, as this is no terminal)\n\n", o.tokenFile)
+	case newToken != "":
 		fmt.Fprintf(w, "  Browser:  %s://%s/#token=%s\n", scheme, web, newToken)
 		fmt.Fprintf(w, "            (token generated in %s; it is shown only once)\n\n", o.tokenFile)
-	} else {
+	default:
 		fmt.Fprintf(w, "  Browser:  %s://%s/  (sign in with a token from %s)\n\n", scheme, web, o.tokenFile)
 	}
 }

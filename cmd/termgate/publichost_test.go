@@ -70,7 +70,7 @@ func TestAnnounceFirstPublicHost(t *testing.T) {
 		"ops.example:443,gw.example": {"INSTANCE@ops.example\n", "http://ops.example:443/ "},
 	} {
 		var out bytes.Buffer
-		announce(&out, &options{publicHost: hosts, tokenFile: "/t", backend: "local"}, quiet, ssh, web, testHostKey(t), "", false)
+		announce(&out, false, &options{publicHost: hosts, tokenFile: "/t", backend: "local"}, quiet, ssh, web, testHostKey(t), "", false)
 		for _, w := range want {
 			if !strings.Contains(out.String(), w) {
 				t.Errorf("--public-host %q: %q, want %q", hosts, out.String(), w)

@@ -70,7 +70,7 @@ func TestAnnounceKeepsTheTokenOutOfRequests(t *testing.T) {
 		{true, "https://gw.example:8443/#token=SECRET"},
 	} {
 		var out bytes.Buffer
-		announce(&out, o, quiet, ssh, web, testHostKey(t), "SECRET", tc.https)
+		announce(&out, true, o, quiet, ssh, web, testHostKey(t), "SECRET", tc.https)
 		if !strings.Contains(out.String(), tc.want) {
 			t.Errorf("https=%v: %q, want %s", tc.https, out.String(), tc.want)
 		}

@@ -47,7 +47,7 @@ func TestAnnounceHostKeyFingerprint(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(&logs, nil))
 	ssh := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2222}
 	web := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}
-	announce(&out, &options{tokenFile: "/t", backend: "local"}, log, ssh, web, k, "", false)
+	announce(&out, false, &options{tokenFile: "/t", backend: "local"}, log, ssh, web, k, "", false)
 	fp := gossh.FingerprintSHA256(k)
 	if !strings.HasPrefix(fp, "SHA256:") || !strings.Contains(out.String(), "Host key: ssh-ed25519 "+fp) || !strings.Contains(logs.String(), "host_key="+fp) {
 		t.Fatalf("fingerprint %s not in\n%s\n%s", fp, out.String(), logs.String())
