@@ -5,7 +5,8 @@
 // offsets and the idle timer, so a session outlives the gateway, and any
 // number of gateways can serve it at once. How the gateways install, start
 // and adopt holders, and what that costs, is in docs/DURABLE.md; the
-// promise that a holder is no way out of its instance, in SECURITY.md (D).
+// promise that a holder is no way out of its instance, in SECURITY.md
+// ("Instances are untrusted").
 //
 // proto.go and messages.go are the wire protocol: frames on a byte stream
 // (an exec's stdin/stdout), versioned by a Hello each side sends first; a

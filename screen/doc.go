@@ -5,7 +5,7 @@
 // it, the cursor, the scroll region, the title and the modes that change
 // what the keyboard and mouse send. What is restored and what is not is in
 // docs/SESSIONS.md; the promise that a snapshot asks the client's terminal
-// nothing, with its tests, in SECURITY.md (D).
+// nothing, with its tests, in SECURITY.md ("Instances are untrusted").
 //
 // Terminal is the emulator (not safe for concurrent use). A snapshot is
 // written from its cells and state, never copied from the output, so it
