@@ -262,7 +262,7 @@ func (s *Server) handleFilePut(w http.ResponseWriter, r *http.Request) {
 		err = cl.PosixRename(tmp, p)
 	}
 	if err != nil {
-		_ = cl.Remove(tmp)
+		s.dropUpload(r, cl, name, tmp)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", "upload", "bytes", n, "result", "denied", "reason", "too large")
@@ -297,6 +297,42 @@ func (s *Server) fileError(w http.ResponseWriter, r *http.Request, c caller, nam
 	s.log.Info("file transfer failed", "instance", name, "direction", dir, "err", err)
 	s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", dir, "bytes", n, "result", "failed", "reason", err.Error())
 	writeError(w, status, msg)
+}
+
+// dropUpload removes the partial upload tmp. The request's SFTP stream
+// ends with its context, so when the client went away (the usual reason
+// for a cut upload) a stream of its own does it, bounded in time: a cut
+// upload never leaves its hidden file beside the target (red team round
+// 4, L2).
+func (s *Server) dropUpload(r *http.Request, cl *sftp.Client, name, tmp string) {
+	if r.Context().Err() == nil && cl.Remove(tmp) == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 30*time.Second)
+	defer cancel()
+	inst, err := s.cfg.Registry.Lookup(ctx, name)
+	if err != nil {
+		s.log.Warn("a cut upload's partial file is left", "instance", name, "file", tmp, "err", err)
+		return
+	}
+	opts := remote.SFTPOptions{}
+	if !path.IsAbs(tmp) {
+		opts.CwdOf = r.URL.Query().Get("session")
+	}
+	conn, err := s.cfg.Remote.SFTP(ctx, inst, opts)
+	if err == nil {
+		var c2 *sftp.Client
+		if c2, err = sftp.NewClientPipe(conn, conn); err == nil {
+			if err = c2.Remove(tmp); errors.Is(err, fs.ErrNotExist) {
+				err = nil
+			}
+			_ = c2.Close()
+		}
+		_ = conn.Close()
+	}
+	if err != nil {
+		s.log.Warn("a cut upload's partial file is left", "instance", name, "file", tmp, "err", err)
+	}
 }
 
 // deadlineReader reads a request body, moving the connection's read

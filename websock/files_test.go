@@ -36,8 +36,11 @@ type pipeConn struct{ net.Conn }
 
 func (c pipeConn) CloseWrite() error { return c.Conn.Close() }
 
-func (p *pipeSFTP) SFTP(_ context.Context, _ sessions.Instance, opts remote.SFTPOptions) (remote.Conn, error) {
+func (p *pipeSFTP) SFTP(ctx context.Context, _ sessions.Instance, opts remote.SFTPOptions) (remote.Conn, error) {
 	a, b := net.Pipe()
+	// As the real backends' streams, it ends with the context it was
+	// opened under.
+	context.AfterFunc(ctx, func() { _ = a.Close() })
 	var o []sftp.ServerOption
 	if dir, ok := p.cwd[opts.CwdOf]; ok {
 		o = append(o, sftp.WithServerWorkingDirectory(dir))
