@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,20 +61,11 @@ type access struct {
 func allExcept(out ...act) access {
 	var a access
 	for _, x := range sshActs {
-		if !containsAct(out, x) {
+		if !slices.Contains(out, x) {
 			a.allow = append(a.allow, x)
 		}
 	}
 	return a
-}
-
-func containsAct(list []act, a act) bool {
-	for _, x := range list {
-		if x == a {
-			return true
-		}
-	}
-	return false
 }
 
 var (
@@ -141,7 +133,7 @@ func TestAccessMatrix(t *testing.T) {
 		t.Run("ssh/"+row.cred, func(t *testing.T) {
 			for _, a := range sshActs {
 				allowed, detail := m.sshDo(t, row.key, row.inst, a)
-				want := containsAct(row.want.allow, a)
+				want := slices.Contains(row.want.allow, a)
 				if allowed != want {
 					t.Errorf("%s on %s over SSH: allowed %v, want %v (%s)", a, row.inst, allowed, want, detail)
 				}
@@ -169,7 +161,7 @@ func TestAccessMatrix(t *testing.T) {
 		t.Run("web/"+row.cred, func(t *testing.T) {
 			for _, a := range webActs {
 				allowed, detail := m.webDo(t, row.who, row.inst, a)
-				if want := containsAct(row.want.allow, a); allowed != want {
+				if want := slices.Contains(row.want.allow, a); allowed != want {
 					t.Errorf("%s on %s over HTTP/WebSocket: allowed %v, want %v (%s)", a, row.inst, allowed, want, detail)
 				}
 			}
