@@ -107,3 +107,20 @@ func TestOnMixedSignInForwarding(t *testing.T) {
 		t.Fatalf("%+v", r)
 	}
 }
+
+// BenchmarkOn is the decision's cost per request: a signed-in identity
+// with three rules, one instance, every action.
+func BenchmarkOn(b *testing.B) {
+	no := false
+	id, _ := Policies{
+		{Groups: []string{"ops"}, Instances: []string{"web*"}},
+		{Groups: []string{"ops"}, Instances: []string{"db*"}, ReadOnly: true},
+		{Groups: []string{"ops"}, Instances: []string{"cache*"}, PortForwarding: &no, Files: "download"},
+	}.Identity("alice@example.com", []string{"ops"}, true)
+	for b.Loop() {
+		a := id.On("db-primary-1", Switches{})
+		for act := range actions {
+			_ = a.Decide(act)
+		}
+	}
+}
