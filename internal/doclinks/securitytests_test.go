@@ -9,7 +9,7 @@ import (
 )
 
 // testRef is a test cell of SECURITY.md: `package/file_test.go TestName`.
-var testRef = regexp.MustCompile("^(\\S+_test\\.go) ((?:Test|Fuzz)[A-Za-z0-9_]+)$")
+var testRef = regexp.MustCompile(`^(\S+_test\.go) ((?:Test|Fuzz)[A-Za-z0-9_]+)$`)
 
 // testName finds a test or fuzz function's name inside a code span.
 var testName = regexp.MustCompile(`\b(?:Test|Fuzz)[A-Z0-9_][A-Za-z0-9_]*`)
