@@ -104,6 +104,7 @@ var readmeRules = []readmeRule{
 	{regexp.MustCompile(`^ssh -t -p 2222 (web1@localhost|INSTANCE@HOST)$`), "TestDetachTildeDotInBusybox"},
 	{regexp.MustCompile(`^ssh -p 2222 HOST (hand INSTANCE|grant INSTANCE WHO)$`), "TestHandAndGrant"},
 	{regexp.MustCompile(`^ssh -p 2222 HOST logout$`), "TestOpenSSHSignIn"},
+	{regexp.MustCompile(`^ssh -p 2222 HOST keys$`), "TestOpenSSHSignIn"},
 	{regexp.MustCompile(`^make demo$`), "TestDemoKeepsToItsOwnContainers"},
 	{regexp.MustCompile(`^make (build|test|lint)$`), "TestCIRunsTheREADMEMakeTargets"},
 	// The package test installs it with dpkg, adds a key as the README

@@ -240,7 +240,7 @@ func TestStuckPassedStreamDoesNotHoldTheHolder(t *testing.T) {
 			Env: []string{"PS1=$ ", "TERM=dumb"}, IdleTimeout: time.Minute, Key: testKey})
 	}()
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
+		if listening(sock) {
 			break
 		}
 		if time.Now().After(deadline) {

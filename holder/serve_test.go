@@ -56,14 +56,32 @@ func startHolderWith(t *testing.T, cfg ServeConfig) (sock string, stopped <-chan
 	})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		if _, err := os.Stat(sock); err == nil {
+		if listening(sock) {
 			return sock, errc
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("holder socket never appeared")
+			t.Fatal("holder socket never listened")
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// listening reports whether a unix socket bound at path listens (Linux:
+// /proc/net/unix). Its file appears at bind, a moment before listen, and
+// a dial in between is refused: a busy CI machine saw that moment.
+func listening(path string) bool {
+	b, err := os.ReadFile("/proc/net/unix")
+	if err != nil {
+		_, err := os.Stat(path) // not Linux: the file will do
+		return err == nil
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)                              // Num RefCount Protocol Flags Type St Inode Path
+		if len(f) >= 8 && f[7] == path && f[3] == "00010000" { // __SO_ACCEPTCON
+			return true
+		}
+	}
+	return false
 }
 
 // testKey is the key of the tests' holders (ServeConfig.Key).

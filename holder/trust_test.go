@@ -123,7 +123,7 @@ func TestAttachRefusesAnotherUsersListener(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(theirs); err == nil {
+		if listening(theirs) {
 			break
 		}
 		if time.Now().After(deadline) {
