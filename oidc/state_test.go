@@ -255,3 +255,26 @@ func FuzzOpenRecord(f *testing.F) {
 		}
 	})
 }
+
+// TestDirRecordsReadsOnlyChanges: a Load reads again only the files whose
+// modification time or size changed (every gateway loads once a second),
+// and its version stays while nothing does.
+func TestDirRecordsReadsOnlyChanges(t *testing.T) {
+	d, err := NewDirRecords(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	_ = d.Put(ctx, "k-1", []byte("one"))
+	_ = d.Put(ctx, "k-2", []byte("two"))
+	r1, v1, _ := d.Load(ctx)
+	r2, v2, _ := d.Load(ctx)
+	if &r1["k-1"][0] != &r2["k-1"][0] || v1 != v2 {
+		t.Error("an unchanged file was read again, or the version changed")
+	}
+	_ = d.Put(ctx, "k-2", []byte("two, longer"))
+	r3, v3, _ := d.Load(ctx)
+	if string(r3["k-2"]) != "two, longer" || v3 == v2 || &r3["k-1"][0] != &r1["k-1"][0] {
+		t.Errorf("after a change: %q, version %q→%q", r3, v2, v3)
+	}
+}
