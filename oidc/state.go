@@ -164,6 +164,7 @@ type Store struct {
 	changed   bool                 // something was taken away since the last poll: recheck
 	gen       uint64               // local changes: a poll that read the records before one does not rebuild from them
 	warned    map[string]bool      // records already logged as refused
+	failing   bool                 // the last load failed (logged once, not every second)
 
 	onChange func()
 	stop     chan struct{}
@@ -324,10 +325,17 @@ func (s *Store) pollOnce(now time.Time) bool {
 	gen, prev, seen := s.gen, s.files, s.version
 	s.mu.Unlock()
 	recs, version, err := s.load()
+	s.mu.Lock()
+	was := s.failing
+	s.failing = err != nil
+	s.mu.Unlock()
+	switch {
+	case err != nil && !was && s.ctx.Err() == nil:
+		s.log.Warn("sign-in state not read: logouts and keys from other gateways wait until it is (retried every second)", "records", s.rec.Where(""), "err", err)
+	case err == nil && was:
+		s.log.Info("sign-in state read again", "records", s.rec.Where(""))
+	}
 	if err != nil {
-		if s.ctx.Err() == nil {
-			s.log.Warn("sign-in state not read: logouts and keys from other gateways wait", "records", s.rec.Where(""), "err", err)
-		}
 		return true
 	}
 	if version != "" && version == seen {
