@@ -2,6 +2,7 @@ package oidc
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -9,10 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,20 +19,24 @@ import (
 
 // The shared sign-in state (contract, "Single sign-on", "Everywhere at
 // once"): the SSH keys browsers approved and the browser sign-ins that
-// logged out. Each is one small file in a directory (STATE_DIR/signins),
-// written atomically (a temporary file renamed into place) with mode
-// 0600, and authenticated: an HMAC-SHA256 over the record's kind, its
-// file name and its JSON, keyed with a secret every replica of the
-// deployment derives from its host key (StateKey). Every gateway that
-// shares the directory reads it again once a second (PollInterval), so
-// a logout or a forgotten key on one holds on all within about a second,
-// and a restarted gateway finds everything as it was. A record whose MAC
-// does not verify (forged, or from another deployment), that does not
-// parse, or whose expiry passed grants nothing, and expired records are
-// deleted by whichever gateway sees them first.
+// logged out. Each is one small named record in Records: a file in a
+// directory (STATE_DIR/signins, DirRecords) or a key of a Kubernetes
+// Secret (backend/kubernetes), authenticated with an HMAC-SHA256 over the
+// record's kind, its name and its JSON, keyed with a secret every replica
+// of the deployment derives from its host key (StateKey). Every gateway
+// that shares the records reads them again once a second (PollInterval),
+// so a logout or a forgotten key on one holds on all within about a
+// second, and a restarted gateway finds everything as it was. A record
+// whose MAC does not verify (forged, or from another deployment), that
+// does not parse, or whose expiry passed grants nothing, and expired
+// records are deleted by whichever gateway sees them first.
 
-// PollInterval is how often a Store reads its directory again.
+// PollInterval is how often a Store reads its records again.
 const PollInterval = time.Second
+
+// opTimeout bounds one read or write of the records (a Secret's get and
+// update retried on conflicts included).
+const opTimeout = 10 * time.Second
 
 // maxRecord bounds what a record file may hold (a real one is < 4 KiB).
 const maxRecord = 16 << 10
@@ -144,38 +146,45 @@ func idFile(kind, id string) string {
 }
 
 // Store is the shared sign-in state, read from and written to its
-// directory.
+// Records.
 type Store struct {
-	dir string // "": memory only (tests, and a gateway without a state directory)
+	rec Records // nil: memory only (tests, and a gateway without a state directory)
 	key []byte
 	max int
 	log *slog.Logger
+	ctx context.Context // cancelled by Close: no read or write outlives the Store
+	end context.CancelFunc
 
 	mu        sync.Mutex
 	keys      map[string]KeyRecord // by fingerprint
 	loggedOut map[string]time.Time // sign-in ID → its expiry
 	forgot    map[string]time.Time // KeyRecord.ID → its expiry
-	files     map[string]fileSeen  // what the last poll read, by file name
+	files     map[string]fileSeen  // what the last poll read, by record name
+	version   string               // Records' version the state was last rebuilt from
 	changed   bool                 // something was taken away since the last poll: recheck
-	gen       uint64               // local changes: a poll that read the directory before one does not rebuild from it
-	warned    map[string]bool      // files already logged as refused
+	gen       uint64               // local changes: a poll that read the records before one does not rebuild from them
+	warned    map[string]bool      // records already logged as refused
+	failing   bool                 // the last load failed (logged once, not every second)
 
 	onChange func()
 	stop     chan struct{}
 	done     chan struct{}
 }
 
+// fileSeen is a record as read, and opened: a record whose bytes did not
+// change is not opened (its MAC checked) again.
 type fileSeen struct {
-	mod  time.Time
-	size int64
-	env  envelope
-	ok   bool
+	raw []byte
+	env envelope
+	ok  bool
 }
 
 // StoreConfig configures a Store.
 type StoreConfig struct {
-	// Dir holds the records (created 0700 if missing); empty keeps them
-	// in memory only.
+	// Records holds the records; nil: DirRecords on Dir.
+	Records Records
+	// Dir holds the records (created 0700 if missing) when Records is
+	// nil; empty too keeps them in memory only.
 	Dir string
 	// Key authenticates them (StateKey).
 	Key []byte
@@ -188,7 +197,8 @@ type StoreConfig struct {
 	Logger   *slog.Logger
 }
 
-// NewStore opens the state in cfg.Dir and reads it once; Start polls it.
+// NewStore opens the state in cfg.Records (or cfg.Dir) and reads it once;
+// Start polls it.
 func NewStore(cfg StoreConfig) (*Store, error) {
 	if cfg.MaxKeys <= 0 {
 		cfg.MaxKeys = 100000
@@ -196,25 +206,38 @@ func NewStore(cfg StoreConfig) (*Store, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Store{dir: cfg.Dir, key: cfg.Key, max: cfg.MaxKeys, log: cfg.Logger, onChange: cfg.OnChange,
+	if cfg.Records == nil && cfg.Dir != "" {
+		d, err := NewDirRecords(cfg.Dir)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Records = d
+	}
+	if cfg.Records != nil && len(cfg.Key) < 16 {
+		return nil, errors.New("sign-in state: no key to authenticate its records")
+	}
+	s := &Store{rec: cfg.Records, key: cfg.Key, max: cfg.MaxKeys, log: cfg.Logger, onChange: cfg.OnChange,
 		keys: map[string]KeyRecord{}, loggedOut: map[string]time.Time{}, forgot: map[string]time.Time{},
 		files: map[string]fileSeen{}, warned: map[string]bool{}}
-	if s.dir != "" {
-		if len(s.key) < 16 {
-			return nil, errors.New("sign-in state: no key to authenticate its records")
-		}
-		if err := os.MkdirAll(s.dir, 0o700); err != nil {
-			return nil, fmt.Errorf("sign-in state directory: %w (it must be writable: the gateway keeps sign-ins, logouts and approved SSH keys there)", err)
-		}
-		if err := os.Chmod(s.dir, 0o700); err != nil {
-			return nil, fmt.Errorf("sign-in state directory: %w", err)
+	s.ctx, s.end = context.WithCancel(context.Background())
+	if s.rec != nil {
+		if _, _, err := s.load(); err != nil {
+			s.end()
+			return nil, fmt.Errorf("sign-in state: %w", err)
 		}
 		s.poll(time.Now())
 	}
 	return s, nil
 }
 
-// Start polls the directory every PollInterval until Close.
+// load reads the records, within opTimeout.
+func (s *Store) load() (map[string][]byte, string, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, opTimeout)
+	defer cancel()
+	return s.rec.Load(ctx)
+}
+
+// Start polls the records every PollInterval until Close.
 func (s *Store) Start() {
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go func() {
@@ -234,8 +257,10 @@ func (s *Store) Start() {
 	}()
 }
 
-// Close stops the poller and waits for it.
+// Close stops the poller and waits for it, and ends any read or write of
+// the records under way.
 func (s *Store) Close() {
+	s.end()
 	if s.stop == nil {
 		return
 	}
@@ -244,13 +269,13 @@ func (s *Store) Close() {
 	s.stop = nil
 }
 
-// Poll reads the directory now (tests; the poller does it every second)
+// Poll reads the records now (tests; the poller does it every second)
 // and reports whether something was taken away since the last poll.
 func (s *Store) Poll() bool { return s.poll(time.Now()) }
 
-// poll reads what changed in the directory and rebuilds the state from
-// every valid record; it deletes expired records' files. The reading is
-// done without the lock.
+// poll reads what changed in the records and rebuilds the state from
+// every valid one; it deletes expired records. The reading is done
+// without the lock.
 func (s *Store) poll(now time.Time) bool {
 	for range 3 { // again if a local change came in meanwhile (rarely)
 		if s.pollOnce(now) {
@@ -283,41 +308,46 @@ func (s *Store) poll(now time.Time) bool {
 	changed := s.changed
 	s.changed = false
 	s.mu.Unlock()
-	for _, n := range expired {
-		s.remove(n)
-	}
+	s.remove(expired...)
 	return changed
 }
 
-// pollOnce reads the directory and rebuilds the state from it; false if a
-// local change came in meanwhile (nothing rebuilt).
+// pollOnce reads the records and rebuilds the state from them; false if a
+// local change came in meanwhile (nothing rebuilt). Records at the version
+// the state was last rebuilt from are not gone through again: expiry is
+// poll's, and every local change is written to the records, which changes
+// their version.
 func (s *Store) pollOnce(now time.Time) bool {
-	if s.dir == "" {
+	if s.rec == nil {
 		return true
 	}
 	s.mu.Lock()
-	gen, prev := s.gen, s.files
+	gen, prev, seen := s.gen, s.files, s.version
 	s.mu.Unlock()
-	ents, err := os.ReadDir(s.dir)
+	recs, version, err := s.load()
+	s.mu.Lock()
+	was := s.failing
+	s.failing = err != nil
+	s.mu.Unlock()
+	switch {
+	case err != nil && !was && s.ctx.Err() == nil:
+		s.log.Warn("sign-in state not read: logouts and keys from other gateways wait until it is (retried every second)", "records", s.rec.Where(""), "err", err)
+	case err == nil && was:
+		s.log.Info("sign-in state read again", "records", s.rec.Where(""))
+	}
 	if err != nil {
-		s.log.Warn("sign-in state not read: logouts and keys from other gateways wait", "dir", s.dir, "err", err)
 		return true
 	}
-	next := make(map[string]fileSeen, len(ents))
-	for _, de := range ents {
-		name := de.Name()
-		if strings.HasPrefix(name, ".") || !de.Type().IsRegular() {
-			continue
-		}
-		info, err := de.Info()
-		if err != nil {
-			continue // gone meanwhile
-		}
-		if p, ok := prev[name]; ok && p.mod.Equal(info.ModTime()) && p.size == info.Size() {
+	if version != "" && version == seen {
+		return true
+	}
+	next := make(map[string]fileSeen, len(recs))
+	for name, data := range recs {
+		if p, ok := prev[name]; ok && bytes.Equal(p.raw, data) {
 			next[name] = p
 			continue
 		}
-		next[name] = s.readFile(name, info)
+		next[name] = s.open(name, data)
 	}
 	keys, out, forgot := map[string]KeyRecord{}, map[string]time.Time{}, map[string]time.Time{}
 	for name, f := range next {
@@ -360,21 +390,14 @@ func (s *Store) pollOnce(now time.Time) bool {
 		}
 	}
 	s.keys, s.loggedOut, s.forgot = keys, out, forgot
+	s.version = version
 	return true
 }
 
-// readFile reads and checks one record file.
-func (s *Store) readFile(name string, info fs.FileInfo) fileSeen {
-	f := fileSeen{mod: info.ModTime(), size: info.Size()}
-	if info.Size() > maxRecord {
-		s.refused(name, errRecordMalformed)
-		return f
-	}
-	b, err := os.ReadFile(filepath.Join(s.dir, name))
-	if err != nil {
-		return f
-	}
-	e, err := openRecord(s.key, name, b)
+// open checks one record.
+func (s *Store) open(name string, data []byte) fileSeen {
+	f := fileSeen{raw: data}
+	e, err := openRecord(s.key, name, data)
 	if err != nil {
 		s.refused(name, err)
 		return f
@@ -389,7 +412,7 @@ func (s *Store) refused(name string, err error) {
 	s.warned[name] = true
 	s.mu.Unlock()
 	if !seen {
-		s.log.Warn("sign-in state: a record is refused and grants nothing", "file", filepath.Join(s.dir, name), "err", err)
+		s.log.Warn("sign-in state: a record is refused and grants nothing", "record", s.rec.Where(name), "err", err)
 	}
 }
 
@@ -405,38 +428,27 @@ func (s *Store) validLocked(k KeyRecord, now time.Time) bool {
 	return !gone
 }
 
-// write puts a record in place atomically (0600, renamed in).
+// write seals a record and puts it in place.
 func (s *Store) write(e envelope) error {
-	if s.dir == "" {
+	if s.rec == nil {
 		return nil
 	}
-	tmp, err := os.CreateTemp(s.dir, ".tmp-"+e.Name+"-*")
-	if err != nil {
-		return fmt.Errorf("sign-in state: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after the rename: no such file
-	err = tmp.Chmod(0o600)
-	if err == nil {
-		_, err = tmp.Write(sealRecord(s.key, e))
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), filepath.Join(s.dir, e.Name))
-	}
-	if err != nil {
-		return fmt.Errorf("sign-in state: %w", err)
-	}
-	return nil
+	ctx, cancel := context.WithTimeout(s.ctx, opTimeout)
+	defer cancel()
+	return s.rec.Put(ctx, e.Name, sealRecord(s.key, e))
 }
 
-func (s *Store) remove(name string) {
-	if s.dir != "" {
-		_ = os.Remove(filepath.Join(s.dir, name))
+// remove deletes records. One left behind (the store unreachable) grants
+// nothing: an expired one is deleted again at a later poll, a forgotten or
+// logged-out key is overridden by its tombstone or its logout.
+func (s *Store) remove(names ...string) {
+	if s.rec == nil || len(names) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, opTimeout)
+	defer cancel()
+	if err := s.rec.Delete(ctx, names...); err != nil && s.ctx.Err() == nil {
+		s.log.Warn("sign-in state: records not deleted", "records", len(names), "err", err)
 	}
 }
 
@@ -549,9 +561,7 @@ func (s *Store) Logout(id string, exp time.Time) error {
 	s.mu.Unlock()
 	data, _ := json.Marshal(id)
 	err := s.write(envelope{Kind: kindLogout, Name: idFile(kindLogout, id), Expires: exp, Data: data})
-	for _, n := range drop {
-		s.remove(n)
-	}
+	s.remove(drop...)
 	return err
 }
 

@@ -2,7 +2,10 @@ package oidc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,4 +257,85 @@ func FuzzOpenRecord(f *testing.F) {
 			t.Fatalf("opened %+v under %q", got, name)
 		}
 	})
+}
+
+// TestDirRecordsReadsOnlyChanges: a Load reads again only the files whose
+// modification time or size changed (every gateway loads once a second),
+// and its version stays while nothing does.
+func TestDirRecordsReadsOnlyChanges(t *testing.T) {
+	d, err := NewDirRecords(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	_ = d.Put(ctx, "k-1", []byte("one"))
+	_ = d.Put(ctx, "k-2", []byte("two"))
+	r1, v1, _ := d.Load(ctx)
+	r2, v2, _ := d.Load(ctx)
+	if &r1["k-1"][0] != &r2["k-1"][0] || v1 != v2 {
+		t.Error("an unchanged file was read again, or the version changed")
+	}
+	_ = d.Put(ctx, "k-2", []byte("two, longer"))
+	r3, v3, _ := d.Load(ctx)
+	if string(r3["k-2"]) != "two, longer" || v3 == v2 || &r3["k-1"][0] != &r1["k-1"][0] {
+		t.Errorf("after a change: %q, version %q→%q", r3, v2, v3)
+	}
+}
+
+// failingRecords fails its loads while fail is set.
+type failingRecords struct {
+	*MemRecords
+	fail atomic.Bool
+}
+
+func (f *failingRecords) Load(ctx context.Context) (map[string][]byte, string, error) {
+	if f.fail.Load() {
+		return nil, "", errors.New("the API server is away")
+	}
+	return f.MemRecords.Load(ctx)
+}
+
+// TestStoreLoadFailures: records that cannot be read keep the state as it
+// was (nothing taken away, nothing granted), are logged once and not
+// every second, and the state follows them again when they come back.
+func TestStoreLoadFailures(t *testing.T) {
+	var logs bytes.Buffer
+	r := &failingRecords{MemRecords: NewMemRecords()}
+	a, err := NewStore(StoreConfig{Records: r, Key: testStateKey, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b := newStoreOn(t, r)
+	if err := a.Remember(keyRec("SHA256:f", "alice", "s1", time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	r.fail.Store(true)
+	_ = b.Logout("s1", time.Now().Add(time.Hour))
+	for range 3 {
+		a.Poll()
+	}
+	if _, ok := a.Lookup("SHA256:f", time.Now()); !ok {
+		t.Error("a failing load took a key away")
+	}
+	if n := strings.Count(logs.String(), "not read"); n != 1 {
+		t.Errorf("%d warnings for three failed loads:\n%s", n, logs.String())
+	}
+	r.fail.Store(false)
+	if !a.Poll() {
+		t.Error("the logout made while loads failed was not reported")
+	}
+	if _, ok := a.Lookup("SHA256:f", time.Now()); ok || !strings.Contains(logs.String(), "read again") {
+		t.Errorf("after the records came back: the key still lets in, or no log:\n%s", logs.String())
+	}
+}
+
+func newStoreOn(t *testing.T, r Records) *Store {
+	t.Helper()
+	s, err := NewStore(StoreConfig{Records: r, Key: testStateKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
 }

@@ -174,7 +174,7 @@ func deployState(t *testing.T) (hostKey gossh.PublicKey, client gossh.Signer) {
 func manifests(t *testing.T) []runtime.Object {
 	t.Helper()
 	var objs []runtime.Object
-	for _, f := range []string{"rbac.yaml", "service.yaml", "deployment.yaml"} {
+	for _, f := range []string{"rbac.yaml", "signin-state.yaml", "service.yaml", "deployment.yaml"} {
 		data, err := os.ReadFile(filepath.Join(deployDir, f))
 		if err != nil {
 			t.Fatal(err)
@@ -210,6 +210,8 @@ func deploy(t *testing.T, relayIP string, relayPort int) {
 			_, err = clusterCS.RbacV1().RoleBindings(testNS).Create(ctx, o, metav1.CreateOptions{})
 		case *corev1.Service:
 			_, err = clusterCS.CoreV1().Services(testNS).Create(ctx, o, metav1.CreateOptions{})
+		case *corev1.Secret:
+			_, err = clusterCS.CoreV1().Secrets(testNS).Create(ctx, o, metav1.CreateOptions{})
 		case *appsv1.Deployment:
 			spec := &o.Spec.Template.Spec
 			c := &spec.Containers[0]

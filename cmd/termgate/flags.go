@@ -56,6 +56,7 @@ type options struct {
 	durable             bool
 	kubeconfig          string
 	kubeNamespace       string
+	signinStateSecret   string
 	sshCompat           bool
 	portForwarding      bool
 	forwardIdleTimeout  time.Duration
@@ -127,6 +128,7 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	dur(&o.oidcSessionMax, "oidc-session-max", 12*time.Hour, true, "with --oidc-issuer: how long a browser sign-in lasts; its clients are then cut")
 	dur(&o.oidcKeyTTL, "oidc-key-ttl", 12*time.Hour, true, "with --oidc-issuer: how long an SSH key that signed in through the browser is let in without signing in again")
 	checked(&o.oidcSSH, "oidc-ssh", "auto", "mode", oneOf("an SSH sign-in mode", "auto, required or off", flagChoices["oidc-ssh"]...), "with --oidc-issuer: auto (a key no authorized_keys line accepts may sign in through the browser), required (every key must; authorized_keys and certificates let nobody in) or off")
+	str(&o.signinStateSecret, "signin-state-secret", "", "name", "with --backend kubernetes and --oidc-issuer: keep logouts and remembered SSH keys in this Secret of the gateway's namespace, not in <state-dir>/signins, for replicas that share no writable directory (needs get and update on it)")
 	str(&o.publicURL, "public-url", "", "url", "how browsers reach the gateway (https://ops.example.com); with --oidc-issuer the provider sends them back to PUBLIC_URL/oidc/callback")
 	str(&o.trustedUserCAKeys, "trusted-user-ca-keys", "", "file", "accept OpenSSH user certificates signed by the CA public keys in this file (authorized_keys format; @revoked KEY lines); a certificate's principals are the instance patterns it may use; reloaded on change or SIGHUP")
 

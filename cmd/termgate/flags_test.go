@@ -45,6 +45,7 @@ func TestFlagErrorsAreClear(t *testing.T) {
 		{[]string{"--backend", "k8s"}, nil, "use docker, kubernetes or local"},
 		{[]string{"--kube-namespace", "dev"}, nil, "go with --backend kubernetes"},
 		{nil, map[string]string{"TERMGATE_KUBECONFIG": "/k"}, "go with --backend kubernetes"},
+		{[]string{"--signin-state-secret", "termgate-signins"}, nil, "--signin-state-secret goes with --backend kubernetes"},
 		{nil, map[string]string{"TERMGATE_IDLE_TIMEOUT": "soon"}, "TERMGATE_IDLE_TIMEOUT"},
 		{[]string{"--idle-timeout", "-1s"}, nil, "must be positive"},
 		{[]string{"extra"}, nil, "unexpected argument"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -58,4 +59,26 @@ func newKubernetesBackend(ctx context.Context, o *options, id backendIDs, log *s
 		log.Warn("could not end shells left by an earlier run", "err", err)
 	}
 	return b, func() {}, nil
+}
+
+// signinSecret is the Secret --signin-state-secret in the gateway's own
+// namespace (the pod's, or the kubeconfig context's: not --kube-namespace,
+// whose pods are the instances), reached as the backend reaches the API
+// server. It checks at once that the gateway may get and update it.
+func signinSecret(ctx context.Context, o *options, log *slog.Logger) (*kubernetes.SecretRecords, error) {
+	loaded, err := kubernetes.LoadConfig(o.kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	r, err := kubernetes.NewSecretRecords(loaded.REST, loaded.Namespace, o.signinStateSecret)
+	if err != nil {
+		return nil, fmt.Errorf("--signin-state-secret: %w", err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.CheckAccess(cctx); err != nil {
+		return nil, err
+	}
+	log.Info("sign-in state", "secret", r.Where(""))
+	return r, nil
 }

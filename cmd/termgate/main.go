@@ -128,7 +128,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	signinState, err := openSigninState(o, provider, log, creds.reloaded)
+	signinState, err := openSigninState(ctx, o, provider, log, creds.reloaded)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,11 +74,12 @@ func sshSignIn(o *options, p *oidc.Provider, state *oidc.Store) *sshd.SignIn {
 const signinStateDir = "signins"
 
 // openSigninState opens the shared sign-in state (nil without a
-// provider): logouts and remembered SSH keys, in STATE_DIR/signins,
-// authenticated with a key derived from the host key, so every gateway
-// sharing the host key and the directory shares them. onChange rechecks
-// the attached clients.
-func openSigninState(o *options, p *oidc.Provider, log *slog.Logger, onChange func()) (*oidc.Store, error) {
+// provider): logouts and remembered SSH keys, in STATE_DIR/signins (or
+// the Secret --signin-state-secret), authenticated with a key derived
+// from the host key, so every gateway sharing the host key and the
+// directory (or the Secret) shares them. onChange rechecks the attached
+// clients.
+func openSigninState(ctx context.Context, o *options, p *oidc.Provider, log *slog.Logger, onChange func()) (*oidc.Store, error) {
 	if p == nil {
 		return nil, nil
 	}
@@ -85,5 +87,11 @@ func openSigninState(o *options, p *oidc.Provider, log *slog.Logger, onChange fu
 	if err != nil {
 		return nil, fmt.Errorf("--oidc-issuer: the sign-in state is keyed with the host key: %w", err)
 	}
-	return oidc.NewStore(oidc.StoreConfig{Dir: filepath.Join(o.stateDir, signinStateDir), Key: oidc.StateKey(secret), Logger: log, OnChange: onChange})
+	cfg := oidc.StoreConfig{Dir: filepath.Join(o.stateDir, signinStateDir), Key: oidc.StateKey(secret), Logger: log, OnChange: onChange}
+	if o.signinStateSecret != "" {
+		if cfg.Records, err = signinSecret(ctx, o, log); err != nil {
+			return nil, err
+		}
+	}
+	return oidc.NewStore(cfg)
 }

@@ -93,6 +93,9 @@ func settle(o *options, sz sizeFlags) error {
 	if o.backend != "kubernetes" && (o.kubeconfig != "" || o.kubeNamespace != "") {
 		return errors.New("--kubeconfig and --kube-namespace go with --backend kubernetes")
 	}
+	if o.signinStateSecret != "" && o.backend != "kubernetes" {
+		return errors.New("--signin-state-secret goes with --backend kubernetes (the Secret is in the gateway's namespace); elsewhere the sign-in state is in <state-dir>/signins")
+	}
 	if o.durable && o.backend == "local" {
 		return errors.New("--durable needs --backend docker or kubernetes: a local shell is the gateway's own child and cannot outlive it (drop --durable or TERMGATE_DURABLE)")
 	}
