@@ -1,6 +1,7 @@
 // Package websock is termgate's HTTP and WebSocket listener: the browser
 // terminal, the JSON API and the WebSocket attach, over the shared
-// sessions.Registry. The routes are registered in server.go (routes); what
+// sessions.Registry. New (server.go) takes a Config whose defaults are
+// config.go's; the routes are registered in server.go (routes); what
 // each answers, the WebSocket events and the close codes are in README.md
 // ("HTTP and WebSocket"), and the promises against attackers (credentials,
 // limits, headers, Origin, TLS) with their tests in SECURITY.md.
@@ -8,8 +9,9 @@
 // Every route but /healthz and the page goes through Server.authed (auth.go):
 // a bearer token or the login cookie (login.go: an HMAC over the token's
 // hash and an expiry, so the gateway keeps no logins), the per-address
-// limits (limits.go), the Origin check (origin.go) and the instance
-// permission, which answers like an unknown instance. Serve caps the
+// limits (limits.go), the Origin check (origin.go) and the one access
+// decision (keys.Identity.On, per request; api.go decide), which answers
+// like an unknown instance for one it may not use. Serve caps the
 // connections per client address and in total (connlimit.go). Config.Audit
 // gets every authentication, refusal, attach, detach, reset and recording
 // served (audit_test.go lists them).

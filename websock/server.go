@@ -1,12 +1,8 @@
 package websock
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -187,13 +183,11 @@ type Server struct {
 	stopOnce    sync.Once
 }
 
-// New checks cfg, fills in defaults and builds the routes.
+// New checks cfg, fills in defaults (config.go) and builds the routes.
 func New(cfg Config) (*Server, error) {
-	if cfg.Registry == nil {
-		return nil, errors.New("websock: no session registry")
-	}
-	if cfg.Tokens == nil {
-		return nil, errors.New("websock: no token checker")
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
 	}
 	o, err := newOrigins(cfg.AllowedOrigins)
 	if err != nil {
@@ -202,65 +196,6 @@ func New(cfg Config) (*Server, error) {
 	hs, err := newHosts(cfg.PublicHosts)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if cfg.LoginTTL <= 0 {
-		cfg.LoginTTL = 12 * time.Hour
-	}
-	switch {
-	case cfg.CookieKey == nil:
-		cfg.CookieKey = newCookieKey()
-	case len(cfg.CookieKey) < CookieKeyLen:
-		return nil, fmt.Errorf("websock: CookieKey has %d bytes, want at least %d", len(cfg.CookieKey), CookieKeyLen)
-	default:
-		cfg.CookieKey = bytes.Clone(cfg.CookieKey)
-	}
-	if cfg.WriteTimeout <= 0 {
-		cfg.WriteTimeout = 10 * time.Second
-	}
-	if cfg.PongTimeout <= 0 {
-		cfg.PongTimeout = 60 * time.Second
-	}
-	if cfg.PingInterval <= 0 {
-		cfg.PingInterval = 25 * time.Second
-	}
-	if cfg.PingInterval >= cfg.PongTimeout {
-		return nil, errors.New("websock: PingInterval must be shorter than PongTimeout")
-	}
-	if cfg.RequestRate == 0 {
-		cfg.RequestRate = 20
-	}
-	if cfg.RequestBurst <= 0 {
-		cfg.RequestBurst = 100
-	}
-	if cfg.AuthFailures == 0 {
-		cfg.AuthFailures = 10
-	}
-	if cfg.AuthFailureEvery <= 0 {
-		cfg.AuthFailureEvery = 30 * time.Second
-	}
-	if cfg.MaxUploadSize <= 0 {
-		cfg.MaxUploadSize = defaultMaxUpload
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 64 << 10
-	}
-	if cfg.MaxHeaderBytes <= 0 {
-		cfg.MaxHeaderBytes = 32 << 10
-	}
-	if cfg.HeaderTimeout <= 0 {
-		cfg.HeaderTimeout = 10 * time.Second
-	}
-	if cfg.IdleTimeout <= 0 {
-		cfg.IdleTimeout = 30 * time.Second
-	}
-	if cfg.MaxConnsPerAddr <= 0 {
-		cfg.MaxConnsPerAddr = defaultMaxConnsPerAddr
-	}
-	if cfg.MaxConns <= 0 {
-		cfg.MaxConns = defaultMaxConns
 	}
 	tlsCfg, err := serverTLS(cfg.TLS)
 	if err != nil {
@@ -274,25 +209,8 @@ func New(cfg Config) (*Server, error) {
 		cookies: &cookies{key: cfg.CookieKey, ttl: cfg.LoginTTL, now: time.Now},
 		conns:   map[*conn]struct{}{},
 	}
-	state := cfg.SigninState
-	if state == nil {
-		state, _ = oidc.NewStore(oidc.StoreConfig{}) // memory only: never fails
-		s.cfg.SigninState = state
-	}
-	s.signins = newSignins(state, cfg.Logger)
-	if cfg.OIDC != nil {
-		if err := cfg.Policies.Check(); err != nil {
-			return nil, err
-		}
-		if cfg.OIDCSessionMax <= 0 {
-			s.cfg.OIDCSessionMax = 12 * time.Hour
-		}
-		if cfg.KeyTTL <= 0 {
-			s.cfg.KeyTTL = 12 * time.Hour
-		}
-		s.stopSignins = make(chan struct{})
-		s.signinsDone.Add(1)
-		go s.watchSignins(s.stopSignins)
+	if err := s.startSignins(); err != nil {
+		return nil, err
 	}
 	if cfg.RequestRate > 0 {
 		s.requests = newAddrLimiter(rate.Limit(cfg.RequestRate), cfg.RequestBurst, time.Now)
@@ -312,7 +230,37 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.limits = newConnLimiter(cfg.MaxConnsPerAddr, cfg.MaxConns, s.log.Debug)
 	s.handler = s.routes()
-	s.http = &http.Server{
+	s.http = s.httpServer(tlsCfg)
+	return s, nil
+}
+
+// startSignins keeps the browser sign-ins' state (in memory without a
+// shared store) and, with single sign-on, starts watchSignins, which
+// Shutdown stops and waits for.
+func (s *Server) startSignins() error {
+	state := s.cfg.SigninState
+	if state == nil {
+		state, _ = oidc.NewStore(oidc.StoreConfig{}) // memory only: never fails
+		s.cfg.SigninState = state
+	}
+	s.signins = newSignins(state, s.cfg.Logger)
+	if s.cfg.OIDC == nil {
+		return nil
+	}
+	if err := s.cfg.Policies.Check(); err != nil {
+		return err
+	}
+	s.stopSignins = make(chan struct{})
+	s.signinsDone.Add(1)
+	go s.watchSignins(s.stopSignins)
+	return nil
+}
+
+// httpServer is the net/http server of the routes, with the limits of
+// the config; HTTP/2 is never offered.
+func (s *Server) httpServer(tlsCfg *tls.Config) *http.Server {
+	cfg := s.cfg
+	h := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: cfg.HeaderTimeout,
 		ReadTimeout:       max(30*time.Second, cfg.HeaderTimeout),
@@ -322,11 +270,11 @@ func New(cfg Config) (*Server, error) {
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelDebug),
 	}
 	if tlsCfg != nil {
-		s.http.TLSConfig = tlsCfg
+		h.TLSConfig = tlsCfg
 		// An empty, non-nil map keeps net/http from offering HTTP/2.
-		s.http.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
+		h.TLSNextProto = map[string]func(*http.Server, *tls.Conn, http.Handler){}
 	}
-	return s, nil
+	return h
 }
 
 func (s *Server) routes() http.Handler {

@@ -24,7 +24,6 @@ import (
 
 	"github.com/termgate/termgate/audit"
 	gossh "golang.org/x/crypto/ssh"
-	"golang.org/x/term"
 
 	"github.com/termgate/termgate/backend/docker"
 	"github.com/termgate/termgate/backend/local"
@@ -34,8 +33,6 @@ import (
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 	"github.com/termgate/termgate/sshd"
-	"github.com/termgate/termgate/web"
-	"github.com/termgate/termgate/websock"
 )
 
 func main() {
@@ -71,7 +68,9 @@ func main() {
 	}
 }
 
-// run starts everything, serves until ctx is cancelled, then shuts down.
+// run starts everything, serves until ctx is cancelled, then shuts down:
+// the state, the backend and the registry here; each listener's wiring in
+// listeners.go; the serving loop in serve.go.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err := os.MkdirAll(o.stateDir, 0o700); err != nil {
 		return fmt.Errorf("create state directory: %w (set --state-dir to a writable directory)", err)
@@ -97,7 +96,54 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	defer closeRecorder(recorder, log)
-	reg, err := sessions.New(sessions.Config{
+	reg, err := newRegistry(o, backend, auditLog, recorder, log)
+	if err != nil {
+		return err
+	}
+	if o.durable {
+		// A holder's replay is kept up to the ring this gateway gives
+		// the holders it starts (and keeps per session itself).
+		holder.SetReplayLimit(o.bufferSize)
+		adoptHeld(ctx, reg)
+	}
+	provider, https, err := signIn(o)
+	if err != nil {
+		return err
+	}
+	signinState, err := openSigninState(ctx, o, provider, log, creds.reloaded)
+	if err != nil {
+		return err
+	}
+	if signinState != nil {
+		signinState.Start()
+		defer signinState.Close()
+	}
+	w := wiring{o: o, log: log, audit: auditLog, creds: creds, reg: reg,
+		// Commands, files and forwarding: the container backends (and
+		// local) implement remote.Runner (a backend with only some of it
+		// gets ErrUnsupported for the rest).
+		runner: remote.Partial(backend),
+		// One set of switches for both listeners' access decision.
+		switches:    keys.Switches{NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer},
+		provider:    provider,
+		https:       https,
+		signinState: signinState,
+		sshSignIn:   sshSignIn(o, provider, signinState),
+	}
+	sshSrv, err := w.sshServer()
+	if err != nil {
+		return err
+	}
+	webSrv, err := w.webServer(sshSrv)
+	if err != nil {
+		return err
+	}
+	return w.serve(ctx, sshSrv, webSrv)
+}
+
+// newRegistry is the session registry the flags describe.
+func newRegistry(o *options, backend sessions.Backend, auditLog *audit.Log, recorder *gatewayRecorder, log *slog.Logger) (*sessions.Registry, error) {
+	return sessions.New(sessions.Config{
 		Backend:     backend,
 		BufferSize:  o.bufferSize,
 		ClientQueue: clientQueue(o),
@@ -111,127 +157,6 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		Logger:      log,
 		Observe:     recorder.observe(),
 	})
-	if err != nil {
-		return err
-	}
-	if o.durable {
-		// A holder's replay is kept up to the ring this gateway gives
-		// the holders it starts (and keeps per session itself).
-		holder.SetReplayLimit(o.bufferSize)
-		adoptHeld(ctx, reg)
-	}
-	// Commands, files and forwarding: the container backends (and local)
-	// implement remote.Runner (a backend with only some of it gets
-	// ErrUnsupported for the rest).
-	runner := remote.Partial(backend)
-	provider, https, err := signIn(o)
-	if err != nil {
-		return err
-	}
-	signinState, err := openSigninState(ctx, o, provider, log, creds.reloaded)
-	if err != nil {
-		return err
-	}
-	if signinState != nil {
-		signinState.Start()
-		defer signinState.Close()
-	}
-	sshSignIn := sshSignIn(o, provider, signinState)
-	// One set of switches for both listeners' access decision.
-	switches := keys.Switches{NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer}
-	sshSrv, err := sshd.New(sshd.Config{
-		SignIn:     sshSignIn,
-		HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat,
-		Audit: auditLog, Registry: reg, Logger: log,
-		Remote: runner, Switches: switches,
-		ForwardIdleTimeout: forwardIdle(o.forwardIdleTimeout),
-	})
-	if err != nil {
-		return err
-	}
-	// Every reload of keys, tokens or CAs re-checks the attached clients
-	// and what runs beside their sessions.
-	recheck := func() {
-		reg.Recheck()
-		sshSrv.Recheck()
-	}
-	creds.recheck.Store(&recheck)
-	webSrv, err := websock.New(websock.Config{
-		SSHSignins:     sshSignIn.Pending(),
-		SigninState:    signinState,
-		KeyTTL:         o.oidcKeyTTL,
-		OIDC:           provider,
-		Policies:       o.policies,
-		OIDCSessionMax: o.oidcSessionMax,
-		PublicURLHTTPS: https,
-		Registry:       reg,
-		Remote:         runner,
-		Switches:       switches,
-		MaxUploadSize:  o.maxUploadSize,
-		Tokens:         creds.tokens,
-		CookieKey:      creds.cookieKey,
-		AllowedOrigins: o.allowedOrigins,
-		PublicHosts:    splitList(o.publicHost),
-		Logger:         log,
-		Audit:          auditLog,
-		TLS:            creds.tls,
-		RequestRate:    requestRate(o.httpRateLimit),
-		RequestBurst:   requestBurst(o.httpRateLimit),
-		Metrics:        metrics.Handler(reg, metrics.ForwardCollector(forwardStats(sshSrv)), metrics.AuditCollector(auditLog.Counts)),
-		Page:           web.Handler(),
-		RecordDir:      o.recordDir,
-	})
-	if err != nil {
-		return err
-	}
-	sshLn, err := net.Listen("tcp", o.sshAddr)
-	if err != nil {
-		return fmt.Errorf("SSH listener: %w (choose another --ssh-addr)", err)
-	}
-	httpLn, err := net.Listen("tcp", o.httpAddr)
-	if err != nil {
-		sshLn.Close()
-		return fmt.Errorf("HTTP listener: %w (choose another --http-addr)", err)
-	}
-	announce(os.Stderr, term.IsTerminal(int(os.Stderr.Fd())), o, log, sshLn.Addr(), httpLn.Addr(), creds.hostKey.PublicKey(), creds.newToken, webSrv.TLS())
-
-	var wg sync.WaitGroup
-	errs := make(chan error, 2)
-	wg.Go(func() { errs <- serveErr("ssh", sshSrv.Serve(sshLn)) })
-	wg.Go(func() { errs <- serveErr("http", webSrv.Serve(httpLn)) })
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-
-	// Signed-in SSH keys expire, are forgotten or their sign-in logs out,
-	// here or on another gateway: signinState's poller rechecks the
-	// attached clients then (creds.reloaded; contract: within 5 s).
-	var runErr error
-loop:
-	for {
-		select {
-		case <-ctx.Done():
-			if o.durable {
-				log.Info("shutting down: durable sessions keep running in their instances (the next gateway adopts them); ending the others")
-			} else {
-				log.Info("shutting down: ending every session")
-			}
-			break loop
-		case err := <-errs:
-			runErr = err
-			break loop
-		case <-hup:
-			creds.reload(log)
-			// After a rotation (logrotate renames, then signals) the
-			// records go to the new file.
-			if err := auditLog.Reopen(); err != nil {
-				log.Error("audit log not reopened: the records still go to the file open until now", "err", err)
-			}
-		}
-	}
-	shutdown(o.shutdownTimeout, log, reg, sshSrv, webSrv)
-	wg.Wait()
-	return runErr
 }
 
 // serveErr is what a listener's Serve returned, as run reports it: nil
