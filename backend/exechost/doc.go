@@ -7,7 +7,8 @@
 // stopping, paused or gone: how an exec in it ended), HolderDirs and
 // Instances. A Host built on it owns, once for every backend:
 //
-//   - the shell: a TTY exec marked TERMGATE_SESSION (procmark), whose Read
+//   - the shell: a TTY exec marked TERMGATE_SESSION (procmark; shellspec.go
+//     derives the marker, TERM and size from the start spec), whose Read
 //     ends with the cause (*sessions.ExitError, or ErrInstanceGone when
 //     the instance stopped under it: a signal exit waits Config.StopGrace
 //     for the instance to be seen stopping);
