@@ -37,13 +37,21 @@ func runScript(t *testing.T, sh []string, script string, in []byte, args ...stri
 	cmd := exec.Command(sh[0], append(append(sh[1:], "-c", script, "test"), args...)...)
 	cmd.Stdin = bytes.NewReader(in)
 	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	return string(out), exitStatus(t, err)
+}
+
+// exitStatus is a finished command's exit status; any other error fails
+// the test.
+func exitStatus(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	return string(out), code
+	return 0
 }
 
 // fakeHolder is a tiny executable that answers "version" as the holder does.
@@ -95,13 +103,7 @@ func runUpload(t *testing.T, sh []string, path, dir, name string, bin []byte) (s
 	rest, _ := io.ReadAll(r)
 	out := first + string(rest)
 	err := cmd.Wait()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out, code
+	return out, exitStatus(t, err)
 }
 
 func TestHolderUploadScript(t *testing.T) {
