@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/internal/names"
 )
 
 // The gateway's side of the protocol trusts nothing a holder says: the
@@ -71,7 +71,7 @@ func clip(s string) string {
 // could not have made: ids become markers, file names of recordings and
 // log fields. Empty means none (the gateway then uses its own).
 func checkSessionID(what, id string) error {
-	if id != "" && !procmark.ValidSessionID(id) {
+	if id != "" && !names.ValidSessionID(id) {
 		return fmt.Errorf("%w: %s session id %q", ErrProtocol, what, clip(id))
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/termgate/termgate/backend/docker"
+	"github.com/termgate/termgate/backend/exechost"
 	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
@@ -76,7 +77,7 @@ func newDockerFilesFixture(t *testing.T) *dockerFilesFixture {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	label := "termgate.sshdtest=" + hex.EncodeToString(b)
-	be, err := docker.New(docker.Config{Label: label, Holder: bin, GatewayID: "tgsshd" + hex.EncodeToString(b[:2])})
+	be, err := docker.New(docker.Config{Label: label, Durable: exechost.Durable{Holder: bin}, GatewayID: "tgsshd" + hex.EncodeToString(b[:2])})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/termgate/termgate/audit"
-	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/internal/names"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
@@ -81,7 +81,7 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 	case p == "" || len(p) > 4096 || strings.ContainsRune(p, 0):
 		writeError(w, http.StatusBadRequest, "give the file as ?path=/absolute/path, or a path relative to the session's directory with &session=ID (at most 4096 bytes)")
 		return c, "", "", nil, nil, false
-	case session != "" && !procmark.ValidSessionID(session):
+	case session != "" && !names.ValidSessionID(session):
 		writeError(w, http.StatusBadRequest, "session= is not a session id (the one the attached event names)")
 		return c, "", "", nil, nil, false
 	}

@@ -15,7 +15,6 @@ import (
 	"github.com/docker/docker/client"
 
 	"github.com/termgate/termgate/backend/exechost"
-	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -45,23 +44,9 @@ type Config struct {
 	// means one gateway per engine: Sweep ends every termgate shell.
 	GatewayID string
 
-	// Durable makes Start hold new sessions in a holder program that it
-	// copies into the instance (holder_*.go), so they outlive the gateway,
-	// and makes the Backend a sessions.Adopter. An instance that cannot
-	// host the holder gets an ordinary session (a warning in the log).
-	Durable bool
-	// Holder is the holder binary to copy; nil means holderbin.Load()
-	// (New fails with what to do when Durable and there is none).
-	Holder *holderbin.Binary
-	// HolderSecret is the deployment's secret (keys.HolderSecret, from
-	// the host key; required with Durable): this gateway adopts only the
-	// holders that gateways with the same secret started.
-	HolderSecret []byte
-	// IdleTimeout and BufferSize are a held session's idle timeout and
-	// replay buffer, which its holder enforces even with no gateway
-	// running; zero means 30 minutes and 64 KiB.
-	IdleTimeout time.Duration
-	BufferSize  int
+	// Durable holds sessions in a holder copied into the instance (over
+	// the archive API), so they outlive the gateway (exechost.Durable).
+	exechost.Durable
 
 	// StopGrace is how long a shell killed by a signal (or a holder whose
 	// connection ended) waits for its container to be reported stopped
@@ -101,8 +86,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	host, err := exechost.New(engine{b}, exechost.Config{
 		Name: "docker", GatewayID: cfg.GatewayID, Shell: cfg.Shell, Logger: b.log,
-		Durable: cfg.Durable, Holder: cfg.Holder, HolderSecret: cfg.HolderSecret, IdleTimeout: cfg.IdleTimeout, BufferSize: cfg.BufferSize,
-		StopGrace: cfg.StopGrace,
+		Durable: cfg.Durable, StopGrace: cfg.StopGrace,
 	})
 	if err != nil {
 		return nil, err

@@ -20,8 +20,8 @@ func TestHeldDeploymentsStayApart(t *testing.T) {
 	t.Parallel()
 	label := "termgate.deploy=" + randomHex(6) // HeldInstances sees this test's container only
 	name, _ := runContainer(t, "--label", label)
-	a, _ := durableBackend(t, Config{Label: label, GatewayID: "tgdeploya", HolderSecret: []byte("deployment A's secret, 32 bytes!")})
-	b, bLogs := durableBackend(t, Config{Label: label, GatewayID: "tgdeployb", HolderSecret: []byte("deployment B's secret, 32 bytes!")})
+	a, _ := durableBackend(t, Config{Label: label, GatewayID: "tgdeploya", Durable: exechost.Durable{HolderSecret: []byte("deployment A's secret, 32 bytes!")}})
+	b, bLogs := durableBackend(t, Config{Label: label, GatewayID: "tgdeployb", Durable: exechost.Durable{HolderSecret: []byte("deployment B's secret, 32 bytes!")}})
 	inst := lookup(t, a, name)
 
 	tmA, hA := startHeld(t, a, inst)
@@ -84,7 +84,7 @@ func TestHeldDeploymentsStayApart(t *testing.T) {
 	aAlive("after B ended its own session and swept")
 
 	// A (a restart: a new Backend with A's secret) still adopts its own.
-	a2, _ := durableBackend(t, Config{Label: label, GatewayID: "tgdeploya", HolderSecret: []byte("deployment A's secret, 32 bytes!")})
+	a2, _ := durableBackend(t, Config{Label: label, GatewayID: "tgdeploya", Durable: exechost.Durable{HolderSecret: []byte("deployment A's secret, 32 bytes!")}})
 	held, err := a2.HeldInstances(testContext(t))
 	if err != nil || len(held) != 1 || held[0].Name != name {
 		t.Fatalf("A's HeldInstances = %v, %v; want %s", held, err, name)

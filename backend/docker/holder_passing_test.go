@@ -33,7 +33,7 @@ func TestHeldStreamPassingMeetsOlderBuilds(t *testing.T) {
 	}
 	name, _ := runContainer(t, "--label", runLabel)
 	newer, _ := durableBackend(t, Config{})
-	older, _ := durableBackend(t, Config{Holder: holderbin.New(data, "fdpass=off")})
+	older, _ := durableBackend(t, Config{Durable: exechost.Durable{Holder: holderbin.New(data, "fdpass=off")}})
 	inst := lookup(t, newer, name)
 	holderLog := func() []string {
 		out := dockerCLI(t, "exec", name, "cat", exechost.SocketIn(exechost.HolderDirs[0])+".log")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termgate/termgate/backend/exechost"
 	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/internal/termtest"
@@ -54,7 +55,7 @@ func goBuild(out string, ldflags ...string) error {
 func durableBackend(t *testing.T, cfg Config) (*Backend, *termtest.SyncBuffer) {
 	t.Helper()
 	logs := &termtest.SyncBuffer{}
-	cfg.Durable = true
+	cfg.Durable.Enabled = true
 	if cfg.Label == "" {
 		cfg.Label = runLabel // never another run's or another helper's containers
 	}
@@ -223,7 +224,7 @@ func TestHeldIdleReapedWithoutGateway(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
 	name, _ := runContainer(t, "--label", runLabel)
-	b, _ := durableBackend(t, Config{IdleTimeout: 4 * time.Second})
+	b, _ := durableBackend(t, Config{Durable: exechost.Durable{IdleTimeout: 4 * time.Second}})
 	inst := lookup(t, b, name)
 	tm, h := startHeld(t, b, inst)
 	h.Clients(1)
@@ -252,7 +253,7 @@ func TestHeldEndingsReachTheGateway(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
 	name, _ := runContainer(t, "--label", runLabel)
-	b, _ := durableBackend(t, Config{IdleTimeout: 4 * time.Second})
+	b, _ := durableBackend(t, Config{Durable: exechost.Durable{IdleTimeout: 4 * time.Second}})
 	inst := lookup(t, b, name)
 	tm, h := startHeld(t, b, inst)
 	h.Clients(0) // the client that started it left

@@ -103,6 +103,10 @@ func (e engine) Upload(ctx context.Context, inst sessions.Instance, dir, name st
 	case client.IsErrConnectionFailed(err):
 		return e.engineErr("copy the holder into the instance", err)
 	case strings.Contains(err.Error(), "read-only"):
+		// No typed check tells this apart: the engine answers a read-only
+		// root filesystem or volume with errdefs.InvalidParameter (400,
+		// "container rootfs is marked read-only"), the class it uses for
+		// any bad copy request, so only the text says read-only.
 		return &exechost.CannotHold{Why: "its root filesystem is read-only (" + err.Error() + ")"}
 	}
 	return fmt.Errorf("copy the holder to %s: %w: %w", path.Dir(dir), exechost.ErrRefused, err)

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/holder"
+	"github.com/termgate/termgate/internal/names"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -148,7 +148,7 @@ func (cn *conn) Wait(context.Context) (int, error) {
 // Reset has the holder kill the session and start a fresh shell as id;
 // every gateway's Read then ends with a *sessions.ResetError.
 func (cn *conn) Reset(_ context.Context, id string) error {
-	if !procmark.ValidSessionID(id) {
+	if !names.ValidSessionID(id) {
 		return fmt.Errorf("reset the held session in %q: invalid session id %q", cn.name, id)
 	}
 	if err := cn.c.Reset(id, cn.gatewayID); err != nil {

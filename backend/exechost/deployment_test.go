@@ -11,7 +11,7 @@ import (
 // refuses it and says what is missing.
 func TestDurableNeedsTheHolderSecret(t *testing.T) {
 	for _, secret := range [][]byte{nil, bytes.Repeat([]byte{1}, 31)} {
-		_, err := New(nil, Config{Durable: true, HolderSecret: secret})
+		_, err := New(nil, Config{Durable: Durable{Enabled: true, HolderSecret: secret}})
 		if err == nil || !strings.Contains(err.Error(), "holder secret") {
 			t.Fatalf("New with a %d-byte secret = %v, want a refusal naming the holder secret", len(secret), err)
 		}

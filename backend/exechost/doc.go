@@ -7,7 +7,8 @@
 // stopping, paused or gone: how an exec in it ended), HolderDirs and
 // Instances. A Host built on it owns, once for every backend:
 //
-//   - the shell: a TTY exec marked TERMGATE_SESSION (procmark), whose Read
+//   - the shell: a TTY exec marked TERMGATE_SESSION (procmark; shellspec.go
+//     derives the marker, TERM and size from the start spec), whose Read
 //     ends with the cause (*sessions.ExitError, or ErrInstanceGone when
 //     the instance stopped under it: a signal exit waits Config.StopGrace
 //     for the instance to be seen stopping);
@@ -33,14 +34,22 @@
 //     instance from Config.HolderSecret, and a holder without the proof is
 //     another deployment's: never adopted, listed, reset or ended.
 //
+// For a backend whose exec API pushes (client-go, Nomad, containerd),
+// pushpull.go's StartPush makes the pull Stream (outpipe.go buffers the
+// output), and uploadexec.go's UploadByExec and ExistsByExec are Upload
+// and Exists over nothing but Exec: a new backend is an Executor plus its
+// instance lookup.
+//
 // Goroutines: a HeldShell's connection owns one, which sends the client
-// count whenever it changes (Release stops and waits for it). Sweep and
-// HeldInstances run Config.SweepWorkers calls at a time and wait for all.
-// A Stream's own goroutines, if any, are the backend's. Nothing else runs
-// on its own: every other call runs on its caller's goroutine.
+// count whenever it changes (Release stops and waits for it). A
+// PushStream owns one, running the backend's push call (Close ends and
+// waits for it). Sweep and HeldInstances run Config.SweepWorkers calls at
+// a time and wait for all. Other Streams' goroutines are the backend's.
+// Every other call runs on its caller's goroutine.
 //
 // Locks: Shell.kmu and HeldShell.kmu serialize Kill (which does I/O under
 // them: a second Kill waits for the first rather than racing it);
 // Shell.wmu serializes writes to the stream; holderSite.mu guards the
-// caches only. No lock is held while another is taken.
+// caches only; outPipe.mu, PushStream.smu and capBuffer.mu guard their
+// buffers only. No lock is held while another is taken.
 package exechost

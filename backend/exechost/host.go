@@ -83,21 +83,36 @@ type Executor interface {
 	Instances(ctx context.Context) ([]sessions.Instance, error)
 }
 
+// Durable configures durable sessions. The backends' Configs embed it
+// and hand it to their Host as is.
+type Durable struct {
+	// Enabled makes Start hold new sessions in a holder program that the
+	// Host copies into the instance, so they outlive the gateway, and
+	// makes Adopt and HeldInstances find them. An instance that cannot host
+	// the holder gets an ordinary session (a warning in the log).
+	Enabled bool
+	// Holder is the holder binary to copy (for held sessions and for the
+	// tools, SFTP and Dial); nil means holderbin.Load() (New fails with
+	// what to do when Enabled and there is none).
+	Holder *holderbin.Binary
+	// HolderSecret is the deployment's secret (keys.HolderSecret, from
+	// the host key), required with Enabled: the holders this Host starts
+	// are keyed with it, and it adopts no others (deployment.go).
+	HolderSecret []byte
+	// IdleTimeout and BufferSize are a held session's idle timeout and
+	// replay buffer, which its holder enforces even with no gateway
+	// running; zero means 30 minutes and 64 KiB.
+	IdleTimeout time.Duration
+	BufferSize  int
+}
+
 // Config configures a Host.
 type Config struct {
 	Name      string // the backend, for logs ("docker")
 	GatewayID string // markers become GATEWAYID.SESSION (see procmark)
 	Shell     []string
 	Logger    *slog.Logger
-	// Durable: hold sessions in a holder (Holder, or holderbin.Load()).
-	Durable bool
-	Holder  *holderbin.Binary
-	// HolderSecret is the deployment's secret (keys.HolderSecret: from
-	// the host key), required with Durable: the holders this Host starts
-	// are keyed with it, and it adopts no others (deployment.go).
-	HolderSecret []byte
-	IdleTimeout  time.Duration // a held session's; zero means 30 minutes
-	BufferSize   int           // a held session's replay; zero means 64 KiB
+	Durable   // durable sessions and the holder binary
 	// StopGrace is how long a shell killed by a signal (or a holder whose
 	// connection ended) waits for its instance to be seen stopping before
 	// the signal is taken for the shell's own exit status (the connection
@@ -143,7 +158,7 @@ func New(x Executor, cfg Config) (*Host, error) {
 	}
 	h.kills.Run = h.runKill
 	h.site = &holderSite{given: cfg.Holder}
-	if cfg.Durable {
+	if cfg.Enabled {
 		held, err := newHeldConfig(cfg, h.site)
 		if err != nil {
 			return nil, err

@@ -17,7 +17,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
@@ -212,7 +211,7 @@ func (h *Host) holderDirs(ctx context.Context, inst sessions.Instance) ([]string
 // line, then the protocol), or connects to the holder a racing gateway just
 // started. The session it holds may be the racer's (Held().Session says
 // which). A *CannotHold means: use an ordinary session.
-func (h *Host) startHeld(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, sh procmark.Shell) (sessions.Process, error) {
+func (h *Host) startHeld(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, sh shellSpec) (sessions.Process, error) {
 	if why := h.held.get(&h.held.cannot, inst.ID); why != "" {
 		return nil, &CannotHold{Why: why}
 	}
@@ -223,7 +222,7 @@ func (h *Host) startHeld(ctx context.Context, inst sessions.Instance, spec sessi
 	return p, err
 }
 
-func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, sh procmark.Shell) (sessions.Process, error) {
+func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec sessions.StartSpec, sh shellSpec) (sessions.Process, error) {
 	dirs, err := h.holderDirs(ctx, inst)
 	if err != nil {
 		return nil, err
@@ -242,7 +241,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		}
 		cmd := append(run, "serve", "--key-stdin", "--socket", SocketIn(dir), "--session", spec.SessionID, "--attach",
 			"--idle", h.held.idle.String(), "--buffer", strconv.Itoa(h.held.buffer),
-			"--cols", strconv.Itoa(sh.Size.Cols), "--rows", strconv.Itoa(sh.Size.Rows), "--env", "TERM="+sh.Term)
+			"--cols", strconv.Itoa(sh.size.Cols), "--rows", strconv.Itoa(sh.size.Rows), "--env", "TERM="+sh.term)
 		if install != "" {
 			cmd = append(cmd, "--install-as", install)
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/internal/names"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -115,7 +116,7 @@ func (h *Host) execKill(ctx context.Context, inst sessions.Instance, argv []stri
 // logged, and the next sweep ends what it left (procmark.Orphans).
 func (h *Host) endHolderless(ctx context.Context, inst sessions.Instance, dir, session, why string) error {
 	// The session ID came from the holder: a marker only if it is one.
-	if !procmark.ValidSessionID(session) {
+	if !names.ValidSessionID(session) {
 		h.log.Warn(h.name+": the holder died; its session id is no marker, its jobs are left to the next sweep",
 			"instance", inst.Name, "dir", dir, "why", why)
 		return sessions.ErrHolderDied

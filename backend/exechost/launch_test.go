@@ -39,13 +39,7 @@ func runLaunch(t *testing.T, sh []string, dir, bin string) (string, int) {
 	t.Helper()
 	cmd := exec.Command(sh[0], append(sh[1:], "-c", launchScript, "termgate-holder", dir, bin, "version")...)
 	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return string(out), code
+	return string(out), exitStatus(t, err)
 }
 
 func TestLaunchScriptRunsOnlyTheUsersOwnBinary(t *testing.T) {

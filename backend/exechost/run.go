@@ -32,12 +32,12 @@ func (h *Host) Run(ctx context.Context, inst sessions.Instance, cmd remote.Comma
 	opts := ExecOptions{Stdin: true, TTY: cmd.TTY}
 	opts.Env = append(append(opts.Env, cmd.Env...), procmark.EnvSession+"="+marker)
 	if cmd.TTY {
-		sh, err := procmark.ForStart("", inst.Name, sessions.StartSpec{SessionID: "c", Term: cmd.Term, Size: cmd.Size})
-		if err != nil { // a bad size: what the user asked for is wrong
+		size, err := ttySize(cmd.Size)
+		if err != nil { // what the user asked for is wrong
 			return nil, fmt.Errorf("run in %q: %w", inst.Name, err)
 		}
-		opts.Size = sh.Size
-		opts.Env = append(opts.Env, "TERM="+sh.Term)
+		opts.Size = size
+		opts.Env = append(opts.Env, "TERM="+termOrDefault(cmd.Term))
 	} else {
 		opts.Stderr = cmd.Stderr
 		if opts.Stderr == nil {

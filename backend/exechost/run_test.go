@@ -71,7 +71,7 @@ func TestRunArgvMarkerAndKill(t *testing.T) {
 	inst := sessions.Instance{Name: "web1", ID: "id1"}
 	for _, hasSh := range []bool{true, false} {
 		x := &runExec{hasSh: hasSh}
-		h, err := New(x, Config{Name: "test", GatewayID: "gw1", Holder: holderbin.New([]byte("\x7fELF fake"), "test")})
+		h, err := New(x, Config{Name: "test", GatewayID: "gw1", Durable: Durable{Holder: holderbin.New([]byte("\x7fELF fake"), "test")}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,7 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/internal/names"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
 )
@@ -31,7 +31,7 @@ func (h *Host) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFT
 		args = append(args, "--read-only")
 	}
 	if opts.CwdOf != "" {
-		if !procmark.ValidSessionID(opts.CwdOf) {
+		if !names.ValidSessionID(opts.CwdOf) {
 			return nil, fmt.Errorf("file transfer: invalid session id %q", opts.CwdOf)
 		}
 		args = append(args, "--cwd-of", opts.CwdOf)

@@ -24,7 +24,7 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 	if inst.ID == "" {
 		return nil, fmt.Errorf("start shell in %q: empty instance id: %w", inst.Name, sessions.ErrNotFound)
 	}
-	sh, err := procmark.ForStart(h.gatewayID, inst.Name, spec)
+	sh, err := forStart(h.gatewayID, inst.Name, spec)
 	if err != nil {
 		return nil, err
 	}
@@ -38,13 +38,13 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 			"instance", inst.Name, "reason", cannot.Why)
 	}
 	s, err := h.x.Exec(ctx, inst, h.command(spec.Shell), ExecOptions{
-		TTY: true, Stdin: true, Size: sh.Size,
-		Env: []string{"TERM=" + sh.Term, procmark.EnvSession + "=" + sh.Marker},
+		TTY: true, Stdin: true, Size: sh.size,
+		Env: []string{"TERM=" + sh.term, procmark.EnvSession + "=" + sh.marker},
 	})
 	if err != nil {
 		if errors.Is(err, ErrMaybeStarted) { // leave no shell behind
 			kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killTimeout)
-			_, kerr := h.kills.Kill(kctx, killKey(inst), sh.Marker)
+			_, kerr := h.kills.Kill(kctx, killKey(inst), sh.marker)
 			cancel()
 			if kerr != nil {
 				h.log.Warn(h.name+": cleaning up after a failed start", "instance", inst.Name, "err", kerr)
@@ -52,7 +52,7 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 		}
 		return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
 	}
-	return &Shell{h: h, inst: inst, marker: sh.Marker, s: s}, nil
+	return &Shell{h: h, inst: inst, marker: sh.marker, s: s}, nil
 }
 
 func (h *Host) command(shell []string) []string {

@@ -110,7 +110,7 @@ func (x *toolExec) Instances(context.Context) ([]sessions.Instance, error) { ret
 
 func toolHost(t *testing.T, x *toolExec) *Host {
 	t.Helper()
-	h, err := New(x, Config{Name: "fake", Holder: holderbin.New([]byte("\x7fELF fake"), "test")})
+	h, err := New(x, Config{Name: "fake", Durable: Durable{Holder: holderbin.New([]byte("\x7fELF fake"), "test")}})
 	if err != nil {
 		t.Fatal(err)
 	}

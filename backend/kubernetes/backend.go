@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,7 +16,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/termgate/termgate/backend/exechost"
-	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -51,22 +49,9 @@ type Config struct {
 	// means Sweep ends every termgate shell in the namespace's instances.
 	GatewayID string
 
-	// Durable makes Start hold new sessions in a holder program that it
-	// copies into the pod over exec (holder_*.go), so they outlive the
-	// gateway, and makes the Backend a sessions.Adopter. A pod that cannot
-	// host the holder gets an ordinary session (a warning in the log).
-	Durable bool
-	// Holder is the holder binary to copy; nil means holderbin.Load().
-	Holder *holderbin.Binary
-	// HolderSecret is the deployment's secret (keys.HolderSecret, from
-	// the host key; required with Durable): this gateway adopts only the
-	// holders that gateways with the same secret started.
-	HolderSecret []byte
-	// IdleTimeout and BufferSize are a held session's idle timeout and
-	// replay buffer, which its holder enforces even with no gateway
-	// running; zero means 30 minutes and 64 KiB.
-	IdleTimeout time.Duration
-	BufferSize  int
+	// Durable holds sessions in a holder copied into the pod over exec,
+	// so they outlive the gateway (exechost.Durable).
+	exechost.Durable
 }
 
 // Backend implements sessions.Backend over the Kubernetes API. Its
@@ -114,8 +99,7 @@ func New(cfg Config) (*Backend, error) {
 	}
 	host, err := exechost.New(pods{b}, exechost.Config{
 		Name: "kubernetes", GatewayID: cfg.GatewayID, Shell: cfg.Shell, Logger: b.log,
-		Durable: cfg.Durable, Holder: cfg.Holder, HolderSecret: cfg.HolderSecret, IdleTimeout: cfg.IdleTimeout, BufferSize: cfg.BufferSize,
-		SweepWorkers: 4,
+		Durable: cfg.Durable, SweepWorkers: 4,
 	})
 	if err != nil {
 		return nil, err

@@ -106,8 +106,7 @@ func (b *Backend) portForward(ctx context.Context, t target) (httpstream.Connect
 	}
 	conn, proto, err := spdy.Negotiate(upgrader, &http.Client{Transport: transport}, req, portforward.PortForwardProtocolV1Name)
 	if err != nil {
-		msg := err.Error()
-		if strings.Contains(msg, "403") || strings.Contains(strings.ToLower(msg), "forbidden") {
+		if forbidden(err) {
 			return nil, fmt.Errorf("kubernetes RBAC: the gateway may not port-forward to pod %q of namespace %q: grant its account "+
 				"\"create\" on \"pods/portforward\" (README, Kubernetes: the RBAC the gateway needs): %w", t.pod, b.ns, err)
 		}

@@ -3,7 +3,9 @@
 // session's shell is a TTY exec in the pod's first container, or in the
 // container its termgate.dev/container annotation names. Shells, kills,
 // sweeps and durable sessions are backend/exechost's; this package gives it
-// the API's execs (stream.go) and an upload script (upload.go).
+// the API's execs (stream.go: client-go's push-style stream, turned into a
+// pull one by exechost.StartPush), and uploads and look-ups over them
+// (upload.go: exechost.UploadByExec and ExistsByExec).
 //
 // What the API shapes:
 //
@@ -19,7 +21,8 @@
 //   - Watch keeps a pod informer (list, then watch; client-go's reflector
 //     relists and rewatches by itself when the API server goes away).
 //
-// Goroutines: each exec's stream runs on one goroutine its stream owns
-// (Close ends and waits for it); Watch's informer is shut down when Watch
-// returns. Locks: outPipe.mu and a stream's smu guard only their buffers.
+// Goroutines: each exec's stream runs on one goroutine its
+// exechost.PushStream owns (Close ends and waits for it); Watch's informer
+// is shut down when Watch returns. Locks: none of its own beyond the
+// informer's (the stream's are exechost's).
 package kubernetes

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
@@ -60,13 +61,34 @@ func exitCode(err error) (int, error) {
 	return -1, err
 }
 
-// execErr explains an exec that could not start. The upgrade's refusal
-// carries the API server's status text: a 403 means RBAC.
+// execErr explains an exec that could not start: a refusal by the API
+// server (forbidden) means RBAC.
 func (b *Backend) execErr(t target, err error) error {
-	msg := err.Error()
-	if strings.Contains(msg, "403") || strings.Contains(strings.ToLower(msg), "forbidden") {
+	if forbidden(err) {
 		return fmt.Errorf("kubernetes RBAC: the gateway may not exec in pod %q of namespace %q: grant its account \"create\" "+
 			"(and \"get\", for the WebSocket) on \"pods/exec\" (README, Kubernetes: the RBAC the gateway needs): %w", t.pod, b.ns, err)
 	}
 	return fmt.Errorf("kubernetes exec in pod %q container %q: %w", t.pod, t.container, err)
+}
+
+// forbidden reports whether the API server refused a request (403). An
+// API status says so itself (apierrors.IsForbidden; the WebSocket
+// executor's refusal carries one as its UpgradeFailureError's cause, when
+// the server sent one). Only an error without a status is read as text:
+// SPDY's upgrade (exec, port-forward) keeps just the status's message
+// ("unable to upgrade connection: pods \"x\" is forbidden: ...").
+func forbidden(err error) bool {
+	if err == nil {
+		return false
+	}
+	var upgrade *httpstream.UpgradeFailureError
+	if errors.As(err, &upgrade) && upgrade.Cause != nil {
+		err = upgrade.Cause
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return apierrors.IsForbidden(err)
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "403") || strings.Contains(strings.ToLower(msg), "forbidden")
 }

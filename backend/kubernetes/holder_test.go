@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/termgate/termgate/backend/exechost"
 	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
@@ -63,8 +64,9 @@ func durableBackend(t *testing.T) (*Backend, *termtest.SyncBuffer) {
 	needHolder(t)
 	logs := &termtest.SyncBuffer{}
 	b := clusterBackend(t, Config{
-		Durable: true, GatewayID: "tgtest" + randomHex(3), HolderSecret: []byte("termgate test deployment secret!"),
-		Logger: slog.New(slog.NewTextHandler(logs, nil)),
+		Durable:   exechost.Durable{Enabled: true, HolderSecret: []byte("termgate test deployment secret!")},
+		GatewayID: "tgtest" + randomHex(3),
+		Logger:    slog.New(slog.NewTextHandler(logs, nil)),
 	})
 	return b, logs
 }

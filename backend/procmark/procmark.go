@@ -4,6 +4,9 @@
 // environment and a second exec runs KillScript, which finds the marked
 // processes and their sessions through /proc. The backends own how the
 // script reaches the instance (an exec) and what they do with its output.
+// It uses the standard library alone: the holder links it (its kill
+// subcommand), so it must not bring the registry in (a shell's start spec
+// is exechost's; the session id syntax is internal/names').
 package procmark
 
 import (
@@ -373,4 +376,18 @@ func ParseEnded(out string) []Ended {
 		procs = append(procs, e)
 	}
 	return procs
+}
+
+// Summary lists what a sweep ended for its log line: the sessions once
+// each, and every process as PID/COMM.
+func Summary(procs []Ended) (sessionIDs, pids []string) {
+	seen := map[string]bool{}
+	for _, p := range procs {
+		pids = append(pids, strconv.Itoa(p.PID)+"/"+p.Comm)
+		if p.Session != "" && !seen[p.Session] {
+			seen[p.Session] = true
+			sessionIDs = append(sessionIDs, p.Session)
+		}
+	}
+	return sessionIDs, pids
 }

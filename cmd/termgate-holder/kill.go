@@ -7,6 +7,7 @@ import (
 
 	"github.com/termgate/termgate/backend/procmark"
 	"github.com/termgate/termgate/holder"
+	"github.com/termgate/termgate/internal/names"
 )
 
 // killCmd is `termgate-holder kill [--install-as PATH] MODE...`: the kill
@@ -40,7 +41,7 @@ func killCmd(args []string) error {
 func validMarker(m string) bool {
 	id, session, dotted := strings.Cut(m, ".")
 	if !dotted {
-		return procmark.ValidSessionID(m)
+		return names.ValidSessionID(m)
 	}
-	return procmark.ValidSessionID(id) && procmark.ValidSessionID(session)
+	return names.ValidSessionID(id) && names.ValidSessionID(session)
 }

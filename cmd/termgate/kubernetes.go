@@ -35,9 +35,7 @@ func newKubernetesBackend(ctx context.Context, o *options, id backendIDs, log *s
 		Logger:    log,
 		SelfPod:   loaded.SelfPod,
 		GatewayID: id.gateway,
-		// With --durable the holders enforce the idle timeout and keep
-		// the replay themselves, so they get the same settings.
-		Durable: o.durable, HolderSecret: id.holderSecret, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize,
+		Durable:   durable(o, id),
 	})
 	if err != nil {
 		return nil, nil, err

@@ -26,6 +26,7 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/backend/docker"
+	"github.com/termgate/termgate/backend/exechost"
 	"github.com/termgate/termgate/backend/local"
 	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/keys"
@@ -231,6 +232,13 @@ type backendIDs struct {
 	holderSecret []byte
 }
 
+// durable is --durable's part of a container backend's Config. The
+// holders enforce the idle timeout and keep the replay themselves, so they
+// get the same settings.
+func durable(o *options, id backendIDs) exechost.Durable {
+	return exechost.Durable{Enabled: o.durable, HolderSecret: id.holderSecret, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize}
+}
+
 func newBackend(ctx context.Context, o *options, id backendIDs, log *slog.Logger) (sessions.Backend, func(), error) {
 	if o.backend == "local" {
 		log.Warn("local backend: instances are shells on this host, as the gateway's user")
@@ -240,11 +248,9 @@ func newBackend(ctx context.Context, o *options, id backendIDs, log *slog.Logger
 	if o.backend == "kubernetes" {
 		return newKubernetesBackend(ctx, o, id, log)
 	}
-	// With --durable the holders enforce the idle timeout and keep the
-	// replay themselves, so they get the same settings.
 	b, err := docker.New(docker.Config{
 		Label: o.instanceLabel, Shell: shellArgv(o.shell), Logger: log, GatewayID: id.gateway,
-		Durable: o.durable, HolderSecret: id.holderSecret, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize,
+		Durable: durable(o, id),
 	})
 	if err != nil {
 		return nil, nil, err

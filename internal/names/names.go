@@ -1,6 +1,7 @@
 // Package names holds the contract's instance name syntax, the one source
 // for every package that checks a name (sessions, keys, the page's
-// addresses in web). It imports only regexp.
+// addresses in web), and the session id syntax that the holder, the kill
+// script's markers and the file API check. It imports only regexp.
 package names
 
 import "regexp"
@@ -16,3 +17,12 @@ var Pattern = regexp.MustCompile(`^` + Expr + `$`)
 
 // Valid reports whether name follows the contract's syntax.
 func Valid(name string) bool { return Pattern.MatchString(name) }
+
+// sessionIDPattern is a session id's syntax: a letter or digit, then up to
+// 127 letters, digits, '_' or '-' (no '.', which joins a gateway id and a
+// session id in a marker).
+var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
+
+// ValidSessionID reports whether id may be part of a session marker
+// (procmark.KillScript matches markers as plain words).
+func ValidSessionID(id string) bool { return sessionIDPattern.MatchString(id) }

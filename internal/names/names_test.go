@@ -24,3 +24,18 @@ func TestValid(t *testing.T) {
 		}
 	}
 }
+
+func TestValidSessionID(t *testing.T) {
+	for _, tt := range []struct {
+		id string
+		ok bool
+	}{
+		{"a", true}, {"18d69db0d01fb76c", true}, {"c-x_1", true}, {strings.Repeat("a", 128), true},
+		{"", false}, {"-a", false}, {"_a", false}, {"a.b", false}, {"a b", false}, {"a\n", false},
+		{strings.Repeat("a", 129), false}, {"$(id)", false},
+	} {
+		if got := ValidSessionID(tt.id); got != tt.ok {
+			t.Errorf("ValidSessionID(%q) = %v, want %v", tt.id, got, tt.ok)
+		}
+	}
+}

@@ -1,8 +1,10 @@
-package kubernetes
+package exechost
 
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"errors"
 	"io"
 	"os"
 	"os/exec"
@@ -11,15 +13,15 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/termgate/termgate/backend/exechost"
+	"github.com/termgate/termgate/sessions"
 )
 
-// The holder's scripts, run by this machine's shells (sh, and busybox's
-// when present: the test cluster's pods run busybox) on real directories:
-// the upload over tar and over cat, its refusal where the binary cannot be
-// written (a read-only directory), and the look-up. (Where the binary
-// cannot run, a noexec mount, the start exec fails with 126: exechost's
-// parseServe.)
+// UploadByExec's and ExistsByExec's scripts, run by this machine's shells
+// (sh, and busybox's when present: the Kubernetes test cluster's pods run
+// busybox) on real directories: the upload over tar and over cat, its
+// refusal where the binary cannot be written (a read-only directory), and
+// the look-up. (Where the binary cannot run, a noexec mount, the start
+// exec fails with 126: parseServe.)
 
 func shells(t *testing.T) map[string][]string {
 	out := map[string][]string{"sh": {"/bin/sh"}}
@@ -35,13 +37,21 @@ func runScript(t *testing.T, sh []string, script string, in []byte, args ...stri
 	cmd := exec.Command(sh[0], append(append(sh[1:], "-c", script, "test"), args...)...)
 	cmd.Stdin = bytes.NewReader(in)
 	out, err := cmd.CombinedOutput()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
+	return string(out), exitStatus(t, err)
+}
+
+// exitStatus is a finished command's exit status; any other error fails
+// the test.
+func exitStatus(t *testing.T, err error) int {
+	t.Helper()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	return string(out), code
+	return 0
 }
 
 // fakeHolder is a tiny executable that answers "version" as the holder does.
@@ -85,7 +95,7 @@ func runUpload(t *testing.T, sh []string, path, dir, name string, bin []byte) (s
 	first, _ := r.ReadString('\n')
 	switch {
 	case strings.HasPrefix(first, "ready tar"):
-		_, _ = in.Write(exechost.HolderTar(bin, upDir, name, 0, 0))
+		_, _ = in.Write(HolderTar(bin, upDir, name, 0, 0))
 	case strings.HasPrefix(first, "ready cat"):
 		_, _ = in.Write(bin)
 	}
@@ -93,13 +103,7 @@ func runUpload(t *testing.T, sh []string, path, dir, name string, bin []byte) (s
 	rest, _ := io.ReadAll(r)
 	out := first + string(rest)
 	err := cmd.Wait()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out, code
+	return out, exitStatus(t, err)
 }
 
 func TestHolderUploadScript(t *testing.T) {
@@ -201,5 +205,30 @@ func TestHolderExistsScript(t *testing.T) {
 		if got := strings.Fields(out); code != 0 || strings.Join(got, " ") != "0 1 0" {
 			t.Errorf("%s: exists: status %d: %q, want 0 1 0", name, code, out)
 		}
+	}
+}
+
+// UploadByExec and ExistsByExec over a push-style Executor running this
+// machine's sh (localPush).
+func TestUploadAndExistsByExec(t *testing.T) {
+	ctx := context.Background()
+	inst := sessions.Instance{Name: "local", ID: "local"}
+	dir := t.TempDir()
+	home := filepath.Join(dir, upDir)
+	bin := fakeHolder(t)
+	x := newLocalPush(t)
+	if err := UploadByExec(ctx, x, inst, home, "holder", bin); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(home, "holder")); !bytes.Equal(got, bin) {
+		t.Errorf("uploaded %q, want %q", got, bin)
+	}
+	err := UploadByExec(ctx, x, inst, home, "again", bin)
+	if !errors.Is(err, ErrRefused) {
+		t.Errorf("upload into an existing directory: %v, want ErrRefused", err)
+	}
+	have, err := ExistsByExec(ctx, x, inst, []string{filepath.Join(home, "holder"), filepath.Join(home, "nothing")}, nil)
+	if err != nil || len(have) != 2 || !have[0] || have[1] {
+		t.Errorf("ExistsByExec = %v, %v; want [true false]", have, err)
 	}
 }

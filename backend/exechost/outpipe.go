@@ -1,23 +1,24 @@
-package kubernetes
+package exechost
 
 import (
 	"io"
 	"sync"
 )
 
-// outPipeMax bounds what an outPipe holds: beyond it the executor's writes
+// outPipeMax bounds what an outPipe holds: beyond it the push exec's writes
 // wait for the session, which is the flow control of a shell whose output
 // nobody takes (the session's own queues drop slow clients).
 const outPipeMax = 256 << 10
 
-// outPipe carries an exec's output from client-go's stream copier to the
-// session's pump. io.Pipe, used before, hands every write over in lockstep:
-// the copier waited for the pump to take each frame of a few bytes before
-// it read the next one off the connection, and each frame became a chunk of
-// its own for the session (its queues, its emulator, one SSH or WebSocket
-// write each). outPipe buffers writes up to outPipeMax, so the copier keeps
-// reading while the pump works, and one Read takes all that is queued.
-// Its zero value is not usable: see newOutPipe.
+// outPipe carries a push exec's output from its stream copier (client-go's,
+// for Kubernetes) to the session's pump. io.Pipe, used before, hands every
+// write over in lockstep: the copier waited for the pump to take each frame
+// of a few bytes before it read the next one off the connection, and each
+// frame became a chunk of its own for the session (its queues, its
+// emulator, one SSH or WebSocket write each). outPipe buffers writes up to
+// outPipeMax, so the copier keeps reading while the pump works, and one
+// Read takes all that is queued. Its zero value is not usable: see
+// newOutPipe.
 type outPipe struct {
 	mu      sync.Mutex
 	cond    *sync.Cond // signalled when buf, rbuf, err or rclosed change

@@ -1,0 +1,62 @@
+package exechost
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/termgate/termgate/internal/names"
+	"github.com/termgate/termgate/sessions"
+)
+
+// defaultTerm is the TERM a shell or a command's TTY gets when its
+// client's is missing or not a plain terminal name.
+const defaultTerm = "xterm-256color"
+
+var termPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$`)
+
+// shellSpec is what Start derives from a sessions.StartSpec before it
+// starts a marked shell.
+type shellSpec struct {
+	marker string // the value of EnvSession: GATEWAYID.SESSION, or SESSION
+	term   string
+	size   sessions.Size
+}
+
+// forStart checks spec and derives the shell's marker, TERM and size (a
+// zero size is the default size) for a gateway with the given id.
+func forStart(gatewayID, instance string, spec sessions.StartSpec) (shellSpec, error) {
+	if !names.ValidSessionID(spec.SessionID) {
+		return shellSpec{}, fmt.Errorf("start shell in %q: invalid session id %q", instance, spec.SessionID)
+	}
+	sh := shellSpec{marker: spec.SessionID, term: termOrDefault(spec.Term)}
+	if gatewayID != "" {
+		sh.marker = gatewayID + "." + spec.SessionID
+	}
+	size, err := ttySize(spec.Size)
+	if err != nil {
+		return shellSpec{}, fmt.Errorf("start shell in %q: %w", instance, err)
+	}
+	sh.size = size
+	return sh, nil
+}
+
+// ttySize is the size a TTY exec starts with: size, or the default size
+// for a zero one; an error wrapping sessions.ErrBadSize when it is out of
+// range.
+func ttySize(size sessions.Size) (sessions.Size, error) {
+	if size.IsZero() {
+		size = sessions.DefaultSize
+	}
+	if !size.Valid() {
+		return sessions.Size{}, fmt.Errorf("%dx%d: %w", size.Cols, size.Rows, sessions.ErrBadSize)
+	}
+	return size, nil
+}
+
+// termOrDefault is term when it is a plain terminal name, else defaultTerm.
+func termOrDefault(term string) string {
+	if !termPattern.MatchString(term) {
+		return defaultTerm
+	}
+	return term
+}
