@@ -133,7 +133,7 @@ type Host struct {
 	site      *holderSite // the holder binary, for held sessions and tools
 	stopGrace time.Duration
 	workers   int
-	kills     procmark.Grouper // one kill exec at a time per instance
+	kills     procmark.Grouper[instKey] // one kill exec at a time per instance
 }
 
 var gatewayIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

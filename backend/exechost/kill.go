@@ -15,9 +15,11 @@ import (
 	"github.com/termgate/termgate/sessions"
 )
 
-// killKey names a kill lane (procmark.Grouper): one kill exec at a time per
-// instance, and what runKill needs to reach it.
-func killKey(inst sessions.Instance) string { return inst.Name + "\n" + inst.ID }
+// instKey names a kill lane (procmark.Grouper): one kill exec at a time
+// per instance, and what runKill needs to reach it.
+type instKey struct{ name, id string }
+
+func killKey(inst sessions.Instance) instKey { return instKey{inst.Name, inst.ID} }
 
 // KillsWaiting says how many markers wait for a kill exec in inst, and
 // whether a kill runs there (tests).
@@ -55,9 +57,8 @@ func (p *Shell) waitEnded(ctx context.Context) error {
 // else. An instance that is gone has nothing left to kill: that is not an
 // error. A backend that cannot be reached is: the processes may well live
 // on.
-func (h *Host) runKill(ctx context.Context, key string, modes []string) ([]procmark.Ended, error) {
-	name, id, _ := strings.Cut(key, "\n")
-	inst := sessions.Instance{Name: name, ID: id}
+func (h *Host) runKill(ctx context.Context, key instKey, modes []string) ([]procmark.Ended, error) {
+	inst := sessions.Instance{Name: key.name, ID: key.id}
 	shell, err := h.hasShell(ctx, inst)
 	if err != nil {
 		return nil, h.killFailed(ctx, inst, err)

@@ -12,26 +12,27 @@ import (
 const MaxBatch = 256
 
 // RunFunc runs KillScript once in the instance key for markers and returns
-// what it ended.
-type RunFunc func(ctx context.Context, key string, markers []string) ([]Ended, error)
+// what it ended. K is the caller's name of an instance (exechost's: its
+// name and ID).
+type RunFunc[K comparable] func(ctx context.Context, key K, markers []string) ([]Ended, error)
 
 // Grouper shares kill execs between concurrent Kill calls: one exec at a
 // time per instance, and the calls that arrive meanwhile gather in the next
 // batch, so that N sessions ending at once (a SIGTERM, an instance-wide
 // reset) cost about two execs, not N concurrent ones each walking /proc.
 // The zero value is not usable: set Run.
-type Grouper struct {
-	Run RunFunc
+type Grouper[K comparable] struct {
+	Run RunFunc[K]
 
-	mu    sync.Mutex        // guards lanes and their batches' markers
-	lanes map[laneKey]*lane // while a kill runs there
+	mu    sync.Mutex           // guards lanes and their batches' markers
+	lanes map[laneKey[K]]*lane // while a kill runs there
 }
 
 // laneKey names a lane: an instance key and the gathering time of its
 // calls (0 for Kill), so that KillLater's batches stay apart from Kill's
 // and an urgent kill never waits out another's gathering time.
-type laneKey struct {
-	key    string
+type laneKey[K comparable] struct {
+	key    K
 	gather time.Duration
 }
 
@@ -55,8 +56,8 @@ type lane struct {
 // Kill ends the processes marked with marker in the instance key, sharing
 // one exec with concurrent calls for the same key. It returns what was
 // ended for this marker.
-func (g *Grouper) Kill(ctx context.Context, key, marker string) ([]Ended, error) {
-	return g.kill(ctx, laneKey{key: key}, marker)
+func (g *Grouper[K]) Kill(ctx context.Context, key K, marker string) ([]Ended, error) {
+	return g.kill(ctx, laneKey[K]{key: key}, marker)
 }
 
 // KillLater is Kill for what is not urgent (the jobs a command left behind
@@ -64,11 +65,11 @@ func (g *Grouper) Kill(ctx context.Context, key, marker string) ([]Ended, error)
 // with every marker that arrived meanwhile. Back-to-back commands (a
 // script, Ansible) then cost one kill exec per gather, not one each racing
 // the next command's exec for the engine.
-func (g *Grouper) KillLater(ctx context.Context, key, marker string, gather time.Duration) ([]Ended, error) {
-	return g.kill(ctx, laneKey{key, gather}, marker)
+func (g *Grouper[K]) KillLater(ctx context.Context, key K, marker string, gather time.Duration) ([]Ended, error) {
+	return g.kill(ctx, laneKey[K]{key, gather}, marker)
 }
 
-func (g *Grouper) kill(ctx context.Context, lk laneKey, marker string) ([]Ended, error) {
+func (g *Grouper[K]) kill(ctx context.Context, lk laneKey[K], marker string) ([]Ended, error) {
 	for {
 		procs, retry, err := g.killInLane(ctx, lk, marker)
 		if retry {
@@ -84,10 +85,10 @@ func (g *Grouper) kill(ctx context.Context, lk laneKey, marker string) ([]Ended,
 	}
 }
 
-func (g *Grouper) killInLane(ctx context.Context, lk laneKey, marker string) (procs []Ended, retry bool, err error) {
+func (g *Grouper[K]) killInLane(ctx context.Context, lk laneKey[K], marker string) (procs []Ended, retry bool, err error) {
 	g.mu.Lock()
 	if g.lanes == nil {
-		g.lanes = map[laneKey]*lane{}
+		g.lanes = map[laneKey[K]]*lane{}
 	}
 	l := g.lanes[lk]
 	if l == nil {
@@ -151,10 +152,10 @@ func (g *Grouper) killInLane(ctx context.Context, lk laneKey, marker string) (pr
 // Waiting reports how many Kill calls for key wait for an exec that has not
 // started yet, and whether any kill is under way for key at all (tests
 // observe the batching with it).
-func (g *Grouper) Waiting(key string) (markers int, busy bool) {
+func (g *Grouper[K]) Waiting(key K) (markers int, busy bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	l := g.lanes[laneKey{key: key}]
+	l := g.lanes[laneKey[K]{key: key}]
 	if l == nil {
 		return 0, false
 	}
@@ -165,7 +166,7 @@ func (g *Grouper) Waiting(key string) (markers int, busy bool) {
 }
 
 // Busy reports whether a kill is under way for any key.
-func (g *Grouper) Busy() bool {
+func (g *Grouper[K]) Busy() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return len(g.lanes) > 0

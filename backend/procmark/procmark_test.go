@@ -31,7 +31,7 @@ func TestGrouperSharesExecs(t *testing.T) {
 		first = make(chan struct{})
 		gate  = make(chan struct{})
 	)
-	g := &Grouper{Run: func(ctx context.Context, key string, markers []string) ([]Ended, error) {
+	g := &Grouper[string]{Run: func(ctx context.Context, key string, markers []string) ([]Ended, error) {
 		mu.Lock()
 		runs = append(runs, slices.Clone(markers))
 		n := len(runs)
@@ -58,7 +58,7 @@ func TestGrouperSharesExecs(t *testing.T) {
 	for {
 		g.mu.Lock()
 		n := 0
-		if l := g.lanes[laneKey{key: "pod"}]; l != nil && len(l.pending) > 0 {
+		if l := g.lanes[laneKey[string]{key: "pod"}]; l != nil && len(l.pending) > 0 {
 			n = len(l.pending[len(l.pending)-1].markers)
 		}
 		g.mu.Unlock()
@@ -95,7 +95,7 @@ func TestGrouperKillLaterGathers(t *testing.T) {
 		runs [][]string
 		keys []string
 	)
-	g := &Grouper{Run: func(ctx context.Context, key string, markers []string) ([]Ended, error) {
+	g := &Grouper[string]{Run: func(ctx context.Context, key string, markers []string) ([]Ended, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		runs = append(runs, slices.Clone(markers))
