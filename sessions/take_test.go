@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -154,16 +155,7 @@ func TestAfterCloseRunsWhenTheClientIsCut(t *testing.T) {
 func BenchmarkRelay(b *testing.B) {
 	for _, size := range []int{40, 2600, 32 << 10} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			fb := newFakeBackend()
-			r, err := New(Config{Backend: fb})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Shutdown(b.Context())
-			c, err := r.Attach(b.Context(), "web1", AttachOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			fb, c := benchAttach(b)
 			p := fb.last()
 			chunk := bytes.Repeat([]byte("z"), size)
 			var bufs [][]byte
@@ -174,6 +166,7 @@ func BenchmarkRelay(b *testing.B) {
 				got := 0
 				for got < size {
 					<-c.Ready()
+					var err error
 					bufs, _, err = c.Take(bufs[:0])
 					if err != nil {
 						b.Fatal(err)
@@ -251,19 +244,11 @@ func BenchmarkFanout(b *testing.B) {
 // pump does, under the session's lock), then taken. No scheduler in the
 // loop, so it shows what Take itself costs per call; it allocates nothing.
 func BenchmarkTake(b *testing.B) {
-	fb := newFakeBackend()
-	r, err := New(Config{Backend: fb})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer r.Shutdown(b.Context())
-	c, err := r.Attach(b.Context(), "web1", AttachOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, c := benchAttach(b)
 	s, _ := c.session()
 	chunk := bytes.Repeat([]byte("z"), 40)
 	var bufs [][]byte
+	var err error
 	b.ReportAllocs()
 	for b.Loop() {
 		s.mu.Lock()
@@ -276,4 +261,24 @@ func BenchmarkTake(b *testing.B) {
 		}
 		clear(bufs)
 	}
+}
+
+// benchAttach attaches one client to a fake backend's shell; the registry
+// is shut down when b ends.
+func benchAttach(b *testing.B) (*fakeBackend, *Client) {
+	fb := newFakeBackend()
+	r, err := New(Config{Backend: fb})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = r.Shutdown(ctx)
+	})
+	c, err := r.Attach(b.Context(), "web1", AttachOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fb, c
 }
