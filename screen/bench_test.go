@@ -149,7 +149,7 @@ func relayOnce(b *testing.B, mode string, chunk []byte, total int) {
 		b.Fatal(err)
 	}
 	close(fb.go_)
-	_, _ = io.Copy(io.Discard, termtest.NewClientReader(c)) // until the shell's end
+	_, _ = io.Copy(io.Discard, termtest.NewClientReader[sessions.Event](c)) // until the shell's end
 	_ = reg.Shutdown(context.Background())
 }
 

@@ -56,7 +56,7 @@ func TestAttachWithAnotherSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fr := termtest.NewClientReader(first)
+	fr := termtest.NewClientReader[sessions.Event](first)
 	readReplay(t, first, fr) // a fresh session's: an empty screen
 	const out = "\x1b[?1049h\x1b[5;5Hvi-like screen"
 	go b.outW.Write([]byte(out))
@@ -69,7 +69,7 @@ func TestAttachWithAnotherSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	replay := readReplay(t, second, termtest.NewClientReader(second))
+	replay := readReplay(t, second, termtest.NewClientReader[sessions.Event](second))
 	want := New(40, 10, 64<<10)
 	want.Write([]byte(out))
 	if !bytes.Equal(replay, want.Snapshot()) {
@@ -93,7 +93,7 @@ func TestAttachWithAnotherSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	want.Resize(100, 30)
-	if replay := readReplay(t, third, termtest.NewClientReader(third)); !bytes.Equal(replay, want.Snapshot()) {
+	if replay := readReplay(t, third, termtest.NewClientReader[sessions.Event](third)); !bytes.Equal(replay, want.Snapshot()) {
 		t.Fatalf("the next snapshot\n%q\nwant it at 100x30\n%q", replay, want.Snapshot())
 	}
 	first.Detach()

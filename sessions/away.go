@@ -57,9 +57,9 @@ type Away struct {
 	Commands []FinishedCommand
 }
 
-// Error is the one-line summary:
+// String is the one-line summary:
 // "away 12m: 3.4 MB of output, 2 commands finished: make (exit 0), make test (exit 2)".
-func (a *Away) Error() string { return "away " + AwayDuration(a.Gone) + ": " + a.Summary() }
+func (a *Away) String() string { return "away " + AwayDuration(a.Gone) + ": " + a.Summary() }
 
 // Summary is the summary without how long: "3.4 MB of output, …".
 func (a *Away) Summary() string {

@@ -56,11 +56,7 @@ func TestAwaySummaryAfterTheReplay(t *testing.T) {
 
 	back := attach(t, r, "web1", AttachOptions{Who: "ann"})
 	defer back.Detach()
-	replay, err := readErr(t, back)
-	var away *Away
-	if !errors.As(err, &away) {
-		t.Fatalf("ann's return: Take gave %v after %q, want an *Away", err, replay)
-	}
+	replay, away := readEvent[*Away](t, back)
 	if !strings.Contains(string(replay), "FAIL") {
 		t.Errorf("the away event came before the replay: replay %q", replay)
 	}
@@ -68,8 +64,8 @@ func TestAwaySummaryAfterTheReplay(t *testing.T) {
 		t.Errorf("away = %+v, want 12m, %d bytes, marked, 2 finished", away, len(out))
 	}
 	want := fmt.Sprintf("away 12m: %d B of output, 2 commands finished: make (exit 0), make test (exit 2)", len(out))
-	if away.Error() != want {
-		t.Errorf("summary\n %q\nwant\n %q", away.Error(), want)
+	if away.String() != want {
+		t.Errorf("summary\n %q\nwant\n %q", away.String(), want)
 	}
 	if back.Cause() != nil {
 		t.Fatalf("the away event closed the client: %v", back.Cause())
@@ -110,8 +106,8 @@ func TestAwayWithoutMarksAndQuietReturn(t *testing.T) {
 	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.marks.total == 1 })
 	clock.Advance(time.Second)
 	quick = attach(t, r, "web1", AttachOptions{Who: "ann"})
-	if _, err := readErr(t, quick); !strings.HasSuffix(fmt.Sprint(err), "1 command finished: true (exit 0)") {
-		t.Fatalf("a quick return after a command finished: %v, want the summary", err)
+	if _, ev, err := readUntil(t, quick, 1<<30); !strings.HasSuffix(fmt.Sprint(ev), "1 command finished: true (exit 0)") {
+		t.Fatalf("a quick return after a command finished: %v, %v; want the summary", ev, err)
 	}
 	quick.Detach()
 	s.mu.Lock()
@@ -124,10 +120,8 @@ func TestAwayWithoutMarksAndQuietReturn(t *testing.T) {
 	waitFor(t, func() bool { return s.bytesOut.Load() == int64(2+len(shellRun("true", "", 0))+len(big)) })
 	back := attach(t, r, "web1", AttachOptions{Who: "ann"})
 	defer back.Detach()
-	_, err := readErr(t, back)
-	var away *Away
-	if !errors.As(err, &away) || away.Error() != "away 3h: 3.4 KB of output" {
-		t.Fatalf("got %v, want the summary \"away 3h: 3.4 KB of output\"", err)
+	if _, away := readEvent[*Away](t, back); away.String() != "away 3h: 3.4 KB of output" {
+		t.Fatalf("got %v, want the summary \"away 3h: 3.4 KB of output\"", away)
 	}
 }
 
@@ -228,13 +222,12 @@ func TestAwayAfterAFloodOfMarks(t *testing.T) {
 	clock.Advance(time.Minute)
 	back := attach(t, r, "web1", AttachOptions{Who: "ann"})
 	defer back.Detach()
-	_, err := readErr(t, back)
-	var away *Away
-	if !errors.As(err, &away) || away.Finished != 20000 || len(away.Commands) != keptCommands ||
+	_, away := readEvent[*Away](t, back)
+	if away.Finished != 20000 || len(away.Commands) != keptCommands ||
 		away.Commands[len(away.Commands)-1].Command != "cmd 19999" || away.Commands[0].Command != "cmd 19968" {
-		t.Fatalf("after 20000 commands: %v", err)
+		t.Fatalf("after 20000 commands: %v", away)
 	}
-	if line := away.Error(); len(line) > 300 || !strings.Contains(line, "20000 commands finished, the last 5: cmd 19995 (exit 27)") {
+	if line := away.String(); len(line) > 300 || !strings.Contains(line, "20000 commands finished, the last 5: cmd 19995 (exit 27)") {
 		t.Errorf("summary %q: want it short, naming the last 5", line)
 	}
 }
@@ -246,12 +239,12 @@ func TestAwayLineStaysShort(t *testing.T) {
 	a := &Away{Gone: 90 * time.Minute, Bytes: 3_400_000, Marked: true, Finished: 1,
 		Commands: []FinishedCommand{{Command: long, Exit: 1, ExitKnown: true}}}
 	want := "away 1h30m: 3.4 MB of output, 1 command finished: " + strings.Repeat("é", 59) + "… (exit 1)"
-	if got := a.Error(); got != want {
+	if got := a.String(); got != want {
 		t.Errorf("summary %q\nwant %q", got, want)
 	}
 	a.Commands = append(a.Commands, FinishedCommand{})
 	a.Finished = 2
-	if got := a.Error(); got != "away 1h30m: 3.4 MB of output, 2 commands finished (exit 1, ?)" {
+	if got := a.String(); got != "away 1h30m: 3.4 MB of output, 2 commands finished (exit 1, ?)" {
 		t.Errorf("without every command's text: %q", got)
 	}
 }

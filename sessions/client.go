@@ -28,14 +28,14 @@ type AttachInfo struct {
 }
 
 // Client is one attached terminal. Take returns the replay, then live
-// output (Ready says when there is some); once the session is gone under
-// it, Take drains what was queued and then returns the cause (*ExitError,
-// *RevokedError, ErrIdle, ErrInstanceGone, ErrSlowClient, ErrShutdown,
-// ErrBackendLost). Done is closed at the same moment, so a listener can
-// select on it.
+// output (Ready says when there is some), with the in-band events between
+// it (Event); once the session is gone under it, Take drains what was
+// queued and then returns the cause (*ExitError, *RevokedError, ErrIdle,
+// ErrInstanceGone, ErrSlowClient, ErrShutdown, ErrBackendLost). Done is
+// closed at the same moment, so a listener can select on it.
 //
 // A reset does not close the client: the registry moves it to the fresh
-// session (see move.go), and Take returns a *ResetError once, in band,
+// session (see move.go), and Take returns a *ResetError event once,
 // between the old session's last output and the new session's replay; the
 // client goes on after it. Input written meanwhile waits for the move and
 // goes to the new shell.
@@ -50,8 +50,8 @@ type Client struct {
 	sess   *Session   // the session the client is attached to; a reset moves it
 	info   AttachInfo // where the client landed (last: after the last reset)
 	moved  chan struct{}
-	resets []error  // the in-band events (*ResetError, *Notice), one per empty chunk in queue
-	queue  [][]byte // chunks not yet taken; shared, never modified; an empty one marks a reset
+	events []Event  // the in-band events, one per empty chunk in queue
+	queue  [][]byte // chunks not yet taken; shared, never modified; an empty one marks an event
 	queued int      // bytes waiting in queue
 	taken  int64    // bytes Take returned, replay included (the detach line's out=)
 	limit  int      // queued bytes allowed before the client is dropped
@@ -144,23 +144,21 @@ const TakeMax = 256 << 10
 // Take appends queued chunks to bufs, in order and up to TakeMax bytes, and
 // returns it, without copying and without blocking: the chunks are shared
 // with other clients and must not be modified; they stay valid after the
-// next Take. When it leaves chunks queued, Ready fires again. Once the
-// client is closed and its queue is drained, Take returns the cause (with
-// the last chunks, if any), and again on every later call. Nothing queued
-// and not closed: bufs and nil.
+// next Take. When it leaves chunks queued, Ready fires again. Nothing
+// queued and not closed: bufs, nil and nil.
 //
-// A reset is returned in band, as a *ResetError with the chunks before it;
-// it is not final: the client stays attached and the next Take returns the
-// fresh session's replay and output. A *Notice (the instance paused or
-// unpaused, see paused.go), a *SkippedError (the client fell behind and
-// the next Take returns the current screen, see skip.go) and an *Away
-// (someone came back, away.go) are returned in band the same way.
-func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
+// An in-band event comes with the chunks before it, and the next Take
+// returns what follows it: after a *ResetError the fresh session's replay
+// and output, after a *Skipped the current screen (skip.go); see Event for
+// the others. A non-nil error is always the end: once the client is closed
+// and its queue is drained, Take returns the cause (with the last chunks,
+// if any), and again on every later call.
+func (c *Client) Take(bufs [][]byte) ([][]byte, Event, error) {
 	c.catchUp() // a client that fell behind is brought forward here (skip.go)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.queue) == 0 {
-		return bufs, c.cause
+		return bufs, nil, c.cause
 	}
 	c.skip.headReplay = false // taken now, if it was there
 	n, taken := 0, 0
@@ -171,9 +169,9 @@ func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 	bufs = append(bufs, c.queue[:n]...)
 	c.queued -= taken
 	c.taken += int64(taken)
-	var event error
+	var event Event
 	if n < len(c.queue) && len(c.queue[n]) == 0 {
-		event = c.popReset()
+		event = c.popEvent()
 		n++
 		c.signal() // what follows the event (or the cause) is for the next Take
 	}
@@ -183,7 +181,7 @@ func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 		clear(c.queue[k:])
 		c.queue = c.queue[:k]
 		c.signal()
-		return bufs, event
+		return bufs, event, nil
 	}
 	clear(c.queue) // the chunks are the caller's now: keep no reference
 	c.queue = c.queue[:0]
@@ -191,16 +189,16 @@ func (c *Client) Take(bufs [][]byte) ([][]byte, error) {
 		c.queue = nil
 	}
 	if event != nil {
-		return bufs, event
+		return bufs, event, nil
 	}
-	return bufs, c.cause
+	return bufs, nil, c.cause
 }
 
-// popReset takes the first in-band event. Called with mu held.
-func (c *Client) popReset() error {
-	ev := c.resets[0]
-	c.resets[0] = nil
-	c.resets = c.resets[1:]
+// popEvent takes the first in-band event. Called with mu held.
+func (c *Client) popEvent() Event {
+	ev := c.events[0]
+	c.events[0] = nil
+	c.events = c.events[1:]
 	return ev
 }
 
@@ -333,7 +331,7 @@ func (c *Client) close(cause error, discard bool) bool {
 	}
 	c.cause = cause
 	if discard {
-		c.queue, c.queued, c.resets = nil, 0, nil
+		c.queue, c.queued, c.events = nil, 0, nil
 	}
 	close(c.done)
 	after := c.after

@@ -13,16 +13,16 @@
 // session with a *ResetError and the registry moves its clients into the
 // fresh one (move.go); idle reaping, an instance that stops, a revoked
 // credential (recheck.go) and shutdown end it or its clients with a cause
-// the listeners print. A paused instance keeps its session: its clients
-// get an in-band *Notice and attaches are refused until the unpause
+// the listeners print. A paused instance keeps its session: its clients get
+// an in-band *Notice and attaches are refused until the unpause
 // (paused.go). A client that falls too far behind the output gets an
-// in-band *SkippedError, then the current screen (skip.go).
-// A person (a client's Who) who comes back to a session they
-// left gets, after the replay, an in-band *Away: how long they were gone,
-// how much output went by and, where the shell marks its prompts with OSC
-// 133, the commands that finished meanwhile with their exit statuses
-// (away.go; the pump follows the marks in bounded state, osc133.go and
-// cmdline.go). Registry.Since returns the output since they left.
+// in-band *Skipped, then the current screen (skip.go). A person (a client's
+// Who) who comes back to a session they left gets, after the replay, an
+// in-band *Away: how long they were gone, how much output went by and,
+// where the shell marks its prompts with OSC 133, the commands that
+// finished meanwhile with their exit statuses (away.go; the pump follows
+// the marks in bounded state, osc133.go and cmdline.go). Registry.Since
+// returns the output since they left.
 //
 // Goroutines, each owned and waited for by Close/Wait or Shutdown:
 //
@@ -30,7 +30,7 @@
 //     processes and tears down in order) and pump (reads the shell's output
 //     into the ring, the observer and every client's bounded queue; it
 //     never blocks on a client: one whose queue overflows is brought
-//     forward to the current screen with an in-band *SkippedError when the
+//     forward to the current screen with an in-band *Skipped when the
 //     Replayer is a Redrawer (--replay screen, skip.go), and otherwise
 //     dropped with ErrSlowClient and may reattach);
 //   - per Session while they have work only, the resizer (applies window
@@ -59,15 +59,15 @@
 //
 // Info never takes Session.mu: the session publishes a snapshot of it at
 // each change (infosnap.go), so /metrics and /api/sessions never wait on a
-// busy session.
-//
-// The main log gets one info line per attach, detach, reset, reap and
-// session end, the same from both listeners (logline.go: LogAttached,
-// LogDetached; session ids as ShortID, shortid.go); the rest is debug.
+// busy session. The main log gets one info line per attach, detach, reset,
+// reap and session end, the same from both listeners (logline.go:
+// LogAttached, LogDetached; session ids as ShortID, shortid.go); the rest
+// is debug.
 //
 // Replay and subscription happen under Session.mu: nothing is lost or
 // doubled between them. Delivery never writes to the network: a listener
-// takes a client's queued chunks itself (Client.Ready, Take).
+// takes a client's chunks and in-band Events itself (Client.Ready, Take;
+// event.go: an EventHandler method per kind); Take's error is the end.
 //
 // Lock order: Registry.mu, then Session.mu, then Client.mu (the screen
 // Replayer's own locks come after Session.mu). No lock is held across

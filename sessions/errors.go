@@ -55,9 +55,9 @@ func NotFoundMessage(name string) string {
 }
 
 // ResetError says a session was reset. An attached client gets it once,
-// in band, from Take, when the registry has moved it to session
+// as an in-band Event from Take, when the registry has moved it to session
 // NewSession (Attach says where it landed); it stays attached. A session
-// that ended by a reset has it as its cause (Config.OnEnd).
+// that ended by a reset has it as its cause (Config.OnEnd): hence an error.
 type ResetError struct {
 	OldSession, NewSession string
 	By                     string

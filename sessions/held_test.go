@@ -104,9 +104,8 @@ func TestResetOfAHeldSessionResetsThroughTheHolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var reset *ResetError
-	if _, err := readErr(t, c); !errors.As(err, &reset) || reset.NewSession != sess.ID() || reset.By != "alice" {
-		t.Fatalf("client cause %v; want a reset to %s by alice", err, sess.ID())
+	if _, reset := readEvent[*ResetError](t, c); reset.NewSession != sess.ID() || reset.By != "alice" {
+		t.Fatalf("client event %v; want a reset to %s by alice", reset, sess.ID())
 	}
 	if ids := old.resetIDs(); !slices.Equal(ids, []string{sess.ID()}) || old.killCalled.Load() || !old.released.Load() {
 		t.Fatalf("holder resets %v, killed %v, released %v; want one Reset(%s), no Kill, released", ids, old.killCalled.Load(), old.released.Load(), sess.ID())
@@ -317,10 +316,7 @@ func TestHeldResetFailureKillsTheShell(t *testing.T) {
 	if !old.killCalled.Load() || sess.ID() == "0ld0" || hb.starts.Load() != 1 {
 		t.Fatalf("killed %v, new session %s, starts %d; want the old shell killed and a fresh one", old.killCalled.Load(), sess.ID(), hb.starts.Load())
 	}
-	var reset *ResetError
-	if _, err := readErr(t, c); !errors.As(err, &reset) {
-		t.Fatalf("client cause %v, want a reset", err)
-	}
+	readEvent[*ResetError](t, c) // or the test fails
 }
 
 // An attach that waits for AdoptAll's adoption of an instance the holder

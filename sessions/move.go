@@ -137,7 +137,7 @@ func (c *Client) moveTo(s *Session, info AttachInfo, ev *ResetError, replay []by
 	c.granted.Store(false) // a grant lasts for its session only
 	c.handUp = false
 	c.queue = append(c.queue, []byte{}) // the event's place
-	c.resets = append(c.resets, ev)
+	c.events = append(c.events, ev)
 	if len(replay) > 0 {
 		c.queue = append(c.queue, replay)
 		c.queued += len(replay)

@@ -11,11 +11,7 @@ import (
 // readUntilReset reads c up to its in-band reset event.
 func readUntilReset(t *testing.T, c *Client) *ResetError {
 	t.Helper()
-	_, err := readErr(t, c)
-	var re *ResetError
-	if !errors.As(err, &re) {
-		t.Fatalf("read ended with %v, want the in-band reset", err)
-	}
+	_, re := readEvent[*ResetError](t, c)
 	return re
 }
 

@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -92,10 +91,9 @@ func TestOSC133AcrossChunksInASession(t *testing.T) {
 	}
 	back := attach(t, r, "web1", AttachOptions{Who: "ann"})
 	defer back.Detach()
-	_, err := readErr(t, back)
-	var away *Away
-	if !errors.As(err, &away) || len(away.Commands) != 1 || away.Commands[0].Command != "sleep 1 && echo done" || !away.Commands[0].At.Equal(clock.Now()) {
-		t.Fatalf("got %v (%+v), want one command, \"sleep 1 && echo done\", finished now", err, away)
+	_, away := readEvent[*Away](t, back)
+	if len(away.Commands) != 1 || away.Commands[0].Command != "sleep 1 && echo done" || !away.Commands[0].At.Equal(clock.Now()) {
+		t.Fatalf("got %v (%+v), want one command, \"sleep 1 && echo done\", finished now", away, away)
 	}
 }
 

@@ -34,7 +34,7 @@ type Notice struct {
 	Message string
 }
 
-func (n *Notice) Error() string { return n.Message }
+func (n *Notice) String() string { return n.Message }
 
 // The notices a paused and an unpaused instance give.
 var (
@@ -68,14 +68,14 @@ func (c *Client) notify(n *Notice) { c.notifyEvent(n) }
 
 // notifyEvent queues an in-band event (a *Notice, a *Resized). Called
 // with Session.mu held.
-func (c *Client) notifyEvent(n error) {
+func (c *Client) notifyEvent(n Event) {
 	c.mu.Lock()
 	if c.cause != nil {
 		c.mu.Unlock()
 		return
 	}
 	c.queue = append(c.queue, []byte{}) // the event's place
-	c.resets = append(c.resets, n)
+	c.events = append(c.events, n)
 	c.mu.Unlock()
 	c.signal()
 }

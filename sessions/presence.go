@@ -26,7 +26,7 @@ type Presence struct {
 	Joined bool
 }
 
-func (p *Presence) Error() string {
+func (p *Presence) String() string {
 	what := "left"
 	if p.Joined {
 		what = "joined"
@@ -37,14 +37,14 @@ func (p *Presence) Error() string {
 // HandRaised is an in-band event for the writers: an observer asks to type.
 type HandRaised struct{ Who Attached }
 
-func (h *HandRaised) Error() string {
+func (h *HandRaised) String() string {
 	return fmt.Sprintf("%s raises a hand: they ask to type", describe(h.Who))
 }
 
 // Granted is an in-band event for an observer given write access.
 type Granted struct{ By string }
 
-func (g *Granted) Error() string {
+func (g *Granted) String() string {
 	return fmt.Sprintf("%s gave you write access for this session: your input now goes to the shell", g.By)
 }
 
@@ -85,9 +85,9 @@ func (c *Client) attachedOf() Attached {
 
 // notifyDroppable queues an event that a flood could multiply, unless c
 // has enough waiting already. Called with the session's mu held.
-func (c *Client) notifyDroppable(ev error) {
+func (c *Client) notifyDroppable(ev Event) {
 	c.mu.Lock()
-	full := len(c.resets) >= maxDroppableEvents
+	full := len(c.events) >= maxDroppableEvents
 	c.mu.Unlock()
 	if !full {
 		c.notifyEvent(ev)

@@ -8,14 +8,14 @@ import (
 
 // events takes what is queued for c without waiting and returns the
 // in-band events among it, in order.
-func events(c *Client) []error {
-	var out []error
+func events(c *Client) []Event {
+	var out []Event
 	var bufs [][]byte
 	for range 4096 {
-		var err error
-		bufs, err = c.Take(bufs[:0])
-		if err != nil {
-			out = append(out, err)
+		var ev Event
+		bufs, ev, _ = c.Take(bufs[:0])
+		if ev != nil {
+			out = append(out, ev)
 			continue
 		}
 		if len(bufs) == 0 {
@@ -25,11 +25,10 @@ func events(c *Client) []error {
 	return out
 }
 
-func countOf[T error](evs []error) int {
+func countOf[T Event](evs []Event) int {
 	n := 0
 	for _, e := range evs {
-		var t T
-		if errors.As(e, &t) {
+		if _, ok := e.(T); ok {
 			n++
 		}
 	}
@@ -108,8 +107,8 @@ func TestNotifyJoins(t *testing.T) {
 		if n := countOf[*Presence](evs); n != want {
 			t.Errorf("NotifyJoins %v: %d presence events %v, want %d", on, n, evs, want)
 		}
-		if on && evs[0].Error() != "bob via websocket joined (read-only)" {
-			t.Errorf("join event %q", evs[0].Error())
+		if on && evs[0].String() != "bob via websocket joined (read-only)" {
+			t.Errorf("join event %q", evs[0].String())
 		}
 		a.Detach()
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -44,13 +45,14 @@ func attach(t *testing.T, r *Registry, name string, opts AttachOptions) *Client 
 	return c
 }
 
-// readAtLeast takes from c, as a listener does (Ready, Take), until it has
+// readUntil takes from c, as a listener does (Ready, Take), until it has
 // n bytes, an in-band event (a reset) or the client's cause. It takes whole
 // chunks, so nothing is left behind half read for the next call.
-func readAtLeast(t *testing.T, c *Client, n int) ([]byte, error) {
+func readUntil(t *testing.T, c *Client, n int) ([]byte, Event, error) {
 	t.Helper()
 	type res struct {
 		b   []byte
+		ev  Event
 		err error
 	}
 	ch := make(chan res, 1)
@@ -58,36 +60,67 @@ func readAtLeast(t *testing.T, c *Client, n int) ([]byte, error) {
 		var out []byte
 		var bufs [][]byte
 		for len(out) < n {
+			var ev Event
 			var err error
-			bufs, err = c.Take(bufs[:0])
+			bufs, ev, err = c.Take(bufs[:0])
 			for _, b := range bufs {
 				out = append(out, b...)
 			}
-			if err != nil {
-				ch <- res{out, err}
+			if ev != nil || err != nil {
+				ch <- res{out, ev, err}
 				return
 			}
 			if len(bufs) == 0 {
 				<-c.Ready()
 			}
 		}
-		ch <- res{out, nil}
+		ch <- res{out, nil, nil}
 	}()
 	select {
 	case r := <-ch:
-		return r.b, r.err
+		return r.b, r.ev, r.err
 	case <-time.After(5 * time.Second):
 		c.Detach() // unblocks the reader goroutine
 		<-ch
 		t.Fatalf("timed out waiting for %d bytes", n)
-		return nil, nil
+		return nil, nil, nil
 	}
+}
+
+// stoppedAt is readAtLeast's error for an in-band event met before n
+// bytes: the tests that read output expect none.
+type stoppedAt struct{ ev Event }
+
+func (e *stoppedAt) Error() string { return fmt.Sprintf("in-band event %T: %v", e.ev, e.ev) }
+
+// readAtLeast reads until n bytes or the client's cause (see readUntil);
+// an in-band event on the way is an error.
+func readAtLeast(t *testing.T, c *Client, n int) ([]byte, error) {
+	t.Helper()
+	b, ev, err := readUntil(t, c, n)
+	if ev != nil {
+		return b, &stoppedAt{ev}
+	}
+	return b, err
 }
 
 // readErr drains c until it returns an error.
 func readErr(t *testing.T, c *Client) ([]byte, error) {
 	t.Helper()
 	return readAtLeast(t, c, 1<<30)
+}
+
+// readEvent drains c until its next in-band event, which it returns; the
+// end instead fails the test.
+func readEvent[E Event](t *testing.T, c *Client) ([]byte, E) {
+	t.Helper()
+	b, ev, err := readUntil(t, c, 1<<30)
+	e, ok := ev.(E)
+	if !ok {
+		var want E
+		t.Fatalf("read ended with event %v, cause %v after %q; want a %T", ev, err, b, want)
+	}
+	return b, e
 }
 
 func TestConcurrentFirstAttachesShareOneShell(t *testing.T) {
@@ -263,10 +296,9 @@ func TestResetMovesClientsToFreshSession(t *testing.T) {
 	if !old.killCalled.Load() {
 		t.Fatal("reset did not kill the old shell")
 	}
-	_, err = readErr(t, c)
-	var re *ResetError
-	if !errors.As(err, &re) || re.NewSession != s.ID() || re.OldSession != oldID || re.By != "alice" || c.Info().Session != s.ID() {
-		t.Fatalf("client event %v, want a ResetError naming %s", err, s.ID())
+	_, re := readEvent[*ResetError](t, c)
+	if re.NewSession != s.ID() || re.OldSession != oldID || re.By != "alice" || c.Info().Session != s.ID() {
+		t.Fatalf("client event %v, want a ResetError naming %s", re, s.ID())
 	}
 	fresh := fb.last()
 	if fresh == old || fresh.spec.Size != (Size{Cols: 120, Rows: 40}) || fresh.spec.Term != "screen" {

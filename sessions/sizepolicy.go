@@ -62,7 +62,7 @@ type Resized struct {
 	Pinned bool
 }
 
-func (r *Resized) Error() string {
+func (r *Resized) String() string {
 	if r.Pinned {
 		return fmt.Sprintf("window size pinned to %dx%d", r.Size.Cols, r.Size.Rows)
 	}

@@ -28,10 +28,9 @@ func sizeEvents(c *Client) []Size {
 	var out []Size
 	var bufs [][]byte
 	for range 64 {
-		var err error
-		bufs, err = c.Take(bufs[:0])
-		var r *Resized
-		if errors.As(err, &r) {
+		var ev Event
+		bufs, ev, _ = c.Take(bufs[:0])
+		if r, ok := ev.(*Resized); ok {
 			out = append(out, r.Size)
 			continue
 		}

@@ -1,7 +1,6 @@
 package sessions
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
@@ -20,8 +19,8 @@ import (
 //     replayer is brought up to date outside the session's lock
 //     (Redrawer.Prepare), then, under it, the current screen is taken and
 //     the client is subscribed again in one critical section. Its queue
-//     becomes a *SkippedError, CAN + the screen, then the live output from
-//     SkippedError.Offset on. No byte reaches it twice; the only gap is
+//     becomes a *Skipped, CAN + the screen, then the live output from
+//     Skipped.Offset on. No byte reaches it twice; the only gap is
 //     the reported one.
 //
 // So a client is redrawn once per time it falls behind and reads again,
@@ -31,12 +30,12 @@ import (
 // a Take (a client that never reads is still cut, the listeners' write
 // timeouts aside).
 
-// SkippedError is returned in band by Take when the client fell too far
+// Skipped is returned in band by Take when the client fell too far
 // behind and was brought forward: Bytes output bytes were never sent to
 // it; the next Take returns Replay bytes of redraw (the current screen),
 // then the live output from Offset on. It is not final: the client stays
 // attached.
-type SkippedError struct {
+type Skipped struct {
 	// Offset is the number of the first output byte after the redraw.
 	Offset int64
 	// Bytes is how many output bytes the client never got.
@@ -45,7 +44,7 @@ type SkippedError struct {
 	Replay int
 }
 
-func (e *SkippedError) Error() string {
+func (e *Skipped) String() string {
 	return "fell behind the output: skipped " + SizeString(e.Bytes) + " to catch up; this is the current screen"
 }
 
@@ -77,7 +76,7 @@ type Redrawer interface {
 // skipState is a client's catching-up bookkeeping (guarded by Client.mu).
 type skipState struct {
 	// headReplay: the first queued chunk is the attach's replay, not
-	// output (it is not counted in SkippedError.Bytes).
+	// output (it is not counted in Skipped.Bytes).
 	headReplay bool
 	behind     bool      // fell behind: output is counted, not queued, until Take
 	lost       int64     // output bytes it never got
@@ -119,7 +118,7 @@ func (c *Client) fallBehind(n int64, now time.Time, stuck time.Duration) enqueue
 	lost := n
 	var (
 		queue  [][]byte
-		events []error
+		events []Event
 		next   int
 		// isReplay: the chunk at hand is a replay or a redraw, not output.
 		isReplay = c.skip.headReplay
@@ -132,17 +131,15 @@ func (c *Client) fallBehind(n int64, now time.Time, stuck time.Duration) enqueue
 			isReplay = false
 			continue
 		}
-		ev := c.resets[next]
+		ev := c.events[next]
 		next++
-		var skipped *SkippedError
-		var reset *ResetError
-		switch {
-		case errors.As(ev, &skipped): // not taken yet: it merges into the next
-			lost += skipped.Bytes
-			isReplay = skipped.Replay > 0
+		switch ev := ev.(type) {
+		case *Skipped: // not taken yet: it merges into the next
+			lost += ev.Bytes
+			isReplay = ev.Replay > 0
 			continue
-		case errors.As(ev, &reset):
-			isReplay = reset.Attach.Replay > 0
+		case *ResetError:
+			isReplay = ev.Attach.Replay > 0
 		default:
 			isReplay = false
 		}
@@ -150,7 +147,7 @@ func (c *Client) fallBehind(n int64, now time.Time, stuck time.Duration) enqueue
 		events = append(events, ev)
 	}
 	// Fresh arrays: the old ones may have held a queue's worth of chunks.
-	c.queue, c.resets, c.queued = queue, events, 0
+	c.queue, c.events, c.queued = queue, events, 0
 	c.skip = skipState{behind: true, lost: lost, at: now}
 	c.mu.Unlock()
 	c.signal() // its reader catches up at its next Take
@@ -158,7 +155,7 @@ func (c *Client) fallBehind(n int64, now time.Time, stuck time.Duration) enqueue
 }
 
 // catchUp brings a client that fell behind forward, once the events
-// queued before are taken: it queues the *SkippedError and the redraw and
+// queued before are taken: it queues the *Skipped and the redraw and
 // subscribes the client again, under Session.mu. Take calls it first,
 // without locks.
 func (c *Client) catchUp() {
@@ -194,9 +191,9 @@ func (c *Client) catchUp() {
 		}
 		return
 	}
-	ev := &SkippedError{Offset: s.ring.End(), Bytes: c.skip.lost, Replay: len(redraw)}
+	ev := &Skipped{Offset: s.ring.End(), Bytes: c.skip.lost, Replay: len(redraw)}
 	c.queue = append(c.queue, []byte{}, redraw)
-	c.resets = append(c.resets, ev)
+	c.events = append(c.events, ev)
 	c.queued = len(redraw)
 	c.skip = skipState{}
 	c.mu.Unlock()

@@ -47,7 +47,7 @@ func block(i int) string {
 
 // A client that stops reading falls behind without holding its backlog,
 // and is brought forward atomically when it reads again: it gets the
-// bytes before, one SkippedError whose offset and byte count add up, the
+// bytes before, one Skipped event whose offset and byte count add up, the
 // screen at that offset, then exactly the output from it on. One
 // snapshot in all, taken when it reads; a client that reads is untouched;
 // the slow one's queue never passes its bound.
@@ -94,11 +94,7 @@ func TestSkipBringsASlowClientForwardAtomically(t *testing.T) {
 	if n := snaps.Load() - before; n != 0 {
 		t.Fatalf("%d snapshots while the client did not read, want none", n)
 	}
-	_, err = readAtLeast(t, slow, 1<<30)
-	var sk *SkippedError
-	if !errors.As(err, &sk) {
-		t.Fatalf("the slow client: %v, want a SkippedError", err)
-	}
+	_, sk := readEvent[*Skipped](t, slow)
 	if sk.Offset != int64(all.Len()) || sk.Offset-sk.Bytes != int64(slowGot.Len()) {
 		t.Fatalf("skipped %+v: want offset %d (all the output) and offset - bytes = what the client took, %d", sk, all.Len(), slowGot.Len())
 	}
@@ -141,10 +137,7 @@ func TestSkipThenResetMovesTheClient(t *testing.T) {
 	if _, err := r.Reset(ctx, "web1", "test"); err != nil {
 		t.Fatal(err)
 	}
-	var reset *ResetError
-	if _, err := readAtLeast(t, c, 1<<30); !errors.As(err, &reset) {
-		t.Fatalf("%v, want the reset", err)
-	}
+	_, reset := readEvent[*ResetError](t, c)
 	replay, err := readAtLeast(t, c, reset.Attach.Replay)
 	if err != nil || string(replay) != "[screen@0]" {
 		t.Fatalf("after the reset: %q, %v; want the fresh session's replay", replay, err)
@@ -168,7 +161,7 @@ func waitBehind(t *testing.T, c *Client) {
 }
 
 // In-band events queued before a skip (a pause notice) are kept, before
-// the SkippedError.
+// the Skipped event.
 func TestSkipKeepsEarlierEvents(t *testing.T) {
 	cfg, _, _ := redrawConfig(Config{BufferSize: 16 << 10, ClientQueue: 16 << 10})
 	r, fb := newTestRegistry(t, cfg)
@@ -181,13 +174,9 @@ func TestSkipKeepsEarlierEvents(t *testing.T) {
 		p.emit(block(i))
 	}
 	waitBehind(t, c)
-	var n *Notice
-	if _, err := readAtLeast(t, c, 1<<30); !errors.As(err, &n) {
-		t.Fatalf("first event %v, want the pause notice", err)
-	}
-	var sk *SkippedError
-	if _, err := readAtLeast(t, c, 1<<30); !errors.As(err, &sk) || sk.Offset != sk.Bytes {
-		t.Fatalf("second event %v (%+v), want a skip of everything (the replay aside)", err, sk)
+	readEvent[*Notice](t, c) // first, or the test fails
+	if _, sk := readEvent[*Skipped](t, c); sk.Offset != sk.Bytes {
+		t.Fatalf("second event %v (%+v), want a skip of everything (the replay aside)", sk, sk)
 	}
 }
 
@@ -244,9 +233,8 @@ func TestSkipInAHeldSession(t *testing.T) {
 	for i := range 20 {
 		hb.print("web1", block(i))
 	}
-	var sk *SkippedError
-	if _, err := readAtLeast(t, c, 1<<30); !errors.As(err, &sk) || sk.Offset-sk.Bytes != 5002 {
-		t.Fatalf("%v (%+v), want a skip from offset 5002", err, sk)
+	if _, sk := readEvent[*Skipped](t, c); sk.Offset-sk.Bytes != 5002 {
+		t.Fatalf("%v (%+v), want a skip from offset 5002", sk, sk)
 	}
 }
 

@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -24,7 +25,7 @@ func takeAll(t *testing.T, c *Client, want int) ([][]byte, error) {
 		}
 		var err error
 		before := len(got)
-		got, err = c.Take(got)
+		got, _, err = c.Take(got)
 		for _, b := range got[before:] {
 			n += len(b)
 		}
@@ -49,7 +50,7 @@ func TestTakeReturnsOutputInOrderThenTheCause(t *testing.T) {
 	if s := string(bytes.Join(got, nil)); s != "one two three" {
 		t.Fatalf("took %q, want the output in order", s)
 	}
-	if _, err := c.Take(nil); err != nil {
+	if _, _, err := c.Take(nil); err != nil {
 		t.Fatalf("Take with nothing queued: %v, want nil", err)
 	}
 	p.emit("bye")
@@ -57,7 +58,7 @@ func TestTakeReturnsOutputInOrderThenTheCause(t *testing.T) {
 	var rest [][]byte
 	for err == nil {
 		<-c.Ready()
-		rest, err = c.Take(rest)
+		rest, _, err = c.Take(rest)
 	}
 	var exit *ExitError
 	if !errors.As(err, &exit) || exit.Code != 3 {
@@ -79,7 +80,7 @@ func TestTakeIsBoundedAndReadyFiresForTheRest(t *testing.T) {
 	}
 	waitQueued(t, c, 8*len(chunk))
 	<-c.Ready()
-	first, err := c.Take(nil)
+	first, _, err := c.Take(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,16 +155,7 @@ func TestAfterCloseRunsWhenTheClientIsCut(t *testing.T) {
 func BenchmarkRelay(b *testing.B) {
 	for _, size := range []int{40, 2600, 32 << 10} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
-			fb := newFakeBackend()
-			r, err := New(Config{Backend: fb})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer r.Shutdown(b.Context())
-			c, err := r.Attach(b.Context(), "web1", AttachOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
+			fb, c := benchAttach(b)
 			p := fb.last()
 			chunk := bytes.Repeat([]byte("z"), size)
 			var bufs [][]byte
@@ -174,7 +166,8 @@ func BenchmarkRelay(b *testing.B) {
 				got := 0
 				for got < size {
 					<-c.Ready()
-					bufs, err = c.Take(bufs[:0])
+					var err error
+					bufs, _, err = c.Take(bufs[:0])
 					if err != nil {
 						b.Fatal(err)
 					}
@@ -216,7 +209,7 @@ func BenchmarkFanout(b *testing.B) {
 					for {
 						<-c.Ready()
 						var err error
-						bufs, err = c.Take(bufs[:0])
+						bufs, _, err = c.Take(bufs[:0])
 						k := 0
 						for _, x := range bufs {
 							k += len(x)
@@ -245,4 +238,47 @@ func BenchmarkFanout(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkTake is Take alone, on one goroutine: a chunk queued (as the
+// pump does, under the session's lock), then taken. No scheduler in the
+// loop, so it shows what Take itself costs per call; it allocates nothing.
+func BenchmarkTake(b *testing.B) {
+	_, c := benchAttach(b)
+	s, _ := c.session()
+	chunk := bytes.Repeat([]byte("z"), 40)
+	var bufs [][]byte
+	var err error
+	b.ReportAllocs()
+	for b.Loop() {
+		s.mu.Lock()
+		c.enqueue(chunk)
+		s.mu.Unlock()
+		var ev Event
+		bufs, ev, err = c.Take(bufs[:0])
+		if len(bufs) != 1 || ev != nil || err != nil {
+			b.Fatalf("took %d chunks, %v, %v", len(bufs), ev, err)
+		}
+		clear(bufs)
+	}
+}
+
+// benchAttach attaches one client to a fake backend's shell; the registry
+// is shut down when b ends.
+func benchAttach(b *testing.B) (*fakeBackend, *Client) {
+	fb := newFakeBackend()
+	r, err := New(Config{Backend: fb})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = r.Shutdown(ctx)
+	})
+	c, err := r.Attach(b.Context(), "web1", AttachOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fb, c
 }

@@ -60,9 +60,8 @@ func heldResetLoop(t *testing.T, hb *heldBackend, c *Client, n int) (followed in
 		if c == nil {
 			continue
 		}
-		_, err := readErr(t, c)
-		var re *ResetError
-		if !errors.As(err, &re) {
+		_, ev, err := readUntil(t, c, 1<<30)
+		if _, ok := ev.(*ResetError); !ok {
 			return followed, err
 		}
 		followed++

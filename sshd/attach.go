@@ -167,19 +167,20 @@ const (
 
 // output copies the session's output to the channel until the session ends
 // for this client, and returns the exit status to send and, for the audit
-// trail, why the client left.
+// trail, why the client left. In-band events go to relayEvents (events.go).
 func (r *relay) output() (code int, cause string) {
 	var bufs [][]byte
-	var skipped *sessions.SkippedError // its notice follows the redraw (skip.go)
+	events := &relayEvents{r: r}
 	for {
 		c := r.current()
 		<-c.Ready() // also when the client is closed
+		var ev sessions.Event
 		var err error
-		bufs, err = c.Take(bufs[:0])
+		bufs, ev, err = c.Take(bufs[:0])
 		if len(bufs) > 0 {
 			// What was queued goes as one channel write (relaybuf), from
 			// this goroutine: no copy into a buffer, no hand-off.
-			werr := r.writeOutput(bufs, &skipped)
+			werr := r.writeOutput(bufs, &events.skipped)
 			clear(bufs) // hold no output once it is written
 			if werr != nil {
 				if cause := c.Cause(); cause != nil && !errors.Is(cause, sessions.ErrDetached) {
@@ -188,59 +189,40 @@ func (r *relay) output() (code int, cause string) {
 				return exitDetached, clientLeft
 			}
 		}
-		if err == nil {
+		if ev != nil {
+			if ev.Handle(events) != nil {
+				return exitDetached, clientLeft
+			}
 			continue
 		}
-		var reset *sessions.ResetError
-		var exit *sessions.ExitError
-		var notice *sessions.Notice
-		var resized *sessions.Resized
-		var hand *sessions.HandRaised
-		var away *sessions.Away
-		switch {
-		case errors.As(err, &away): // back after a detach: the summary, after the redraw
-			if r.notice(r.out, away.Error()) != nil {
-				return exitDetached, clientLeft
-			}
-		case errors.As(err, &skipped): // brought forward: the redraw comes next
-		case errors.As(err, &resized):
-			// Another client's size, a pin or a fall-back: a remote
-			// terminal cannot be resized from here; the shell redraws.
-		case errors.As(err, &hand):
-			if r.notice(r.out, hand.Error()+"; let them: ssh HOST grant "+r.name+" "+hand.Who.Who) != nil {
-				return exitDetached, clientLeft
-			}
-		case isPresence(err): // a join, a leave (--notify-joins), a grant
-			if r.notice(r.out, err.Error()) != nil {
-				return exitDetached, clientLeft
-			}
-		case errors.As(err, &notice): // the instance paused or runs again: stay
-			if r.notice(r.out, notice.Message) != nil {
-				return exitDetached, clientLeft
-			}
-		case isRevoked(err):
-			r.revoked = true
-			r.sess.log.Debug("disconnected: access revoked", "instance", r.name, "cause", err.Error())
-			_ = r.notice(r.sess.stderr(), err.Error())
-			return 1, err.Error()
-		case errors.As(err, &reset):
-			// sessions moved the client to the fresh shell (a revoked
-			// one is closed instead): only the notice is left to write.
-			if r.resetNotice(reset) != nil {
-				return exitDetached, clientLeft
-			}
-		case errors.As(err, &exit):
-			r.sess.log.Debug("shell exited", "instance", r.name, "status", exit.Code)
-			return exit.Code, fmt.Sprintf("shell exited with status %d", exit.Code)
-		case errors.Is(err, sessions.ErrDetached) && r.escaped.Load():
-			return 0, escapeDetached
-		case errors.Is(err, sessions.ErrDetached):
-			return exitDetached, clientLeft
-		default: // instance stopped, too slow, shutting down, backend lost, idle
-			r.sess.log.Debug("session ended under the client", "instance", r.name, "cause", err.Error())
-			_ = r.notice(r.sess.stderr(), err.Error())
-			return 1, err.Error()
+		if err != nil {
+			return r.ended(err)
 		}
+	}
+}
+
+// ended returns the exit status to send and the audit cause for the end
+// of the client's output, and tells the user why where they would not
+// know.
+func (r *relay) ended(err error) (code int, cause string) {
+	var exit *sessions.ExitError
+	switch {
+	case isRevoked(err):
+		r.revoked = true
+		r.sess.log.Debug("disconnected: access revoked", "instance", r.name, "cause", err.Error())
+		_ = r.notice(r.sess.stderr(), err.Error())
+		return 1, err.Error()
+	case errors.As(err, &exit):
+		r.sess.log.Debug("shell exited", "instance", r.name, "status", exit.Code)
+		return exit.Code, fmt.Sprintf("shell exited with status %d", exit.Code)
+	case errors.Is(err, sessions.ErrDetached) && r.escaped.Load():
+		return 0, escapeDetached
+	case errors.Is(err, sessions.ErrDetached):
+		return exitDetached, clientLeft
+	default: // instance stopped, too slow, shutting down, backend lost, idle
+		r.sess.log.Debug("session ended under the client", "instance", r.name, "cause", err.Error())
+		_ = r.notice(r.sess.stderr(), err.Error())
+		return 1, err.Error()
 	}
 }
 

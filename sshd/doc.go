@@ -27,7 +27,8 @@
 // certificate-expiry timer; the write guard's watcher starts only once the
 // client is closed, the input retry goroutine only after a stall. The
 // output is written by the handler's goroutine (relay.output), with no
-// goroutine or copy between the session's queue and the channel. A
+// goroutine or copy between the session's queue and the channel; the same
+// goroutine shows in-band events (relayEvents, events.go). A
 // browser sign-in (signin.go) waits in the handshake's own goroutine,
 // bounded by SignIn.Wait and ended by the connection's context, which
 // Shutdown cancels for connections not yet authenticated.

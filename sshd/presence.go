@@ -12,14 +12,6 @@ import (
 	"github.com/termgate/termgate/sessions"
 )
 
-// isPresence reports the in-band presence events an SSH client is told of
-// as a [termgate] line: a join or a leave, a grant of write access.
-func isPresence(err error) bool {
-	var p *sessions.Presence
-	var g *sessions.Granted
-	return errors.As(err, &p) || errors.As(err, &g)
-}
-
 // who lists who is attached to an instance's session (ssh HOST who
 // INSTANCE): via what, their access, since when, when they last typed.
 func (s *Server) who(sess *session, id keys.Identity, name string) int {

@@ -1,8 +1,9 @@
 package sshd
 
 import (
-	"encoding/binary"
 	"sync"
+
+	"github.com/termgate/termgate/internal/sftpwire"
 )
 
 // The files of a transfer, for the audit trail: the gateway reads the SFTP
@@ -11,6 +12,7 @@ import (
 // path, direction and bytes when it is closed (or the transfer ends). The
 // paths and written bytes come from the client's requests; the read bytes
 // from the instance's replies, which can only lie about bytes it sent.
+// The framing is internal/sftpwire's, shared with the holder's shim.
 // What it keeps is bounded: packet heads of at most sftpMaxHead bytes and
 // at most sftpMaxTracked entries in each table. Beyond them a file is
 // still recorded, never silently dropped (every transfer is an audit
@@ -22,16 +24,6 @@ import (
 const (
 	sftpMaxHead    = 4 + 4096 // the packet heads looked at: a path up to 4 KiB
 	sftpMaxTracked = 1024
-
-	fxpOpen   = 3
-	fxpClose  = 4
-	fxpRead   = 5
-	fxpWrite  = 6
-	fxpStatus = 101
-	fxpHandle = 102
-	fxpData   = 103
-
-	fxfWrite = 0x02 // SSH_FXF_WRITE
 )
 
 // sftpFile is an open file as the audit sees it.
@@ -83,30 +75,35 @@ func newSFTPWatch(emit func(f sftpFile, complete bool)) *sftpWatch {
 }
 
 // client is the scanner of the client's requests; server of the replies.
-func (w *sftpWatch) client() *packetScanner { return &packetScanner{on: w.request} }
-func (w *sftpWatch) server() *packetScanner { return &packetScanner{on: w.reply} }
+func (w *sftpWatch) client() *sftpwire.Scanner {
+	return &sftpwire.Scanner{On: w.request, Max: sftpMaxHead}
+}
+
+func (w *sftpWatch) server() *sftpwire.Scanner {
+	return &sftpwire.Scanner{On: w.reply, Max: sftpMaxHead}
+}
 
 func (w *sftpWatch) request(p []byte) {
-	r := &fieldReader{b: p}
-	typ, id := r.byte(), r.uint32()
+	r := sftpwire.NewFields(p)
+	typ, id := r.Byte(), r.Uint32()
 	var done *sftpFile
 	w.mu.Lock()
 	switch typ {
-	case fxpOpen:
-		path, ok := r.string()
-		flags := r.uint32()
-		if !ok || !r.ok() {
+	case sftpwire.TypeOpen:
+		path, ok := r.String()
+		flags := r.Uint32()
+		if !ok || !r.OK() {
 			break
 		}
-		f := sftpFile{path: string(path), upload: flags&fxfWrite != 0}
+		f := sftpFile{path: string(path), upload: flags&sftpwire.FlagWrite != 0}
 		if len(w.opens) < sftpMaxTracked {
 			w.opens[id] = f
 		} else {
 			f.untracked = true
 			done = &f
 		}
-	case fxpRead:
-		h, ok := r.string()
+	case sftpwire.TypeRead:
+		h, ok := r.String()
 		f := w.handles[string(h)]
 		switch {
 		case !ok || f == nil:
@@ -115,15 +112,15 @@ func (w *sftpWatch) request(p []byte) {
 		default:
 			f.uncounted = true // its data reply cannot be matched
 		}
-	case fxpWrite:
-		h, ok := r.string()
-		_ = r.uint64()
-		n := r.uint32()
-		if f := w.handles[string(h)]; ok && r.ok() && f != nil {
+	case sftpwire.TypeWrite:
+		h, ok := r.String()
+		_ = r.Uint64()
+		n := r.Uint32()
+		if f := w.handles[string(h)]; ok && r.OK() && f != nil {
 			f.bytes += int64(n)
 		}
-	case fxpClose:
-		if h, ok := r.string(); ok {
+	case sftpwire.TypeClose:
+		if h, ok := r.String(); ok {
 			if f := w.handles[string(h)]; f != nil {
 				done = f
 				delete(w.handles, string(h))
@@ -137,9 +134,9 @@ func (w *sftpWatch) request(p []byte) {
 }
 
 func (w *sftpWatch) reply(p []byte) {
-	r := &fieldReader{b: p}
-	typ, id := r.byte(), r.uint32()
-	if !r.ok() {
+	r := sftpwire.NewFields(p)
+	typ, id := r.Byte(), r.Uint32()
+	if !r.OK() {
 		return
 	}
 	var untracked *sftpFile
@@ -151,10 +148,10 @@ func (w *sftpWatch) reply(p []byte) {
 		}
 	}()
 	switch typ {
-	case fxpHandle:
+	case sftpwire.TypeHandle:
 		f, asked := w.opens[id]
 		delete(w.opens, id)
-		if h, ok := r.string(); ok && asked {
+		if h, ok := r.String(); ok && asked {
 			if len(w.handles) < sftpMaxTracked {
 				w.handles[string(h)] = &f
 			} else {
@@ -162,14 +159,14 @@ func (w *sftpWatch) reply(p []byte) {
 				untracked = &f
 			}
 		}
-	case fxpStatus:
+	case sftpwire.TypeStatus:
 		delete(w.opens, id)
 		delete(w.reads, id)
-	case fxpData:
+	case sftpwire.TypeData:
 		h, asked := w.reads[id]
 		delete(w.reads, id)
-		n := r.uint32()
-		if f := w.handles[h]; asked && r.ok() && f != nil {
+		n := r.Uint32()
+		if f := w.handles[h]; asked && r.OK() && f != nil {
 			f.bytes += int64(n)
 		}
 	}
@@ -188,91 +185,3 @@ func (w *sftpWatch) end() {
 		w.emit(f, false)
 	}
 }
-
-// packetScanner is an io.Writer that splits an SFTP stream into packets
-// and calls on with each packet's head (its first sftpMaxHead bytes after
-// the length), skipping the rest.
-type packetScanner struct {
-	on   func(head []byte)
-	buf  []byte // the current packet's length and head so far
-	skip uint32 // bytes of the current packet still to skip
-}
-
-func (s *packetScanner) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		if s.skip > 0 {
-			k := min(uint32(len(p)), s.skip)
-			s.skip -= k
-			p = p[k:]
-			continue
-		}
-		if len(s.buf) < 4 {
-			k := min(4-len(s.buf), len(p))
-			s.buf = append(s.buf, p[:k]...)
-			p = p[k:]
-			continue
-		}
-		size := binary.BigEndian.Uint32(s.buf)
-		head := min(size, sftpMaxHead)
-		k := min(int(head)-(len(s.buf)-4), len(p))
-		s.buf = append(s.buf, p[:k]...)
-		p = p[k:]
-		if len(s.buf)-4 == int(head) {
-			s.on(s.buf[4:])
-			s.skip = size - head
-			s.buf = s.buf[:0]
-		}
-	}
-	return n, nil
-}
-
-// fieldReader reads a packet's fields; a short packet makes every later
-// field zero and ok false.
-type fieldReader struct {
-	b   []byte
-	bad bool
-}
-
-func (r *fieldReader) take(n int) []byte {
-	if r.bad || len(r.b) < n {
-		r.bad = true
-		return nil
-	}
-	p := r.b[:n]
-	r.b = r.b[n:]
-	return p
-}
-
-func (r *fieldReader) byte() byte {
-	if p := r.take(1); p != nil {
-		return p[0]
-	}
-	return 0
-}
-
-func (r *fieldReader) uint32() uint32 {
-	if p := r.take(4); p != nil {
-		return binary.BigEndian.Uint32(p)
-	}
-	return 0
-}
-
-func (r *fieldReader) uint64() uint64 {
-	if p := r.take(8); p != nil {
-		return binary.BigEndian.Uint64(p)
-	}
-	return 0
-}
-
-// string reads an SSH string (a uint32 length, then the bytes).
-func (r *fieldReader) string() ([]byte, bool) {
-	n := r.uint32()
-	if r.bad || uint64(n) > uint64(len(r.b)) {
-		r.bad = true
-		return nil, false
-	}
-	return r.take(int(n)), true
-}
-
-func (r *fieldReader) ok() bool { return !r.bad }

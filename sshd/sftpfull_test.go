@@ -11,6 +11,7 @@ import (
 	"github.com/pkg/sftp"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/sftpwire"
 	"github.com/termgate/termgate/internal/termtest"
 )
 
@@ -96,19 +97,19 @@ func TestSFTPWatchFullTables(t *testing.T) {
 	id := uint32(0)
 	next := func() uint32 { id++; return id }
 	for range sftpMaxTracked {
-		_, _ = c.Write(sftpPacket(byte(fxpOpen), next(), "/etc/group", uint32(1), uint32(0)))
+		_, _ = c.Write(sftpPacket(byte(sftpwire.TypeOpen), next(), "/etc/group", uint32(1), uint32(0)))
 	}
-	_, _ = c.Write(sftpPacket(byte(fxpOpen), next(), "/root/secret", uint32(1), uint32(0)))
+	_, _ = c.Write(sftpPacket(byte(sftpwire.TypeOpen), next(), "/root/secret", uint32(1), uint32(0)))
 	if len(got) != 1 || !equalDetail(got[0], "path", "/root/secret", "direction", "download", "bytes_unknown", true, "result", "untracked") {
 		t.Fatalf("after %d pending opens, the next open recorded %v", sftpMaxTracked, got)
 	}
 	// The first open is answered; its reads fill the READ table.
 	got = nil
-	_, _ = s.Write(sftpPacket(byte(fxpHandle), uint32(1), "h"))
+	_, _ = s.Write(sftpPacket(byte(sftpwire.TypeHandle), uint32(1), "h"))
 	for range sftpMaxTracked + 1 {
-		_, _ = c.Write(sftpPacket(byte(fxpRead), next(), "h", uint64(0), uint32(4)))
+		_, _ = c.Write(sftpPacket(byte(sftpwire.TypeRead), next(), "h", uint64(0), uint32(4)))
 	}
-	_, _ = c.Write(sftpPacket(byte(fxpClose), next(), "h"))
+	_, _ = c.Write(sftpPacket(byte(sftpwire.TypeClose), next(), "h"))
 	if len(got) != 1 || !equalDetail(got[0], "path", "/etc/group", "direction", "download", "bytes_unknown", true, "result", "ok") {
 		t.Fatalf("a file with an uncounted read recorded %v", got)
 	}

@@ -7,14 +7,14 @@ import (
 
 // A client that fell too far behind the output is brought forward by
 // sessions (contract, session semantics 8): Take returns a
-// *sessions.SkippedError, and the next Take starts with the redraw of the
+// *sessions.Skipped event, and the next Take starts with the redraw of the
 // current screen. Over SSH the redraw goes first, then the one-line
 // [termgate] notice, then the live output.
 
 // writeOutput writes what Take returned; after a skip (pending), the
 // redraw (the first chunk), the notice, then the rest. It clears pending
 // once the notice is written.
-func (r *relay) writeOutput(bufs [][]byte, pending **sessions.SkippedError) error {
+func (r *relay) writeOutput(bufs [][]byte, pending **sessions.Skipped) error {
 	n := len(bufs)
 	if *pending != nil {
 		n = 1 // the redraw is one chunk
@@ -28,7 +28,7 @@ func (r *relay) writeOutput(bufs [][]byte, pending **sessions.SkippedError) erro
 	skipped := *pending
 	*pending = nil
 	r.sess.log.Info("brought forward after falling behind the output", "instance", r.name, "skipped", skipped.Bytes, "offset", skipped.Offset)
-	if err := r.notice(r.out, skipped.Error()); err != nil {
+	if err := r.notice(r.out, skipped.String()); err != nil {
 		return err
 	}
 	if n == len(bufs) {

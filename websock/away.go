@@ -31,7 +31,7 @@ type awayCommand struct {
 
 func newAwayEvent(a *sessions.Away) awayEvent {
 	ev := awayEvent{Type: "away", Seconds: int64(a.Gone / time.Second), Bytes: a.Bytes, Marked: a.Marked,
-		Finished: a.Finished, Commands: make([]awayCommand, 0, len(a.Commands)), Summary: a.Error()}
+		Finished: a.Finished, Commands: make([]awayCommand, 0, len(a.Commands)), Summary: a.String()}
 	for _, c := range a.Commands {
 		ac := awayCommand{Command: c.Command, At: c.At.UTC().Format(time.RFC3339)}
 		if c.ExitKnown {

@@ -269,8 +269,9 @@ func (c *conn) writeLoop() {
 				return
 			}
 		case <-ready:
+			var ev sessions.Event
 			var err error
-			bufs, err = cl.Take(bufs[:0])
+			bufs, ev, err = cl.Take(bufs[:0])
 			if len(bufs) > 0 {
 				werr := c.writeOutput(bufs)
 				clear(bufs) // hold no output once it is written
@@ -279,8 +280,15 @@ func (c *conn) writeLoop() {
 					return
 				}
 			}
-			if err != nil {
-				cl = c.outputEnded(cl, err)
+			switch {
+			case ev != nil: // in band: cl goes on (inband.go)
+				if werr := ev.Handle((*connEvents)(c)); werr != nil {
+					c.writeFailed(werr)
+					cl = nil
+				}
+			case err != nil:
+				c.outputEnded(err)
+				cl = nil
 			}
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
@@ -511,49 +519,13 @@ func (c *conn) reset() {
 	c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
 }
 
-// outputEnded handles err from cl's output: a reset, a skip or a notice
-// is reported and cl goes on (returned); anything else ends the connection (nil). A cut (too
-// slow, revoked) is handled by watchCut, which may have run already.
-func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
-	var reset *sessions.ResetError
+// outputEnded handles the end of the client's output: err is its cause.
+// A cut (too slow, revoked) is handled by watchCut, which may have run
+// already.
+func (c *conn) outputEnded(err error) {
 	var exit *sessions.ExitError
-	var notice *sessions.Notice
-	var skipped *sessions.SkippedError
-	var resized *sessions.Resized
-	var hand *sessions.HandRaised
-	var granted *sessions.Granted
-	var away *sessions.Away
 	switch {
 	case errors.Is(err, sessions.ErrDetached), cut(err):
-		return nil
-	case errors.As(err, &away): // back after leaving: after the replay (away.go)
-		f := eventFrame(newAwayEvent(away))
-		if werr := c.write(f.typ, f.data); werr != nil {
-			c.writeFailed(werr)
-			return nil
-		}
-		return cl
-	case errors.As(err, &reset):
-		return c.resetMoved(cl, reset)
-	case errors.As(err, &skipped): // brought forward: the redraw follows
-		c.log.Debug("websocket client brought forward", "offset", skipped.Offset, "skipped", skipped.Bytes)
-		return c.event(cl, skippedEvent{Type: "skipped", Offset: skipped.Offset, Bytes: skipped.Bytes, Replay: skipped.Replay})
-	case errors.As(err, &resized): // another client's size, a pin, a fall-back
-		return c.event(cl, sizeEvent{Type: "size", Cols: resized.Size.Cols, Rows: resized.Size.Rows, Pinned: resized.Pinned})
-	case errors.As(err, &hand):
-		return c.event(cl, handEvent{Type: "hand", Who: hand.Who.Who, Via: hand.Who.Via})
-	case errors.As(err, &granted):
-		c.toldRO.Store(false)
-		return c.event(cl, grantedEvent{Type: "granted", By: granted.By})
-	case isPresence(err): // joins and leaves: the page's roster shows them
-		return cl
-	case errors.As(err, &notice): // the instance paused or runs again: stay
-		f := errorFrame(notice.Message)
-		if werr := c.write(f.typ, f.data); werr != nil {
-			c.writeFailed(werr)
-			return nil
-		}
-		return cl
 	case errors.As(err, &exit):
 		c.log.Debug("shell exited", "code", exit.Code) // the detached line says so
 		c.setCause(err)
@@ -570,7 +542,6 @@ func (c *conn) outputEnded(cl *sessions.Client, err error) *sessions.Client {
 		c.setCause(err)
 		c.end(errorFrame(err.Error()), websocket.CloseNormalClosure)
 	}
-	return nil
 }
 
 // watchCut tells the client at once when the session cuts cl (too slow,
@@ -618,28 +589,6 @@ func (c *conn) tooSlow(err error) {
 func cut(err error) bool {
 	var revoked *sessions.RevokedError
 	return errors.Is(err, sessions.ErrSlowClient) || errors.As(err, &revoked)
-}
-
-// resetMoved tells the client that sessions moved its attach to the
-// instance's fresh session (the writer calls it, so the reset event goes
-// before the new session's output). It returns cl, or nil when the write
-// failed.
-func (c *conn) resetMoved(cl *sessions.Client, reset *sessions.ResetError) *sessions.Client {
-	info := reset.Attach
-	c.log.Debug("websocket moved to a new session", "instance", c.name, "session", info.Session)
-	f := eventFrame(resetEvent{Type: "reset", Session: info.Session, Offset: info.Offset, Replay: info.Replay})
-	werr := c.write(f.typ, f.data)
-	// The new session's clients events come after its reset event.
-	c.mu.Lock()
-	c.toldSession = info.Session
-	close(c.moved)
-	c.moved = make(chan struct{})
-	c.mu.Unlock()
-	if werr != nil {
-		c.writeFailed(werr)
-		return nil
-	}
-	return cl
 }
 
 // refused makes the connection's access decision (the caller's

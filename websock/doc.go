@@ -24,9 +24,9 @@
 //     text frames control messages: control.go) and never blocks on the
 //     shell;
 //   - writeLoop, the only goroutine that writes data frames: it takes the
-//     session's output from the sessions.Client itself (sessions moves the
-//     client on a reset; the writer sends the reset event) and the events
-//     the others hand it through conn.out;
+//     session's output and in-band events from the sessions.Client itself
+//     (sessions moves the client on a reset; connEvents, inband.go, sends
+//     each kind's frame) and the events the others hand it through conn.out;
 //   - inputLoop (input.go), the only caller of Client.Write, fed by the
 //     read loop; input a shell does not take within the registry's
 //     InputTimeout is dropped with one error event;

@@ -1,11 +1,8 @@
 package websock
 
 import (
-	"errors"
-
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
-	"github.com/termgate/termgate/sessions"
 )
 
 // Presence events and controls (issue 23 item 3; additions to the
@@ -23,21 +20,6 @@ type handEvent struct {
 type grantedEvent struct {
 	Type string `json:"type"` // "granted"
 	By   string `json:"by"`
-}
-
-func isPresence(err error) bool {
-	var p *sessions.Presence
-	return errors.As(err, &p)
-}
-
-// event writes an in-band event for cl; nil once the write failed.
-func (c *conn) event(cl *sessions.Client, v any) *sessions.Client {
-	f := eventFrame(v)
-	if werr := c.write(f.typ, f.data); werr != nil {
-		c.writeFailed(werr)
-		return nil
-	}
-	return cl
 }
 
 // raiseHand asks the writers to let this observer type.

@@ -79,7 +79,7 @@ func TestRenameFollowedBySession(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Attach(%s): %v", name, err)
 	}
-	go func() { _, _ = io.Copy(io.Discard, termtest.NewClientReader(limited)) }()
+	go func() { _, _ = io.Copy(io.Discard, termtest.NewClientReader[sessions.Event](limited)) }()
 	if got := reg.Sessions(); len(got) != 1 || got[0].Instance != name {
 		t.Fatalf("sessions before the rename: %+v", got)
 	}

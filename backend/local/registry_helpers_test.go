@@ -79,7 +79,7 @@ func openSession(reg *sessions.Registry, name, cmd string) (int, error) {
 	}
 	var out bytes.Buffer
 	buf := make([]byte, 4096)
-	cr := termtest.NewClientReader(c)
+	cr := termtest.NewClientReader[sessions.Event](c)
 	for ctx.Err() == nil {
 		n, err := cr.Read(buf)
 		out.Write(buf[:n])

@@ -1,11 +1,12 @@
 package main
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/termgate/termgate/internal/sftpwire"
 )
 
 // The limits@openssh.com extension, in front of pkg/sftp's server, which
@@ -16,13 +17,10 @@ import (
 // an exec (gateway, engine, shim, holder and back for every answer) needs
 // to keep moving. The shim answers the extension's request itself, adds
 // the extension to the server's VERSION, and passes every other byte
-// through untouched.
+// through untouched. The framing is internal/sftpwire's, shared with the
+// gateway's audit.
 
 const (
-	fxpVersion       = 2
-	fxpExtended      = 200
-	fxpExtendedReply = 201
-
 	limitsExtension = "limits@openssh.com"
 
 	// sftpMaxMessage is pkg/sftp's largest message (its maxMsgLength);
@@ -43,11 +41,10 @@ const (
 type limitsShim struct {
 	out io.Writer // the client's side
 
-	mu      sync.Mutex // guards the fields below and every write to out
-	left    int        // bytes of the server's current packet still to come
-	head    []byte     // a server packet header being assembled (< 4 bytes)
-	version []byte     // the VERSION packet, buffered until it is whole; nil once sent
-	pending [][]byte   // replies waiting for the server's packet to end
+	mu      sync.Mutex      // guards the fields below and every write to out
+	frames  sftpwire.Framer // the server's packet boundaries
+	version []byte          // the VERSION packet, buffered until it is whole; nil once sent
+	pending [][]byte        // replies waiting for the server's packet to end
 }
 
 func newLimitsShim(out io.Writer) *limitsShim {
@@ -61,20 +58,18 @@ func (s *limitsShim) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(p)
-	if s.version != nil {
-		// The first packet is the server's VERSION: collect it whole.
-		s.version = append(s.version, p...)
-		if len(s.version) < 4 {
-			return n, nil
-		}
-		size := int(binary.BigEndian.Uint32(s.version))
-		if size > maxVersionBuffered {
+	// The first packet is the server's VERSION: collect it whole.
+	for s.version != nil && len(p) > 0 {
+		k, _, end := s.frames.Next(p)
+		s.version = append(s.version, p[:k]...)
+		p = p[k:]
+		if size, ok := s.frames.Size(); ok && size > maxVersionBuffered {
 			return 0, fmt.Errorf("sftp server's first packet is %d bytes: not a VERSION", size)
 		}
-		if len(s.version) < 4+size {
-			return n, nil
+		if !end {
+			continue
 		}
-		first, rest := s.version[:4+size], s.version[4+size:]
+		first := s.version
 		s.version = nil
 		if _, err := s.out.Write(withLimitsExtension(first)); err != nil {
 			return 0, err
@@ -82,10 +77,6 @@ func (s *limitsShim) Write(p []byte) (int, error) {
 		if err := s.flush(); err != nil { // a boundary: what waited goes out
 			return 0, err
 		}
-		if err := s.pass(rest); err != nil {
-			return 0, err
-		}
-		return n, nil
 	}
 	if err := s.pass(p); err != nil {
 		return 0, err
@@ -97,34 +88,12 @@ func (s *limitsShim) Write(p []byte) (int, error) {
 // flushes the pending replies at each one. Called with mu held.
 func (s *limitsShim) pass(p []byte) error {
 	for len(p) > 0 {
-		if s.left == 0 {
-			// A header starts (possibly split across writes).
-			need := 4 - len(s.head)
-			take := min(need, len(p))
-			s.head = append(s.head, p[:take]...)
-			if _, err := s.out.Write(p[:take]); err != nil {
-				return err
-			}
-			p = p[take:]
-			if len(s.head) < 4 {
-				return nil
-			}
-			s.left = int(binary.BigEndian.Uint32(s.head))
-			s.head = s.head[:0]
-			if s.left == 0 {
-				if err := s.flush(); err != nil {
-					return err
-				}
-			}
-			continue
-		}
-		take := min(s.left, len(p))
-		if _, err := s.out.Write(p[:take]); err != nil {
+		k, _, end := s.frames.Next(p) // up to the end of a length field or a packet
+		if _, err := s.out.Write(p[:k]); err != nil {
 			return err
 		}
-		s.left -= take
-		p = p[take:]
-		if s.left == 0 {
+		p = p[k:]
+		if end {
 			if err := s.flush(); err != nil {
 				return err
 			}
@@ -149,7 +118,7 @@ func (s *limitsShim) flush() error {
 func (s *limitsShim) reply(pkt []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.version == nil && s.left == 0 && len(s.head) == 0 {
+	if s.version == nil && s.frames.Between() {
 		_, err := s.out.Write(pkt)
 		return err
 	}
@@ -161,33 +130,25 @@ func (s *limitsShim) reply(pkt []byte) error {
 // extension pairs) with limits@openssh.com "1" added; anything else is
 // returned as it is.
 func withLimitsExtension(pkt []byte) []byte {
-	if len(pkt) < 9 || pkt[4] != fxpVersion {
+	if len(pkt) < 9 || pkt[4] != sftpwire.TypeVersion {
 		return pkt
 	}
 	out := append([]byte(nil), pkt...)
-	out = appendString(out, limitsExtension)
-	out = appendString(out, "1")
-	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
-	return out
+	out = sftpwire.AppendString(out, limitsExtension)
+	out = sftpwire.AppendString(out, "1")
+	return sftpwire.Finish(out)
 }
 
 // limitsReply answers request id: the largest packet, read and write, and
 // no limit on open handles (OpenSSH then keeps its 64 requests).
 func limitsReply(id uint32) []byte {
-	pkt := make([]byte, 4, 4+1+4+4*8)
-	pkt = append(pkt, fxpExtendedReply)
-	pkt = binary.BigEndian.AppendUint32(pkt, id)
-	pkt = binary.BigEndian.AppendUint64(pkt, sftpMaxMessage)
-	pkt = binary.BigEndian.AppendUint64(pkt, sftpMaxData)
-	pkt = binary.BigEndian.AppendUint64(pkt, sftpMaxData)
-	pkt = binary.BigEndian.AppendUint64(pkt, 0)
-	binary.BigEndian.PutUint32(pkt, uint32(len(pkt)-4))
-	return pkt
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
-	return append(b, s...)
+	pkt := sftpwire.Begin(make([]byte, 0, 4+1+4+4*8), sftpwire.TypeExtendedReply)
+	pkt = sftpwire.AppendUint32(pkt, id)
+	pkt = sftpwire.AppendUint64(pkt, sftpMaxMessage)
+	pkt = sftpwire.AppendUint64(pkt, sftpMaxData)
+	pkt = sftpwire.AppendUint64(pkt, sftpMaxData)
+	pkt = sftpwire.AppendUint64(pkt, 0)
+	return sftpwire.Finish(pkt)
 }
 
 // filterRequests copies the client's packets from in to the server (srv),
@@ -195,20 +156,18 @@ func appendString(b []byte, s string) []byte {
 // buffered, except small extended requests, whose name it reads. It
 // returns at in's end (nil) or the first error.
 func (s *limitsShim) filterRequests(in io.Reader, srv io.Writer) error {
-	var hdr [5]byte
+	var hdr [sftpwire.HeaderLen]byte
 	buf := make([]byte, 0, 512)
 	for {
-		if _, err := io.ReadFull(in, hdr[:]); err != nil {
-			if errors.Is(err, io.EOF) {
-				return nil
-			}
+		n, err := sftpwire.ReadHeader(in, &hdr)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		size := int(binary.BigEndian.Uint32(hdr[:4]))
-		if size < 1 {
-			return fmt.Errorf("sftp: a packet of length %d", size)
-		}
-		if hdr[4] != fxpExtended || size > maxExtendedBuffered {
+		size := int(n)
+		if hdr[4] != sftpwire.TypeExtended || size > maxExtendedBuffered {
 			if _, err := srv.Write(hdr[:]); err != nil {
 				return err
 			}
@@ -236,13 +195,11 @@ func (s *limitsShim) filterRequests(in io.Reader, srv io.Writer) error {
 
 // parseExtended reads an SSH_FXP_EXTENDED body: uint32 id, string name.
 func parseExtended(b []byte) (id uint32, name string, ok bool) {
-	if len(b) < 8 {
+	r := sftpwire.NewFields(b)
+	id = r.Uint32()
+	n, ok := r.String()
+	if !ok {
 		return 0, "", false
 	}
-	id = binary.BigEndian.Uint32(b)
-	n := binary.BigEndian.Uint32(b[4:])
-	if uint64(n) > uint64(len(b)-8) {
-		return 0, "", false
-	}
-	return id, string(b[8 : 8+n]), true
+	return id, string(n), true
 }

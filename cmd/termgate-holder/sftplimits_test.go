@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/termgate/termgate/internal/sftpwire"
 )
 
 // envSFTPServer makes the test binary an SFTP server on its stdin and
@@ -104,7 +106,7 @@ func TestOpenSSHSFTPUsesTheLimits(t *testing.T) {
 func TestLimitsShimKeepsPacketsWhole(t *testing.T) {
 	var out bytes.Buffer
 	s := newLimitsShim(&out)
-	version := []byte{0, 0, 0, 5, fxpVersion, 0, 0, 0, 3}
+	version := []byte{0, 0, 0, 5, sftpwire.TypeVersion, 0, 0, 0, 3}
 	// VERSION in two writes, then a packet's header alone.
 	if _, err := s.Write(version[:3]); err != nil {
 		t.Fatal(err)
@@ -127,13 +129,13 @@ func TestLimitsShimKeepsPacketsWhole(t *testing.T) {
 	if len(pkts) != 3 {
 		t.Fatalf("%d packets out, want VERSION, the server's, the reply: % x", len(pkts), b)
 	}
-	if !bytes.Contains(pkts[0], []byte(limitsExtension)) || pkts[0][4] != fxpVersion {
+	if !bytes.Contains(pkts[0], []byte(limitsExtension)) || pkts[0][4] != sftpwire.TypeVersion {
 		t.Errorf("VERSION without the extension: % x", pkts[0])
 	}
 	if !bytes.Equal(pkts[1], data) {
 		t.Errorf("the server's packet was cut: % x", pkts[1])
 	}
-	if pkts[2][4] != fxpExtendedReply || binary.BigEndian.Uint32(pkts[2][5:]) != 42 {
+	if pkts[2][4] != sftpwire.TypeExtendedReply || binary.BigEndian.Uint32(pkts[2][5:]) != 42 {
 		t.Errorf("reply % x", pkts[2])
 	}
 }
@@ -149,12 +151,12 @@ func TestLimitsShimPassesOtherRequests(t *testing.T) {
 	}
 	ext := func(id uint32, name string, rest []byte) []byte {
 		b := binary.BigEndian.AppendUint32(nil, id)
-		b = appendString(b, name)
+		b = sftpwire.AppendString(b, name)
 		return append(b, rest...)
 	}
 	write(1, []byte{0, 0, 0, 3}) // INIT
-	write(fxpExtended, ext(7, limitsExtension, nil))
-	write(fxpExtended, ext(8, "posix-rename@openssh.com", []byte("xx")))
+	write(sftpwire.TypeExtended, ext(7, limitsExtension, nil))
+	write(sftpwire.TypeExtended, ext(8, "posix-rename@openssh.com", []byte("xx")))
 	write(6, make([]byte, 100000)) // a large WRITE-like packet, streamed
 	want := append([]byte(nil), in.Bytes()...)
 	var srv, out bytes.Buffer
@@ -200,7 +202,7 @@ func splitPackets(t *testing.T, b []byte) [][]byte {
 // same bytes in the same order (replies only between packets).
 func FuzzLimitsShim(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 5, 1, 0, 0, 0, 3}, []byte{0, 0, 0, 5, 2, 0, 0, 0, 3})
-	f.Add(append([]byte{0, 0, 0, 27, fxpExtended, 0, 0, 0, 1, 0, 0, 0, 18}, limitsExtension...), []byte{0, 0, 0, 1, 2})
+	f.Add(append([]byte{0, 0, 0, 27, sftpwire.TypeExtended, 0, 0, 0, 1, 0, 0, 0, 18}, limitsExtension...), []byte{0, 0, 0, 1, 2})
 	f.Add([]byte{0, 0, 0, 0}, []byte{255, 255, 255, 255})
 	f.Fuzz(func(t *testing.T, client, server []byte) {
 		var out, srv bytes.Buffer
