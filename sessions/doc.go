@@ -20,9 +20,8 @@
 // Who) who comes back to a session they left gets, after the replay, an
 // in-band *Away: how long they were gone, how much output went by and,
 // where the shell marks its prompts with OSC 133, the commands that
-// finished meanwhile with their exit statuses (away.go; the pump follows
-// the marks in bounded state, osc133.go and cmdline.go). Registry.Since
-// returns the output since they left.
+// finished meanwhile (away.go; marks in bounded state, osc133.go and
+// cmdline.go). Registry.Since returns the output since they left.
 //
 // Goroutines, each owned and waited for by Close/Wait or Shutdown:
 //
@@ -69,7 +68,8 @@
 // takes a client's chunks and in-band Events itself (Client.Ready, Take;
 // event.go: an EventHandler method per kind); Take's error is the end.
 //
-// Lock order: Registry.mu, then Session.mu, then Client.mu (the screen
-// Replayer's own locks come after Session.mu). No lock is held across
-// backend or network I/O.
+// Lock order: Registry.mu, then Session.mu, then the away book's (away.go:
+// the pump takes it before it lets Session.mu go, then follows the OSC 133
+// marks under it alone), then Client.mu; the screen Replayer's locks come
+// after Session.mu. No lock is held across backend or network I/O.
 package sessions

@@ -89,10 +89,9 @@ type Session struct {
 	tornDown   chan struct{}  // closed when run has ended the shell, before it moves clients
 	done       chan struct{}  // closed when the session is fully closed
 
-	// Who left when, and the shell's OSC 133 marks, for the away
-	// summary (guarded by mu; away.go, osc133.go).
-	away  map[string]awayMark
-	marks marks
+	// Who left when, and the shell's OSC 133 marks, for the away summary:
+	// under a lock of their own, taken after mu (away.go, osc133.go).
+	away awayBook
 }
 
 // Info is a session's state as shown by "list" and GET /api/sessions.
@@ -308,11 +307,21 @@ func (s *Session) instanceGone(ctx context.Context) bool {
 	return err == nil && got.ID != inst.ID
 }
 
-// deliver records a chunk and queues it for every client.
+// deliver records a chunk and queues it for every client, then follows
+// the shell's marks in it outside the session's lock (away.go).
 func (s *Session) deliver(chunk []byte) {
+	off := s.relay(chunk) // returns holding s.away.mu
+	defer s.away.mu.Unlock()
+	s.away.marks.feed(chunk, off, s.clock.Now)
+}
+
+// relay records a chunk and queues it for every client under mu, and
+// returns the chunk's offset. It takes s.away.mu before it lets mu go, so
+// a reader of the away book under mu sees the marks up to the ring's end.
+func (s *Session) relay(chunk []byte) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.marks.feed(chunk, s.ring.End(), s.clock.Now)
+	off := s.ring.End()
 	s.ring.Write(chunk)
 	s.replay.Write(chunk)
 	s.bytesOut.Add(int64(len(chunk)))
@@ -331,6 +340,8 @@ func (s *Session) deliver(chunk []byte) {
 			// path removes and reports it.
 		}
 	}
+	s.away.mu.Lock()
+	return off
 }
 
 // AttachOptions says who attaches and from where it resumes.
