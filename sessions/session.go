@@ -89,9 +89,11 @@ type Session struct {
 	tornDown   chan struct{}  // closed when run has ended the shell, before it moves clients
 	done       chan struct{}  // closed when the session is fully closed
 
-	// Who left when, and the shell's OSC 133 marks, for the away summary:
-	// under a lock of their own, taken after mu (away.go, osc133.go).
-	away awayBook
+	// Who left when, and the shell's OSC 133 marks, for the away summary;
+	// who is attached, for presence, hands and grants. Each under a lock
+	// of its own, taken after mu (away.go, osc133.go, presence.go).
+	away     awayBook
+	presence presence
 }
 
 // Info is a session's state as shown by "list" and GET /api/sessions.
@@ -189,6 +191,7 @@ func (s *Session) requestCloseLocked(cause error) {
 	if s.keepTimer != nil {
 		s.keepTimer.Stop()
 	}
+	s.presence.close()
 	close(s.closeReq)
 }
 
@@ -220,6 +223,7 @@ func (s *Session) run() {
 	s.mu.Lock()
 	clients := s.clients
 	s.clients = map[*Client]struct{}{}
+	s.presence.end()
 	s.clientsChangedLocked()
 	s.mu.Unlock()
 	// A reset moves the clients on instead (at the end, once the fresh
@@ -375,9 +379,21 @@ type AttachOptions struct {
 	Prefetch *Prefetch
 }
 
-// attach registers a client; the replay and the registration happen in one
-// critical section, so no output is lost or doubled between them.
+// attach registers a client, then tells the others (presence.go).
 func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
+	c, err := s.register(opts, created) // returns holding s.presence.mu
+	if err != nil {
+		return nil, err
+	}
+	defer s.presence.mu.Unlock()
+	s.presence.joinedLocked(c, s.cfg.NotifyJoins)
+	return c, nil
+}
+
+// register registers a client; the replay and the registration happen in
+// one critical section, so no output is lost or doubled between them. On
+// success it takes s.presence.mu before it lets mu go.
+func (s *Session) register(opts AttachOptions, created bool) (*Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != stateRunning {
@@ -420,8 +436,8 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		s.wantSizeLocked(c, opts.Size)
 	}
 	c.setAttachSize(s.size)
-	s.presenceLocked(c, true)
 	s.log.Debug("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
+	s.presence.mu.Lock()
 	return c, nil
 }
 
@@ -440,21 +456,33 @@ func (s *Session) joinedLocked() {
 
 func (s *Session) detach(c *Client) { s.remove(c, "client detached") }
 
-// remove takes a closed client off the session and logs why.
+// remove takes a closed client off the session and logs why, then tells
+// the others (presence.go).
 func (s *Session) remove(c *Client, msg string, attrs ...any) {
+	if !s.unregister(c, msg, attrs...) { // true: holding s.presence.mu
+		return
+	}
+	defer s.presence.mu.Unlock()
+	s.presence.leftLocked(c, s.cfg.NotifyJoins)
+}
+
+// unregister takes c off the session; when it was on, it takes
+// s.presence.mu before it lets mu go and returns true.
+func (s *Session) unregister(c *Client, msg string, attrs ...any) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.clients[c]; !ok {
-		return
+		return false
 	}
 	delete(s.clients, c)
 	s.leftLocked(c)
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
 	s.applySizePolicyLocked(false) // the fall-back when the size was c's
-	s.presenceLocked(c, false)
 	s.log.Debug(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()
+	s.presence.mu.Lock()
+	return true
 }
 
 // startIdleLocked arms the idle reaper once the last client has gone. A
