@@ -51,6 +51,12 @@ type Session struct {
 	held      HeldProcess // proc, when a holder holds the shell (see hold.go); set before start
 	recording string      // obs's recording name, if any; under mu once started (a rename changes it)
 
+	// mu guards the relay (the ring, the replay, the clients and their
+	// queues) and what must change with the clients in one step, so it
+	// stays here: the size policy and pin (input waits for the resizes
+	// asked for before it, resizeorder.go), the idle timer and the keep
+	// (a reap and a holder's count read the clients with them), and the
+	// pause (one flag; its notice goes to the clients of that moment).
 	mu        sync.Mutex // guards the fields below
 	state     state
 	cause     error
