@@ -46,6 +46,10 @@ func TestAwaySummaryWithBash(t *testing.T) {
 	a := g.attach(t, keyAdmin, name, 100, 30)
 	a.send(bashMarks)
 	a.roundTrip()
+	// The marker's D mark and the next prompt (A, B) come after its
+	// output: wait for them, or a quick detach leaves before the marker's
+	// command ends and the summary counts it as finished while away.
+	a.expect(`\x1b\]133;B\x07`)
 	a.close()
 	g.waitClients(t, name, 0)
 
