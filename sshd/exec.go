@@ -136,6 +136,10 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 		result = append(result[:4], "cause", "client closed the channel")
 	}
 	s.cfg.Audit.Event(audit.Command, w, name, "", result...)
+	// The slot is free before the client has its status: a client that
+	// opens its next command's channel at once on the same connection
+	// (ControlMaster) must find it free (op.end is idempotent).
+	op.end()
 	if sig != "" {
 		sendExitSignal(sess, sig)
 		code = exitDetached // the exit-signal is the status
