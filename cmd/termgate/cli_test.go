@@ -69,9 +69,13 @@ func termgateBinary(t *testing.T) string {
 // its stdout, stderr and exit status.
 func runTermgate(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
+	// The build (the first call's, up to minutes on a loaded machine)
+	// comes before the run's own 30 s: it timed out the first test to
+	// run the binary when the build took most of them.
+	bin := termgateBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, termgateBinary(t), args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
