@@ -9,7 +9,7 @@ IMAGE     ?= termgate:dev
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: demo demo-clean build holder web man package run test test-short lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
+.PHONY: demo demo-clean build holder web man package run test test-short test-times check lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
 
 # The gateway embeds the holder of durable sessions (--durable), built
 # first as a static Linux binary (internal/holderbin, gitignored).
@@ -58,6 +58,13 @@ run: build
 # corpora run as tests.
 test: test-image web
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+# Where `make test`'s time goes: each package's wall time and the slowest
+# tests (internal/testtimes), from go test -json kept in bin/test.json.
+test-times: test-image web
+	@mkdir -p bin
+	-$(GO) test -race -count=1 -timeout 20m -json $(PKGS) > bin/test.json
+	$(GO) run ./internal/testtimes -n 30 < bin/test.json
 
 # Unit tests only: no Docker, no OpenSSH needed.
 test-short:
