@@ -75,16 +75,17 @@ var (
 )
 
 func TestAccessMatrix(t *testing.T) {
+	t.Parallel()
 	needDocker(t)
 	issuer := needOIDC(t)
 	if _, err := exec.LookPath("ssh"); err != nil {
 		t.Fatal("no OpenSSH client")
 	}
 	// Files and forwarding run the holder in the instance.
-	t.Setenv("TERMGATE_HOLDER_BINARY", buildHolder(t))
+	holderEnv := []string{"TERMGATE_HOLDER_BINARY=" + buildHolder(t)}
 	// alice (termgate-users, termgate-admins): read-write on web-*,
 	// read-only on db-*, download-only without forwarding on dl-*.
-	gw, base := startSSOGateway(t, issuer,
+	gw, base := startSSOGatewayEnv(t, holderEnv, issuer,
 		"  - {groups: [termgate-admins], instances: [\"web-*\"]}\n"+
 			"  - {groups: [termgate-users], instances: [\"db-*\"], read-only: true}\n"+
 			"  - {groups: [termgate-users], instances: [\"dl-*\"], files: download, port-forwarding: false}\n")

@@ -24,6 +24,7 @@ import (
 //     session, and opens them in the player with its seek bar;
 //   - a read-only token's row says read-only and opens the read-only page.
 func TestBrowserPageStates(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	gw := startGateway(t)

@@ -17,6 +17,7 @@ import (
 // bar says "skipped … to catch up", the terminal does not, the page
 // stays on the same connection and the shell answers.
 func TestBrowserIsBroughtForward(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	gw := startGateway(t)
