@@ -14,6 +14,7 @@ import (
 // non-held shells) adopts it, and a client returns to the same shell with
 // the replay; a reset through it kills the shell and its job.
 func TestGatewayDurableSurvivesKill9InAPod(t *testing.T) {
+	t.Parallel()
 	needHolder(t)
 	state := t.TempDir()
 	if err := os.Chmod(state, 0o700); err != nil {
