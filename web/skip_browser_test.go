@@ -32,7 +32,7 @@ func TestBrowserIsBroughtForward(t *testing.T) {
 	since := eval[float64](b, `termgate.conn.since`)
 
 	b.typeKeys("sleep 1; head -c 30000000 /dev/zero | tr '\\0' x; echo EN''D$((6*7))\r")
-	time.Sleep(300 * time.Millisecond) // the keys are through
+	b.waitMatch(`EN''D\$\(\(6\*7\)\)`) // the keys are through: the shell echoed them
 	px.pause()
 	paused := true
 	defer func() {

@@ -23,3 +23,17 @@ func TestWaitForSeesLaterWritesAndTimesOut(t *testing.T) {
 		t.Fatalf("String = %q", s.String())
 	}
 }
+
+func TestUntilWaitsForTheConditionOrTheDeadline(t *testing.T) {
+	n := 0
+	if !Until(5*time.Second, time.Millisecond, func() bool { n++; return n == 3 }) || n != 3 {
+		t.Errorf("Until returned before the condition held, or polled on (%d polls)", n)
+	}
+	start := time.Now()
+	if Until(20*time.Millisecond, time.Millisecond, func() bool { return false }) {
+		t.Error("Until reported a condition that never held")
+	}
+	if took := time.Since(start); took < 20*time.Millisecond {
+		t.Errorf("Until gave up after %s, before its deadline", took)
+	}
+}
