@@ -110,8 +110,10 @@ func heldPID(t *testing.T, s *shell) int {
 // A held session outlives the Backend that started it: another adopts it
 // (HeldInstances finds it), with the replay and the same shell; a Kill
 // ends the shell, its jobs and the holder.
+//
+// Not parallel: HeldInstances lists the held sessions of every pod under
+// the run's label, and it must find this one's alone.
 func TestHeldSessionOutlivesItsGatewayInAPod(t *testing.T) {
-	t.Parallel()
 	b1, logs := durableBackend(t)
 	pod := runPod(t, nil)
 	inst := lookupPod(t, b1, pod)
