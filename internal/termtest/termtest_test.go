@@ -1,7 +1,10 @@
 package termtest
 
 import (
+	"flag"
 	"regexp"
+	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -35,5 +38,24 @@ func TestUntilWaitsForTheConditionOrTheDeadline(t *testing.T) {
 	}
 	if took := time.Since(start); took < 20*time.Millisecond {
 		t.Errorf("Until gave up after %s, before its deadline", took)
+	}
+}
+
+func TestParallelAtLeastRaisesTheDefaultOnly(t *testing.T) {
+	f := flag.Lookup("test.parallel")
+	if f == nil {
+		t.Fatal("no -test.parallel flag")
+	}
+	was := f.Value.String()
+	t.Cleanup(func() { _ = f.Value.Set(was) })
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	want := was
+	if n, _ := strconv.Atoi(was); !set && n < 1000 && runtime.GOMAXPROCS(0) < 1000 {
+		want = "1000"
+	}
+	ParallelAtLeast(1000)
+	if got := f.Value.String(); got != want {
+		t.Errorf("-test.parallel %s after ParallelAtLeast(1000), want %s (set on the command line: %v)", got, want, set)
 	}
 }
