@@ -9,7 +9,7 @@ IMAGE     ?= termgate:dev
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: demo demo-clean build holder web man package run test test-short lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
+.PHONY: demo demo-clean build holder web man package run test test-short test-times check lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
 
 # The gateway embeds the holder of durable sessions (--durable), built
 # first as a static Linux binary (internal/holderbin, gitignored).
@@ -59,9 +59,29 @@ run: build
 test: test-image web
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
 
-# Unit tests only: no Docker, no OpenSSH needed.
+# Where `make test`'s time goes: each package's wall time and the slowest
+# tests (internal/testtimes), from go test -json kept in bin/test.json.
+test-times: test-image web
+	@mkdir -p bin
+	-$(GO) test -race -count=1 -timeout 20m -json $(PKGS) > bin/test.json
+	$(GO) run ./internal/testtimes -n 30 < bin/test.json
+
+# The packages whose tests need a Docker engine, OpenSSH, Chromium, Dex or
+# the Kubernetes cluster (some of their tests or all); every other
+# package's tests, with -short, need none of them (CHECK_PKGS).
+ENGINE_PKGS := backend/docker backend/kubernetes cmd/termgate-holder e2e internal/replayoracle sshd web
+CHECK_PKGS   = $(shell $(GO) list $(PKGS) | grep -v -E '/($(subst $() ,|,$(strip $(ENGINE_PKGS))))$$')
+
+# The quick check before a commit (about a minute on two cores with a warm
+# build cache): the build, lint, and the unit tests that need no engine,
+# browser or cluster. make test runs everything.
+check: lint
+	$(GO) build $(PKGS)
+	$(GO) test -race -count=1 -short $(CHECK_PKGS)
+
+# Unit tests only: no Docker, no OpenSSH needed (make check's tests).
 test-short:
-	$(GO) test -race -count=1 -short ./sessions/... ./keys/... ./metrics/... ./cmd/...
+	$(GO) test -race -count=1 -short $(CHECK_PKGS)
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }

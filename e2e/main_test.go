@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/termgate/termgate/internal/gatewayproc"
+	"github.com/termgate/termgate/internal/termtest"
 )
 
 // testImage is the image every test container runs (scripts/test-image.sh).
@@ -27,6 +28,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The tests wait on gateways, containers and clients far more than
+	// they compute: four at a time, not GOMAXPROCS (two on two cores).
+	termtest.ParallelAtLeast(4)
 	tmp, err := os.MkdirTemp("", "termgate-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)

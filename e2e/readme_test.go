@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -107,6 +108,7 @@ var readmeRules = []readmeRule{
 	{regexp.MustCompile(`^ssh -p 2222 HOST keys$`), "TestOpenSSHSignIn"},
 	{regexp.MustCompile(`^make demo$`), "TestDemoKeepsToItsOwnContainers"},
 	{regexp.MustCompile(`^make (build|test|lint)$`), "TestCIRunsTheREADMEMakeTargets"},
+	{regexp.MustCompile(`^make check$`), "TestMakeCheckLeavesOutOnlyTheEnginePackages"},
 	// The package test installs it with dpkg, adds a key as the README
 	// does and runs the unit's exact command line as its user (no
 	// systemd runs on the test machine, so not systemctl itself).
@@ -200,5 +202,73 @@ func TestCIRunsTheREADMEMakeTargets(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^\s*(if ! )?make ` + target + `\b`).Match(ci) {
 			t.Errorf(".ci/run does not run make %s, which the README gives", target)
 		}
+	}
+}
+
+// TestMakeCheckLeavesOutOnlyTheEnginePackages: the README's make check
+// builds, lints and runs with -race -short the tests of every package but
+// ENGINE_PKGS, each of which exists (a renamed one would otherwise drop
+// out of both lists silently). make test, which CI runs, runs them all.
+func TestMakeCheckLeavesOutOnlyTheEnginePackages(t *testing.T) {
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Fatal("make is not installed")
+	}
+	dry := exec.Command("make", "-n", "check")
+	dry.Dir = root
+	out, err := dry.CombinedOutput()
+	if err != nil {
+		t.Fatalf("make -n check: %v\n%s", err, out)
+	}
+	var testLine string
+	for _, want := range []string{"go vet ", "staticcheck", "go build ", "go test -race -count=1 -short "} {
+		found := false
+		for line := range strings.Lines(string(out)) {
+			if strings.Contains(line, want) {
+				found = true
+				if strings.HasPrefix(want, "go test") {
+					testLine = line
+				}
+			}
+		}
+		if !found {
+			t.Errorf("make check does not run %q:\n%s", want, out)
+		}
+	}
+	list := exec.Command("go", "list", "./...")
+	list.Dir = root
+	pkgs, err := list.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := exec.Command("make", "-s", "--eval", "print-engine-pkgs: ; @echo $(ENGINE_PKGS)", "print-engine-pkgs")
+	names.Dir = root
+	eng, err := names.Output()
+	if err != nil || len(strings.Fields(string(eng))) == 0 {
+		t.Fatalf("the Makefile's ENGINE_PKGS: %v %q", err, eng)
+	}
+	engine := map[string]bool{}
+	for _, p := range strings.Fields(string(eng)) {
+		engine["github.com/termgate/termgate/"+p] = true
+	}
+	checked := map[string]bool{}
+	for _, f := range strings.Fields(testLine) {
+		checked[f] = true
+	}
+	for pkg := range strings.Lines(string(pkgs)) {
+		pkg = strings.TrimSpace(pkg)
+		switch {
+		case engine[pkg] && checked[pkg]:
+			t.Errorf("make check runs %s, one of ENGINE_PKGS", pkg)
+		case !engine[pkg] && !checked[pkg]:
+			t.Errorf("make check leaves out %s, which is not in ENGINE_PKGS", pkg)
+		}
+		delete(engine, pkg)
+	}
+	for pkg := range engine {
+		t.Errorf("ENGINE_PKGS names %s, which is no package", pkg)
 	}
 }

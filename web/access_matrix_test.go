@@ -75,16 +75,17 @@ var (
 )
 
 func TestAccessMatrix(t *testing.T) {
+	t.Parallel()
 	needDocker(t)
 	issuer := needOIDC(t)
 	if _, err := exec.LookPath("ssh"); err != nil {
 		t.Fatal("no OpenSSH client")
 	}
 	// Files and forwarding run the holder in the instance.
-	t.Setenv("TERMGATE_HOLDER_BINARY", buildHolder(t))
+	holderEnv := []string{"TERMGATE_HOLDER_BINARY=" + buildHolder(t)}
 	// alice (termgate-users, termgate-admins): read-write on web-*,
 	// read-only on db-*, download-only without forwarding on dl-*.
-	gw, base := startSSOGateway(t, issuer,
+	gw, base := startSSOGatewayEnv(t, holderEnv, issuer,
 		"  - {groups: [termgate-admins], instances: [\"web-*\"]}\n"+
 			"  - {groups: [termgate-users], instances: [\"db-*\"], read-only: true}\n"+
 			"  - {groups: [termgate-users], instances: [\"dl-*\"], files: download, port-forwarding: false}\n")
@@ -235,20 +236,33 @@ func (m *matrix) addToken(options string) string {
 }
 
 // waitReload waits until the gateway has read the key and token files
-// again (it polls them every second).
+// again (it polls them every second, both in one poll). A refused ssh
+// counts towards the source's lockout (5 failures), so it asks over HTTP
+// until the token is taken, and only then tries ssh, at most every 1.2 s:
+// polling ssh every 200 ms locked the test out when a busy gateway's poll
+// came 2 s late.
 func (m *matrix) waitReload(key, tok string) {
 	m.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
+	var code int
+	for {
+		if code, _ = m.http(bearer(tok), "GET", "/api/whoami", nil); code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			m.t.Fatalf("the gateway did not take the new key and token: ssh not tried, HTTP %d", code)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	for {
 		_, errSSH := m.ssh(key, "termgate", "help")
-		code, _ := m.http(bearer(tok), "GET", "/api/whoami", nil)
-		if errSSH == nil && code == http.StatusOK {
+		if errSSH == nil {
 			return
 		}
 		if time.Now().After(deadline) {
 			m.t.Fatalf("the gateway did not take the new key and token: ssh %v, HTTP %d", errSSH, code)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(1200 * time.Millisecond)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 // not in the terminal, with the command that finished and its exit
 // status; × dismisses it.
 func TestBrowserAway(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	gw := startGateway(t)

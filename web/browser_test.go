@@ -31,8 +31,55 @@ import (
 	"github.com/termgate/termgate/web"
 )
 
+// The tests that start a gateway run in parallel (t.Parallel; -parallel
+// bounds them, GOMAXPROCS by default: on two cores, two Chromiums at a
+// time). Each has its own gateway, state directory, ports, label,
+// containers and browser profile; what they share is built once, in
+// binDir: the gateway and the holder.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	dir, err := os.MkdirTemp("", "termgate-web-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "web:", err)
+		os.Exit(1)
+	}
+	binDir = dir
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
+
+// binDir holds the binaries the tests share (TestMain removes it).
+var binDir string
+
+// onceBuild builds a binary once for the whole package: the first test to
+// need it builds it, the others wait for that and get its result.
+type onceBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+func (o *onceBuild) get(t *testing.T, build func(ctx context.Context, out string) error, name string) string {
+	t.Helper()
+	o.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		o.path = filepath.Join(binDir, name)
+		o.err = build(ctx, o.path)
+	})
+	if o.err != nil {
+		t.Fatal(o.err)
+	}
+	return o.path
+}
+
+var gatewayBuild, holderBuild onceBuild
+
+// gatewayBin is cmd/termgate, built once.
+func gatewayBin(t *testing.T) string {
+	t.Helper()
+	return gatewayBuild.get(t, gatewayproc.Build, "termgate")
 }
 
 // TestBrowser drives the page in headless Chromium against the real gateway
@@ -44,6 +91,7 @@ func TestMain(m *testing.M) {
 // $TERMGATE_ARTIFACTS/browser when that is set (a temporary directory
 // otherwise).
 func TestBrowser(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	start := time.Now()
@@ -489,23 +537,39 @@ func needChromium(t *testing.T) string {
 	return path
 }
 
-// needDocker checks the engine and builds the test image (no pull).
+// needDocker checks the engine and builds the test image (no pull), once
+// for the package; every test that needs them skips or fails alike.
 func needDocker(t *testing.T) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.APIVersion}}").Run()
-	if err != nil {
-		msg := fmt.Sprintf("the Docker engine is unreachable (docker version: %v)", err)
+	dockerCheck.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		err := exec.CommandContext(ctx, "docker", "version", "--format", "{{.Server.APIVersion}}").Run()
+		if err != nil {
+			dockerCheck.engine = fmt.Sprintf("the Docker engine is unreachable (docker version: %v)", err)
+			return
+		}
+		out, err := exec.CommandContext(ctx, "bash", filepath.Join(moduleRoot(t), "scripts", "test-image.sh")).CombinedOutput()
+		if err != nil {
+			dockerCheck.image = fmt.Sprintf("scripts/test-image.sh: %v\n%s", err, out)
+		}
+	})
+	if msg := dockerCheck.engine; msg != "" {
 		if os.Getenv("TERMGATE_REQUIRE_DOCKER") == "1" {
 			t.Fatal("TERMGATE_REQUIRE_DOCKER=1 but " + msg)
 		}
 		t.Skip(msg + " (set TERMGATE_REQUIRE_DOCKER=1 to make this a failure)")
 	}
-	out, err := exec.CommandContext(ctx, "bash", filepath.Join(moduleRoot(t), "scripts", "test-image.sh")).CombinedOutput()
-	if err != nil {
-		t.Fatalf("scripts/test-image.sh: %v\n%s", err, out)
+	if dockerCheck.image != "" {
+		t.Fatal(dockerCheck.image)
 	}
+}
+
+// dockerCheck is needDocker's finding: why the engine or the image is
+// missing.
+var dockerCheck struct {
+	once          sync.Once
+	engine, image string
 }
 
 func moduleRoot(t *testing.T) string {
@@ -530,6 +594,7 @@ type gateway struct {
 	bin, dir, state   string
 	label             string
 	args              []string // flags of every run
+	env               []string // added to every run's environment
 	signIn            string   // path, query and fragment of the printed browser address
 	sshAddr, httpAddr string
 	hostKey           ssh.PublicKey
@@ -539,20 +604,24 @@ type gateway struct {
 	logs *termtest.Stream     // its log
 }
 
-// startGateway builds cmd/termgate and runs it with args on loopback (ports
-// the OS picks, a temporary state directory where it generates its token
-// and prints the browser address, one SSH key). Its instances are the
-// containers with its own label, so it never touches anything else.
+// startGateway runs cmd/termgate (built once: gatewayBin) with args on
+// loopback (ports the OS picks, a temporary state directory where it
+// generates its token and prints the browser address, one SSH key). Its
+// instances are the containers with its own label, so it never touches
+// anything else.
 func startGateway(t *testing.T, args ...string) *gateway {
 	t.Helper()
+	return startGatewayEnv(t, nil, args...)
+}
+
+// startGatewayEnv is startGateway with env added to the gateway's
+// environment (e.g. TERMGATE_HOLDER_BINARY=: t.Setenv would keep the test
+// from running in parallel).
+func startGatewayEnv(t *testing.T, env []string, args ...string) *gateway {
+	t.Helper()
 	dir := t.TempDir()
-	gw := &gateway{t: t, dir: dir, bin: filepath.Join(dir, "termgate"), state: filepath.Join(dir, "state"),
-		label: "tgweb.gw=" + randomHex(4), args: args, logs: termtest.NewStream()}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	if err := gatewayproc.Build(ctx, gw.bin); err != nil {
-		t.Fatal(err)
-	}
+	gw := &gateway{t: t, dir: dir, bin: gatewayBin(t), state: filepath.Join(dir, "state"),
+		label: "tgweb.gw=" + randomHex(4), args: args, env: env, logs: termtest.NewStream()}
 
 	_, priv, _ := ed25519.GenerateKey(rand.Reader)
 	signer, err := ssh.NewSignerFromKey(priv)
@@ -606,6 +675,7 @@ func (gw *gateway) start() {
 		// --audit-log -: the tests read the audit records in gw.logs.
 		Args: append([]string{"--backend", "docker", "--instance-label", gw.label, "--log-level", "debug",
 			"--audit-log", "-", "--record-dir", filepath.Join(gw.dir, "recordings")}, gw.args...),
+		Env: gw.env,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -865,7 +935,7 @@ func (b *browser) do(steps ...chromedp.Action[chromedp.Void]) {
 // fail takes a last screenshot, then fails the test.
 func (b *browser) fail(format string, args ...any) {
 	b.t.Helper()
-	b.shot("failure")
+	b.shot("failure-" + strings.ReplaceAll(b.t.Name(), "/", "-")) // tests run in parallel
 	b.t.Fatalf(format, args...)
 }
 

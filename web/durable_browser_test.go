@@ -2,9 +2,9 @@ package web_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,14 +17,13 @@ import (
 // same state directory) into the same shell, with the earlier output still
 // on screen and nothing doubled.
 func TestBrowserDurableRestart(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	holder := buildHolder(t)
 	// The holder built above stands in for the one that `make build`
 	// embeds (gatewayproc passes TERMGATE_HOLDER_BINARY on).
-	t.Setenv("TERMGATE_HOLDER_BINARY", holder)
-
-	gw := startGateway(t, "--durable")
+	gw := startGatewayEnv(t, []string{"TERMGATE_HOLDER_BINARY=" + holder}, "--durable")
 	name := startInstance(t, gw.label)
 	px := startProxy(t, gw.httpAddr)
 	b := startBrowser(t, chromium)
@@ -74,17 +73,17 @@ func TestBrowserDurableRestart(t *testing.T) {
 }
 
 // buildHolder builds the static holder program (cmd/termgate-holder) that a
-// --durable gateway copies into its instances.
+// --durable gateway copies into its instances, once for the package.
 func buildHolder(t *testing.T) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "termgate-holder")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/termgate-holder")
-	build.Dir = moduleRoot(t)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if msg, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/termgate-holder: %v\n%s", err, msg)
-	}
-	return out
+	root := moduleRoot(t)
+	return holderBuild.get(t, func(ctx context.Context, out string) error {
+		build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, "./cmd/termgate-holder")
+		build.Dir = root
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if msg, err := build.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/termgate-holder: %v\n%s", err, msg)
+		}
+		return nil
+	}, "termgate-holder")
 }

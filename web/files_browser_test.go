@@ -29,12 +29,12 @@ import (
 // bar. A read-only token has no Download button, its drop uploads nothing,
 // and both routes answer it 403.
 func TestBrowserFiles(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	// Transfers run the holder's SFTP server in the instance (the image
 	// has no sftp-server): the one built here stands in for the embedded one.
-	t.Setenv("TERMGATE_HOLDER_BINARY", buildHolder(t))
-	gw := startGateway(t)
+	gw := startGatewayEnv(t, []string{"TERMGATE_HOLDER_BINARY=" + buildHolder(t)})
 	name := startInstance(t, gw.label)
 	b := startBrowser(t, chromium)
 	base := "http://" + gw.httpAddr

@@ -57,6 +57,7 @@ func dexFlow(t *testing.T, base, next, email string) (*http.Client, string) {
 // redirect, a callback without its pending cookie, a provider that is
 // down (tokens keep working).
 func TestSignInAbuse(t *testing.T) {
+	t.Parallel()
 	issuer := needOIDC(t)
 	gw, base := startSSOGateway(t, issuer, "  - {groups: [termgate-users], instances: [\"*\"]}\n")
 	get := func(c *http.Client, u string) (int, string, string) {

@@ -42,13 +42,20 @@ func freePort(t *testing.T) int {
 // (the public client) under the given policies: YAML.
 func startSSOGateway(t *testing.T, issuer, policies string, extra ...string) (*gateway, string) {
 	t.Helper()
+	return startSSOGatewayEnv(t, nil, issuer, policies, extra...)
+}
+
+// startSSOGatewayEnv is startSSOGateway with env added to the gateway's
+// environment.
+func startSSOGatewayEnv(t *testing.T, env []string, issuer, policies string, extra ...string) (*gateway, string) {
+	t.Helper()
 	port := freePort(t)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(cfg, []byte("policies:\n"+policies), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	gw := startGateway(t, append([]string{"--config", cfg, "--oidc-issuer", issuer, "--oidc-client-id", "termgate-public",
+	gw := startGatewayEnv(t, env, append([]string{"--config", cfg, "--oidc-issuer", issuer, "--oidc-client-id", "termgate-public",
 		"--public-url", base, "--http-addr", fmt.Sprintf("127.0.0.1:%d", port)}, extra...)...)
 	return gw, base
 }
@@ -91,6 +98,7 @@ func (b *browser) dexLogin(base, email string) {
 // the identity (whoami, who is attached), groups deciding read-only, and a
 // logout that cuts the terminal it attached (contract, "Single sign-on").
 func TestBrowserSignIn(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	issuer := needOIDC(t)
@@ -141,6 +149,7 @@ func TestBrowserSignIn(t *testing.T) {
 // TestBrowserSignInWithoutAPolicy: an identity that no rule matches is
 // told so after signing in, and gets no cookie.
 func TestBrowserSignInWithoutAPolicy(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	issuer := needOIDC(t)
 	_, base := startSSOGateway(t, issuer, "  - {groups: [termgate-admins], instances: [\"*\"]}\n")
@@ -183,6 +192,7 @@ func (b *browser) waitFunc2(what, expr, show string) {
 // --oidc-client-secret-file) signs in as the public one does. Dex has its
 // redirect URI registered on port 5555 (scripts/dex/up.sh).
 func TestBrowserSignInConfidential(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	issuer := needOIDC(t)
 	secret := filepath.Join(t.TempDir(), "oidc-secret")
@@ -208,6 +218,7 @@ func TestBrowserSignInConfidential(t *testing.T) {
 // TestSSHSignInRequired: with --oidc-ssh=required a key in
 // authorized_keys no longer gets in by itself.
 func TestSSHSignInRequired(t *testing.T) {
+	t.Parallel()
 	needDocker(t)
 	issuer := needOIDC(t)
 	gw, _ := startSSOGateway(t, issuer, "  - {groups: [termgate-admins], instances: [\"*\"]}\n", "--oidc-ssh", "required")

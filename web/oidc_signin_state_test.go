@@ -85,6 +85,7 @@ func decideHTTP(t *testing.T, c *http.Client, base, ticket, decision string) (in
 // types at most 5 codes, then waits; remembered keys are listed and
 // forgotten per identity (iss+sub) over the JSON API.
 func TestSSHSignInAbuse(t *testing.T) {
+	t.Parallel()
 	needDocker(t)
 	issuer := needOIDC(t)
 	if _, err := exec.LookPath("ssh"); err != nil {
@@ -222,6 +223,7 @@ func TestSSHSignInAbuse(t *testing.T) {
 // it attached on the first within 5 s, and the copied cookie is refused
 // there too.
 func TestSignInSharedState(t *testing.T) {
+	t.Parallel()
 	needDocker(t)
 	issuer := needOIDC(t)
 	if _, err := exec.LookPath("ssh"); err != nil {

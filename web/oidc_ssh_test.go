@@ -138,6 +138,7 @@ func (b *browser) typeCode(code string) {
 // is forgotten with the page's Forget; and the browser's logout forgets
 // the keys it approved and cuts the attached shell within 5 s.
 func TestOpenSSHSignIn(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	issuer := needOIDC(t)

@@ -24,6 +24,7 @@ import (
 //     session, and opens them in the player with its seek bar;
 //   - a read-only token's row says read-only and opens the read-only page.
 func TestBrowserPageStates(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	gw := startGateway(t)
@@ -89,8 +90,11 @@ func TestBrowserPageStates(t *testing.T) {
 	// Down long enough that an uncapped backoff would wait 4–8 s.
 	time.Sleep(7 * time.Second)
 	gw.start()
-	px.retarget(gw.httpAddr)
+	// The page's clock when the gateway is back for it: read before the
+	// proxy points at it, so that a try in between counts as after (read
+	// after, a try that came sooner found no try at or after it).
 	up := eval[float64](b, `Date.now()`)
+	px.retarget(gw.httpAddr)
 	b.waitConnected()
 	back := eval[float64](b, `Date.now()`)
 	first := eval[float64](b, fmt.Sprintf(`termgate.conn.tries.find(t => t >= %v) || 0`, up))

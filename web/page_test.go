@@ -41,6 +41,7 @@ const listRecordingsJSON = `[
 // watch, and a search box filters it; the recordings list groups the
 // token's recordings by instance, each linked to the player.
 func TestPageList(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	base := servePlayer(t)
 	b := startBrowser(t, chromium)

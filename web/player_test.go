@@ -91,6 +91,7 @@ func servePlayer(t *testing.T) string {
 // pause stops the progress and resume continues it at 4×; a missing and a
 // malformed file each give a clear error.
 func TestPlayer(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	base := servePlayer(t)
 	b := startBrowser(t, chromium)
@@ -184,6 +185,7 @@ func (b *browser) pressKey(key string, code int64) {
 // the recording's first size back at 0), by dragging (an input event) and
 // from the keyboard (End, Home, the arrows by 5 s), paused or playing.
 func TestPlayerSeek(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	base := servePlayer(t)
 	b := startBrowser(t, chromium)

@@ -15,6 +15,7 @@ import (
 // smaller than the session, goes back to its own size when the other
 // client leaves, and pins and unpins the size.
 func TestBrowserSize(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	gw := startGateway(t)

@@ -17,6 +17,7 @@ import (
 // bar says "skipped … to catch up", the terminal does not, the page
 // stays on the same connection and the shell answers.
 func TestBrowserIsBroughtForward(t *testing.T) {
+	t.Parallel()
 	chromium := needChromium(t)
 	needDocker(t)
 	gw := startGateway(t)
@@ -31,7 +32,7 @@ func TestBrowserIsBroughtForward(t *testing.T) {
 	since := eval[float64](b, `termgate.conn.since`)
 
 	b.typeKeys("sleep 1; head -c 30000000 /dev/zero | tr '\\0' x; echo EN''D$((6*7))\r")
-	time.Sleep(300 * time.Millisecond) // the keys are through
+	b.waitMatch(`EN''D\$\(\(6\*7\)\)`) // the keys are through: the shell echoed them
 	px.pause()
 	paused := true
 	defer func() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -129,7 +130,11 @@ func TestSweepEndsOrphans(t *testing.T) {
 	tmOther, _, _ := startShell(t, other, labelled, sessions.DefaultSize)
 	pidOther := shellPID(t, tmOther)
 	dockerCLI(t, "exec", "-d", labelled, "sleep", "1005") // not ours
-	time.Sleep(500 * time.Millisecond)
+	// docker exec -d returns before its process runs: wait until it and
+	// the orphans' jobs show (a fixed 500 ms was too short under load).
+	termtest.Until(10*time.Second, 50*time.Millisecond, func() bool {
+		return len(live(t, labelled, sleeps("1005"))) == 1 && len(live(t, labelled, sleeps("1003", "1004"))) == 2
+	})
 	if got := live(t, labelled, sleeps("1003", "1004")); len(got) != 2 {
 		t.Fatalf("orphaned jobs before Sweep: %+v", got)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/docker/docker/client"
 	"go.uber.org/goleak"
 
+	"github.com/termgate/termgate/internal/termtest"
 	"github.com/termgate/termgate/sessions"
 )
 
@@ -35,6 +36,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	// The tests wait on the engine and their containers far more than
+	// they compute: four at a time, not GOMAXPROCS (two on two cores).
+	termtest.ParallelAtLeast(4)
 	runLabel = "termgate.test=" + randomHex(6)
 	engineErr = prepareEngine()
 	cleanup := func() {}

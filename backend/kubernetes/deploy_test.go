@@ -328,6 +328,7 @@ func sshTo(t *testing.T, addr, instance string, hostKey gossh.PublicKey, client 
 // the other's client goes on in it, and the replica that replaces it
 // returns a client to it, with the replay.
 func TestDeployedReplicasServeOneShell(t *testing.T) {
+	t.Parallel()
 	needCluster(t)
 	buildImage(t)
 	hostKey, client := deployState(t)

@@ -73,6 +73,7 @@ func echoExact(t *testing.T, c remote.Conn, payload []byte) {
 }
 
 func TestDialPortForward(t *testing.T) {
+	t.Parallel()
 	pod := echoPod(t)
 	b := clusterBackend(t, Config{})
 	payload := make([]byte, 2<<20)
@@ -96,6 +97,7 @@ func TestDialPortForward(t *testing.T) {
 }
 
 func TestDialPortForwardRBAC(t *testing.T) {
+	t.Parallel()
 	pod := echoPod(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 // the exec host, an ordinary exec's Read here ended with a bare io.EOF or a
 // broken stream, and a held one's lost connection with io.EOF.)
 func TestEndCauseFromTheAPIServer(t *testing.T) {
+	t.Parallel()
 	gone := func(err error) bool { return errors.Is(err, sessions.ErrInstanceGone) }
 	exited := func(code int) func(error) bool {
 		return func(err error) bool {

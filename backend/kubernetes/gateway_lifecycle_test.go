@@ -48,6 +48,7 @@ func waitStty(t *testing.T, send func(string), expect func(string) []string, wan
 }
 
 func TestGatewayResizeAndExitCodeInAPod(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	pod := runPod(t, nil)
 
@@ -96,6 +97,7 @@ func restartablePod(p *corev1.Pod) {
 }
 
 func TestGatewayRestartedContainerGetsAFreshSession(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	pod := runPod(t, restartablePod)
 	s := g.attachSSH(t, pod)
@@ -142,6 +144,7 @@ func TestGatewayRestartedContainerGetsAFreshSession(t *testing.T) {
 }
 
 func TestGatewayIdleSessionIsReaped(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	if err := os.Chmod(state, 0o700); err != nil {
 		t.Fatal(err)
@@ -195,6 +198,7 @@ func (g *gateway) sessions(t *testing.T) []map[string]any {
 }
 
 func TestGatewayPodEvictionEndsTheSession(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	pod := runPod(t, nil)
 	w, _ := g.attachWS(t, pod)
@@ -218,6 +222,7 @@ func TestGatewayPodEvictionEndsTheSession(t *testing.T) {
 // TestGatewaySIGTERMEndsEverySession: the gateway tells its clients, ends
 // every session, leaves no process in the pod and exits within 10 s.
 func TestGatewaySIGTERMEndsEverySession(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	pod := runPod(t, nil)
 	s := g.attachSSH(t, pod)

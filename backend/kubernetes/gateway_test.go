@@ -83,6 +83,11 @@ func newGateway(t *testing.T) *gateway {
 func startGateway(t *testing.T, state string, extra ...string) *gateway {
 	t.Helper()
 	needCluster(t)
+	// The holder's path reaches the gateway through this process's
+	// environment (needHolder sets it): set before any gateway starts,
+	// so that it is the same for every one whichever parallel test
+	// builds the holder first.
+	needHolder(t)
 	bin := buildGateway(t)
 	_, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -297,6 +302,7 @@ func (w *wsClient) expect(re string) []string {
 }
 
 func TestGatewayAttachReattachAndResetInAPod(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	pod := runPod(t, nil)
 
@@ -349,6 +355,7 @@ func TestGatewayAttachReattachAndResetInAPod(t *testing.T) {
 }
 
 func TestGatewayPodDeletionEndsTheSession(t *testing.T) {
+	t.Parallel()
 	g := newGateway(t)
 	pod := runPod(t, nil)
 	s := g.attachSSH(t, pod)

@@ -13,6 +13,9 @@ import (
 // one (same state, so the same gateway id, whose start-up sweep ends only
 // non-held shells) adopts it, and a client returns to the same shell with
 // the replay; a reset through it kills the shell and its job.
+//
+// Not parallel: a --durable gateway adopts the held sessions of every pod
+// under the run's label, the other tests' too.
 func TestGatewayDurableSurvivesKill9InAPod(t *testing.T) {
 	needHolder(t)
 	state := t.TempDir()

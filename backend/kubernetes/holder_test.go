@@ -110,6 +110,9 @@ func heldPID(t *testing.T, s *shell) int {
 // A held session outlives the Backend that started it: another adopts it
 // (HeldInstances finds it), with the replay and the same shell; a Kill
 // ends the shell, its jobs and the holder.
+//
+// Not parallel: HeldInstances lists the held sessions of every pod under
+// the run's label, and it must find this one's alone.
 func TestHeldSessionOutlivesItsGatewayInAPod(t *testing.T) {
 	b1, logs := durableBackend(t)
 	pod := runPod(t, nil)
@@ -164,6 +167,7 @@ func TestHeldSessionOutlivesItsGatewayInAPod(t *testing.T) {
 // there; a pod that takes it nowhere gets an ordinary session and one
 // warning, and its next session does not try again.
 func TestHeldUploadPathsAndFallback(t *testing.T) {
+	t.Parallel()
 	b, logs := durableBackend(t)
 	readOnly := func(p *corev1.Pod) {
 		p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: new(bool)}
@@ -220,6 +224,7 @@ func TestHeldUploadPathsAndFallback(t *testing.T) {
 // Two Backends starting a session in one pod at once end up in one held
 // shell.
 func TestHeldStartsRacingMakeOneShellInAPod(t *testing.T) {
+	t.Parallel()
 	b1, _ := durableBackend(t)
 	b2, _ := durableBackend(t)
 	pod := runPod(t, nil)
@@ -246,6 +251,7 @@ func TestHeldStartsRacingMakeOneShellInAPod(t *testing.T) {
 // Adopt in a pod without a holder says ErrNotHeld; in a deleted pod,
 // ErrNotFound.
 func TestAdoptWithoutHolder(t *testing.T) {
+	t.Parallel()
 	b, _ := durableBackend(t)
 	pod := runPod(t, nil)
 	inst := lookupPod(t, b, pod)

@@ -16,6 +16,7 @@ import (
 // item 7: the page's image, status and labels, for Kubernetes as for
 // Docker).
 func TestListDescribesPods(t *testing.T) {
+	t.Parallel()
 	b := clusterBackend(t, Config{})
 	name := runPod(t, func(p *corev1.Pod) {
 		p.Labels["termgate.owner"] = "web-team"

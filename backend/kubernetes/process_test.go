@@ -69,6 +69,7 @@ func (s *shell) expect(re string) []string {
 }
 
 func TestShellHasATerminalMarkerAndResize(t *testing.T) {
+	t.Parallel()
 	b := clusterBackend(t, Config{GatewayID: "tgk8stest"})
 	pod := runPod(t, nil)
 	s := startShell(t, b, pod, sessions.StartSpec{SessionID: "abc123", Term: "vt220", Size: sessions.Size{Cols: 100, Rows: 30}})
@@ -92,6 +93,7 @@ func TestShellHasATerminalMarkerAndResize(t *testing.T) {
 }
 
 func TestExitCodeReachesWait(t *testing.T) {
+	t.Parallel()
 	b := clusterBackend(t, Config{})
 	pod := runPod(t, nil)
 	s := startShell(t, b, pod, sessions.StartSpec{})
@@ -106,6 +108,7 @@ func TestExitCodeReachesWait(t *testing.T) {
 }
 
 func TestKillEndsTheShellAndItsJobs(t *testing.T) {
+	t.Parallel()
 	b := clusterBackend(t, Config{})
 	pod := runPod(t, nil)
 	other := startShell(t, b, pod, sessions.StartSpec{})
@@ -136,6 +139,7 @@ func TestKillEndsTheShellAndItsJobs(t *testing.T) {
 }
 
 func TestSweepEndsOrphansOfThisGateway(t *testing.T) {
+	t.Parallel()
 	pod := runPod(t, nil)
 	other := clusterBackend(t, Config{GatewayID: "tgother"})
 	keep := startShell(t, other, pod, sessions.StartSpec{})
@@ -188,6 +192,7 @@ func TestSweepEndsOrphansOfThisGateway(t *testing.T) {
 }
 
 func TestStartInADeletedPodIsNotFound(t *testing.T) {
+	t.Parallel()
 	b := clusterBackend(t, Config{})
 	pod := runPod(t, nil)
 	inst, err := b.Lookup(context.Background(), pod)

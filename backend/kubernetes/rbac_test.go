@@ -121,6 +121,7 @@ func waitAllowed(t *testing.T, b *Backend, p Permission) {
 }
 
 func TestRBACErrorsNameTheVerbAndResource(t *testing.T) {
+	t.Parallel()
 	pod := runPod(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -224,6 +225,7 @@ func TestLeastRBACIsEnough(t *testing.T) {
 // kubeconfig of an account that may not exec: it exits at once, saying
 // which permissions are missing.
 func TestGatewayRefusesToStartWithoutRBAC(t *testing.T) {
+	t.Parallel()
 	cfg := serviceAccount(t, podRules([]string{"get", "list", "watch"}))
 	bin := buildGateway(t)
 	dir := t.TempDir()

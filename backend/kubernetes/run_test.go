@@ -16,6 +16,7 @@ import (
 // (stderr streamed to the sink, whole), stdin to its EOF, the exit code;
 // Close ends the command's jobs and only them.
 func TestRunCommand(t *testing.T) {
+	t.Parallel()
 	b := clusterBackend(t, Config{})
 	pod := runPod(t, nil)
 	inst, err := b.Lookup(context.Background(), pod)

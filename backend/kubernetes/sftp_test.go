@@ -20,6 +20,7 @@ import (
 // through the holder (uploaded, installed, run through exec), several MiB
 // each way byte for byte.
 func TestSFTPInAPod(t *testing.T) {
+	t.Parallel()
 	needHolder(t)
 	b := clusterBackend(t, Config{GatewayID: "tgtest" + randomHex(3)})
 	pod := runPod(t, nil)

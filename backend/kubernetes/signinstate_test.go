@@ -34,6 +34,7 @@ func secretRecords(t *testing.T, cfg *rest.Config, name string) *SecretRecords {
 // logouts within 5 s, forged and edited records granting nothing,
 // concurrent remembers from both all kept (conflicts retried).
 func TestSecretRecords(t *testing.T) {
+	t.Parallel()
 	needCluster(t)
 	recordstest.Run(t, func(t *testing.T) (oidc.Records, oidc.Records) {
 		name := "tg-signins-" + randomHex(3)
@@ -44,6 +45,7 @@ func TestSecretRecords(t *testing.T) {
 // TestSecretRecordsFull: near the Secret's 1 MiB no new key is
 // remembered, with an error that says why, while logouts still go in.
 func TestSecretRecordsFull(t *testing.T) {
+	t.Parallel()
 	needCluster(t)
 	r := secretRecords(t, cluster.REST, "tg-signins-"+randomHex(3))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -81,6 +83,7 @@ func TestSecretRecordsFull(t *testing.T) {
 // are all the gateway needs when the Secret is made beforehand, as
 // deploy/kubernetes does; without update CheckAccess says what to grant.
 func TestSecretRecordsRBAC(t *testing.T) {
+	t.Parallel()
 	needCluster(t)
 	name := "tg-signins-" + randomHex(3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -121,6 +124,7 @@ func TestSecretRecordsRBAC(t *testing.T) {
 // TestSecretRecordsConflicts: two replicas writing at once conflict, and
 // the retries keep every record.
 func TestSecretRecordsConflicts(t *testing.T) {
+	t.Parallel()
 	needCluster(t)
 	name := "tg-signins-" + randomHex(3)
 	a, b := secretRecords(t, cluster.REST, name), secretRecords(t, cluster.REST, name)

@@ -55,7 +55,47 @@ func TestShortSoak(t *testing.T) {
 	if err := buildHolder(ctx, filepath.Join(filepath.Dir(bin), "termgate-holder")); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := parseFlags([]string{"-short", "-termgate", bin, "-q"}, io.Discard)
+	// The cases run in two groups at once (subtests under -parallel),
+	// each a run of its own: its own run id, label, containers, gateways,
+	// private engine and temporary directory, as two tgsoak processes
+	// would be. Alone, the short soak took over two minutes.
+	for i, group := range soakGroups() {
+		t.Run(fmt.Sprintf("group%d", i+1), func(t *testing.T) {
+			t.Parallel()
+			shortSoak(t, bin, requireDocker, group)
+		})
+	}
+	for name, why := range knownFailing {
+		t.Logf("left out: %s (fails on main: %s)", name, why)
+	}
+}
+
+// secondGroup are the cases of the second group: the private engines'
+// and the holder's, about as long as all the others together (the
+// first group).
+var secondGroup = map[string]bool{
+	"engine-kill": true, "engine-kill-live": true,
+	"durable-upgrade": true, "holder-kill": true, "socket-gone": true,
+}
+
+// soakGroups splits every case (a new one lands in the first group).
+func soakGroups() [][]string {
+	var first, second []string
+	for _, c := range allCases {
+		if secondGroup[c.name] {
+			second = append(second, c.name)
+		} else {
+			first = append(first, c.name)
+		}
+	}
+	return [][]string{first, second}
+}
+
+// shortSoak runs the short soak's cases of one group and fails t unless
+// each passed and left nothing behind.
+func shortSoak(t *testing.T, bin string, requireDocker bool, cases []string) {
+	t.Helper()
+	cfg, err := parseFlags([]string{"-short", "-termgate", bin, "-q", "-cases", strings.Join(cases, ",")}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,9 +113,6 @@ func TestShortSoak(t *testing.T) {
 		t.Errorf("the short soak failed:\n%s", table.String())
 	} else {
 		t.Logf("short soak:\n%s", table.String())
-	}
-	for name, why := range knownFailing {
-		t.Logf("left out: %s (fails on main: %s)", name, why)
 	}
 }
 
@@ -231,5 +268,27 @@ func TestTable(t *testing.T) {
 	skipped.Results[0].skipFails = true // TERMGATE_REQUIRE_DOCKER=1, or the -timeout ran out
 	if skipped.ok() {
 		t.Error("a case that had to run was skipped and the run passed")
+	}
+}
+
+func TestSoakGroupsHoldEveryCaseOnce(t *testing.T) {
+	seen := map[string]int{}
+	for _, g := range soakGroups() {
+		if len(g) == 0 {
+			t.Error("an empty group")
+		}
+		for _, name := range g {
+			seen[name]++
+		}
+	}
+	for _, c := range allCases {
+		if seen[c.name] != 1 {
+			t.Errorf("case %s is in %d groups, want 1", c.name, seen[c.name])
+		}
+	}
+	for name := range secondGroup {
+		if findCase(name) == nil {
+			t.Errorf("secondGroup names %s, which is no case", name)
+		}
 	}
 }
