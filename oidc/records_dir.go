@@ -7,17 +7,22 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
 // DirRecords keeps each record as a file of its own in a directory (0700),
 // written atomically (a temporary file renamed into place) with mode 0600.
-// Load reads only the files whose modification time or size changed since
-// the last Load: once a second on every gateway, most of them did not.
+// Load reads only the files whose inode, modification time or size
+// changed since the last Load: once a second on every gateway, most of
+// them did not. (The inode: a record rewritten in the same clock tick
+// with the same size keeps both others, and every write renames a new
+// file into place.)
 type DirRecords struct {
 	dir string
 
@@ -28,7 +33,16 @@ type DirRecords struct {
 type dirFile struct {
 	mod  time.Time
 	size int64
+	ino  uint64
 	data []byte
+}
+
+// inode is the file's inode number (0 where the system does not say).
+func inode(info fs.FileInfo) uint64 {
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Ino)
+	}
+	return 0
 }
 
 // NewDirRecords opens (creating it if missing) the directory dir, which
@@ -43,7 +57,7 @@ func NewDirRecords(dir string) (*DirRecords, error) {
 	return &DirRecords{dir: dir, seen: map[string]dirFile{}}, nil
 }
 
-// Load reads the directory. Its version hashes every file's name,
+// Load reads the directory. Its version hashes every file's name, inode,
 // modification time and size, so it changes when any file does.
 func (d *DirRecords) Load(context.Context) (map[string][]byte, string, error) {
 	ents, err := os.ReadDir(d.dir)
@@ -66,16 +80,17 @@ func (d *DirRecords) Load(context.Context) (map[string][]byte, string, error) {
 			continue // gone meanwhile
 		}
 		f, ok := prev[name]
-		if !ok || !f.mod.Equal(info.ModTime()) || f.size != info.Size() {
-			f = dirFile{mod: info.ModTime(), size: info.Size(), data: d.read(name)}
+		if !ok || !f.mod.Equal(info.ModTime()) || f.size != info.Size() || f.ino != inode(info) {
+			f = dirFile{mod: info.ModTime(), size: info.Size(), ino: inode(info), data: d.read(name)}
 			if f.data == nil {
 				continue // gone meanwhile
 			}
 		}
 		next[name], out[name] = f, f.data
-		var b [16]byte
+		var b [24]byte
 		binary.BigEndian.PutUint64(b[:8], uint64(f.mod.UnixNano()))
-		binary.BigEndian.PutUint64(b[8:], uint64(f.size))
+		binary.BigEndian.PutUint64(b[8:16], uint64(f.size))
+		binary.BigEndian.PutUint64(b[16:], f.ino)
 		v.Write([]byte(name))
 		v.Write(b[:])
 	}
