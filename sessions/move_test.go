@@ -117,8 +117,12 @@ func TestResetDoesNotCarryRevokedClient(t *testing.T) {
 		t.Fatalf("revoked client: %v, want a RevokedError", err)
 	}
 	readUntilReset(t, stays)
-	if info := s.Info(); info.Clients != 1 {
-		t.Fatalf("fresh session has %d clients, want only the allowed one", info.Clients)
+	// Info is the lock-free snapshot, published in the critical section
+	// that also woke the moved client: wait for it, as a listing would.
+	for deadline := time.Now().Add(5 * time.Second); s.Info().Clients != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("fresh session has %d clients, want only the allowed one", s.Info().Clients)
+		}
 	}
 	if _, err := r.Attach(ctx, "web1", AttachOptions{Allowed: creds.check}); !errors.As(err, &re) {
 		t.Fatalf("re-attach with a revoked credential: %v, want a RevokedError", err)
