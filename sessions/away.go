@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -152,6 +153,19 @@ func awayBytes(n int64) string {
 	return fmt.Sprintf("%.1f GB", v)
 }
 
+// awayBook is what the away summary reads: where each person left and
+// the shell's marks. It has a lock of its own so that the pump follows the
+// marks outside Session.mu (deliver). The lock is taken after Session.mu,
+// and the pump takes it before it lets Session.mu go (relay): so whoever
+// reads the book under Session.mu finds the marks fed up to the ring's
+// end, and the offsets and counts it records agree. Nothing is called
+// with it held.
+type awayBook struct {
+	mu    sync.Mutex
+	left  map[string]awayMark // guarded by mu
+	marks marks               // guarded by mu
+}
+
 // leftLocked records that c left; when it was its person's last client
 // here, their mark moves to now. Called with Session.mu held, after c was
 // taken out of clients.
@@ -160,19 +174,22 @@ func (s *Session) leftLocked(c *Client) {
 	if who == "" || s.attachedLocked(who) {
 		return
 	}
-	if s.away == nil {
-		s.away = map[string]awayMark{}
+	b := &s.away
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.left == nil {
+		b.left = map[string]awayMark{}
 	}
-	if _, ok := s.away[who]; !ok && len(s.away) >= awayPeople {
+	if _, ok := b.left[who]; !ok && len(b.left) >= awayPeople {
 		oldest := ""
-		for w, m := range s.away {
-			if oldest == "" || m.at.Before(s.away[oldest].at) {
+		for w, m := range b.left {
+			if oldest == "" || m.at.Before(b.left[oldest].at) {
 				oldest = w
 			}
 		}
-		delete(s.away, oldest)
+		delete(b.left, oldest)
 	}
-	s.away[who] = awayMark{at: s.clock.Now(), offset: s.ring.End(), seq: s.marks.total}
+	b.left[who] = awayMark{at: s.clock.Now(), offset: s.ring.End(), seq: b.marks.total}
 }
 
 // attachedLocked reports whether a client of who is attached.
@@ -187,19 +204,32 @@ func (s *Session) attachedLocked(who string) bool {
 
 // returnedLocked is the summary for who coming back, or nil: none when
 // they never left this session, still have a client here, or come back
-// within awayQuiet with no command finished. Called with Session.mu held, before the new client
-// is in clients.
+// within awayQuiet with no command finished. Called with Session.mu held,
+// before the new client is in clients.
 func (s *Session) returnedLocked(who string) *Away {
-	m, ok := s.away[who]
-	if who == "" || !ok || s.attachedLocked(who) {
+	if who == "" || s.attachedLocked(who) {
 		return nil
 	}
-	a := &Away{Gone: s.clock.Since(m.at), Bytes: s.ring.End() - m.offset, Marked: s.marks.seen}
-	a.Commands, a.Finished = s.marks.since(m.seq)
-	if a.Gone < awayQuiet && a.Finished == 0 {
+	a, _, ok := s.awayLocked(who)
+	if !ok || a.Gone < awayQuiet && a.Finished == 0 {
 		return nil
 	}
 	return a
+}
+
+// awayLocked is who's summary up to the ring's end, and their mark; false
+// when they never left. Called with Session.mu held.
+func (s *Session) awayLocked(who string) (*Away, awayMark, bool) {
+	b := &s.away
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	m, ok := b.left[who]
+	if !ok {
+		return nil, m, false
+	}
+	a := &Away{Gone: s.clock.Since(m.at), Bytes: s.ring.End() - m.offset, Marked: b.marks.seen}
+	a.Commands, a.Finished = b.marks.since(m.seq)
+	return a, m, true
 }
 
 // ErrNeverLeft: the person has not left the session (since its last
@@ -233,15 +263,16 @@ func (r *Registry) Since(ctx context.Context, name, who string) (AwayLog, error)
 }
 
 func (s *Session) since(who string) (AwayLog, error) {
+	if who == "" {
+		return AwayLog{}, ErrNeverLeft
+	}
 	s.mu.Lock()
-	m, ok := s.away[who]
-	if who == "" || !ok {
+	a, m, ok := s.awayLocked(who)
+	if !ok {
 		s.mu.Unlock()
 		return AwayLog{}, ErrNeverLeft
 	}
-	l := AwayLog{Left: m.at}
-	l.Away = Away{Gone: s.clock.Since(m.at), Bytes: s.ring.End() - m.offset, Marked: s.marks.seen}
-	l.Away.Commands, l.Away.Finished = s.marks.since(m.seq)
+	l := AwayLog{Left: m.at, Away: *a}
 	start := s.ring.Start()
 	held := s.ring.Bytes()
 	s.mu.Unlock()

@@ -103,16 +103,16 @@ func TestAwayWithoutMarksAndQuietReturn(t *testing.T) {
 	}
 	quick.Detach()
 	p.emit(shellRun("true", "", 0))
-	waitFor(t, func() bool { s.mu.Lock(); defer s.mu.Unlock(); return s.marks.total == 1 })
+	waitFor(t, func() bool { s.away.mu.Lock(); defer s.away.mu.Unlock(); return s.away.marks.total == 1 })
 	clock.Advance(time.Second)
 	quick = attach(t, r, "web1", AttachOptions{Who: "ann"})
 	if _, ev, err := readUntil(t, quick, 1<<30); !strings.HasSuffix(fmt.Sprint(ev), "1 command finished: true (exit 0)") {
 		t.Fatalf("a quick return after a command finished: %v, %v; want the summary", ev, err)
 	}
 	quick.Detach()
-	s.mu.Lock()
-	s.marks = marks{} // the rest is about a shell without marks
-	s.mu.Unlock()
+	s.away.mu.Lock()
+	s.away.marks = marks{} // the rest is about a shell without marks
+	s.away.mu.Unlock()
 
 	clock.Advance(3 * time.Hour)
 	big := strings.Repeat("z", 3400)
@@ -159,13 +159,13 @@ func TestAwayRemembersAtMost64People(t *testing.T) {
 		clock.Advance(time.Second)
 	}
 	s := sessionOfT(t, r, "web1")
-	s.mu.Lock()
-	n := len(s.away)
-	_, first := s.away["p0"]
-	_, last := s.away["p99"]
-	_, kept := s.away["p36"]
-	_, evicted := s.away["p35"]
-	s.mu.Unlock()
+	s.away.mu.Lock()
+	n := len(s.away.left)
+	_, first := s.away.left["p0"]
+	_, last := s.away.left["p99"]
+	_, kept := s.away.left["p36"]
+	_, evicted := s.away.left["p35"]
+	s.away.mu.Unlock()
 	if n != awayPeople || first || !last || !kept || evicted {
 		t.Fatalf("%d people kept (p0 %v, p35 %v, p36 %v, p99 %v); want the 64 most recent", n, first, evicted, kept, last)
 	}
@@ -254,6 +254,42 @@ func TestAwayBytes(t *testing.T) {
 		999_960: "1.0 MB", 3_400_000: "3.4 MB", 999_960_000: "1.0 GB", 5e12: "5000.0 GB"} {
 		if got := awayBytes(n); got != want {
 			t.Errorf("awayBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+// The pump follows the marks outside the session's lock, but whoever reads
+// the away book under it (an attach's summary, a detach's mark) finds them
+// fed up to the ring's end: the commands it counts are the ones in the
+// output it sees.
+func TestAwayMarksKeepUpWithTheRing(t *testing.T) {
+	r, fb := newTestRegistry(t, Config{})
+	attach(t, r, "web1", AttachOptions{}).Detach()
+	s := sessionOfT(t, r, "web1")
+	p := fb.last()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 300 { // 300 × 33 bytes: the ring keeps them all
+			p.emit(shellRun("true", "", 0))
+		}
+	}()
+	check := func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.away.mu.Lock()
+		defer s.away.mu.Unlock()
+		if in, fed := strings.Count(string(s.ring.Bytes()), osc133("D;0")), s.away.marks.total; uint64(in) != fed {
+			t.Fatalf("the ring holds %d finished commands, the marks count %d", in, fed)
+		}
+	}
+	for {
+		select {
+		case <-done:
+			check()
+			return
+		default:
+			check()
 		}
 	}
 }

@@ -69,7 +69,7 @@ type Client struct {
 
 	granted atomic.Bool  // an observer given write access (presence.go)
 	lastIn  atomic.Int64 // when input was last written (Unix ns; 0: never)
-	handUp  bool         // an observer's raised hand (guarded by the session's mu)
+	handUp  atomic.Bool  // an observer's raised hand (set under presence.mu)
 }
 
 func newClient(s *Session, info AttachInfo, opts AttachOptions, limit int) *Client {

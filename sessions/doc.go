@@ -15,14 +15,12 @@
 // credential (recheck.go) and shutdown end it or its clients with a cause
 // the listeners print. A paused instance keeps its session: its clients get
 // an in-band *Notice and attaches are refused until the unpause
-// (paused.go). A client that falls too far behind the output gets an
-// in-band *Skipped, then the current screen (skip.go). A person (a client's
-// Who) who comes back to a session they left gets, after the replay, an
-// in-band *Away: how long they were gone, how much output went by and,
-// where the shell marks its prompts with OSC 133, the commands that
-// finished meanwhile with their exit statuses (away.go; the pump follows
-// the marks in bounded state, osc133.go and cmdline.go). Registry.Since
-// returns the output since they left.
+// (paused.go). A client that falls too far behind gets an in-band
+// *Skipped, then the current screen (skip.go). A person (a client's Who)
+// back in a session they left gets, after the replay, an in-band *Away:
+// how long they were gone, how much output went by and, where the shell
+// marks its prompts with OSC 133, the commands that finished meanwhile
+// (away.go; osc133.go, cmdline.go). Registry.Since: the output since then.
 //
 // Goroutines, each owned and waited for by Close/Wait or Shutdown:
 //
@@ -52,24 +50,26 @@
 // The shell's window size follows a SizePolicy over the read-write
 // clients' sizes, or a pin (sizepolicy.go, sizepin.go); clients whose idea
 // of it is wrong get a *Resized in band. A keep postpones idle reaping
-// (keep.go). Presence (presence.go): Registry.Who, *Presence events with
-// Config.NotifyJoins, an observer's raised hand (*HandRaised for the
-// writers) and a writer's grant of write access (*Granted), which a reset
-// ends. In-band events a flood could multiply are bounded per client.
+// (keep.go). Presence: Registry.Who, *Presence events (NotifyJoins), an
+// observer's raised hand (*HandRaised for the writers) and a writer's
+// grant of write access (*Granted), which a reset ends. In-band events a
+// flood could multiply are bounded per client.
 //
 // Info never takes Session.mu: the session publishes a snapshot of it at
 // each change (infosnap.go), so /metrics and /api/sessions never wait on a
 // busy session. The main log gets one info line per attach, detach, reset,
-// reap and session end, the same from both listeners (logline.go:
-// LogAttached, LogDetached; session ids as ShortID, shortid.go); the rest
-// is debug.
+// reap and session end, the same from both listeners (logline.go, ids as
+// ShortID); the rest is debug.
 //
 // Replay and subscription happen under Session.mu: nothing is lost or
-// doubled between them. Delivery never writes to the network: a listener
-// takes a client's chunks and in-band Events itself (Client.Ready, Take;
-// event.go: an EventHandler method per kind); Take's error is the end.
+// doubled between them. The away book and presence (away.go, presence.go)
+// have locks of their own, taken before Session.mu is let go: they see its
+// events in order, and the OSC 133 marks and the presence notices are
+// handled under them alone. Delivery never writes to the network: a
+// listener takes a client's chunks and in-band Events itself (Client.Ready,
+// Take; event.go: an EventHandler method per kind); Take's error is the end.
 //
-// Lock order: Registry.mu, then Session.mu, then Client.mu (the screen
-// Replayer's own locks come after Session.mu). No lock is held across
+// Lock order: Registry.mu, Session.mu, the away book's or presence's (never
+// both), Client.mu; the Replayer's after Session.mu. No lock is held across
 // backend or network I/O.
 package sessions

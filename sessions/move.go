@@ -113,6 +113,7 @@ func (s *Session) adopt(clients []*Client, reset *ResetError) {
 	for _, c := range allowed {
 		if c.moveTo(s, info, ev, replay) {
 			s.clients[c] = struct{}{}
+			s.presence.adopted(c)
 			n++
 		}
 	}
@@ -135,7 +136,7 @@ func (c *Client) moveTo(s *Session, info AttachInfo, ev *ResetError, replay []by
 	c.sess, c.info = s, info
 	c.skip.behind = false  // the fresh session's replay brings it forward
 	c.granted.Store(false) // a grant lasts for its session only
-	c.handUp = false
+	c.handUp.Store(false)
 	c.queue = append(c.queue, []byte{}) // the event's place
 	c.events = append(c.events, ev)
 	if len(replay) > 0 {

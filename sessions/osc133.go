@@ -55,7 +55,7 @@ type FinishedCommand struct {
 }
 
 // marks is the OSC 133 state of one session's output. Guarded by
-// Session.mu (the pump feeds it from deliver).
+// awayBook.mu (the pump feeds it from deliver, after relay; away.go).
 type marks struct {
 	intro int  // bytes of oscIntro matched at the end of the last chunk
 	inSeq bool // inside a mark, after oscIntro: its parameters follow

@@ -67,7 +67,7 @@ func (s *Session) setPaused(paused bool) {
 func (c *Client) notify(n *Notice) { c.notifyEvent(n) }
 
 // notifyEvent queues an in-band event (a *Notice, a *Resized). Called
-// with Session.mu held.
+// with Session.mu or presence's lock held (its events keep their order).
 func (c *Client) notifyEvent(n Event) {
 	c.mu.Lock()
 	if c.cause != nil {

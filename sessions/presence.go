@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -76,15 +77,30 @@ func access(a Attached) string {
 	return "read-write"
 }
 
-// attachedOf describes c now. Called with the session's mu held.
+// presence is who is attached as the collaboration features see it. It
+// has a lock of its own, so a raised hand, a grant or Registry.Who never
+// takes Session.mu, and the notices go out after the session's critical
+// section. Its members follow Session.clients in the same order: an attach
+// and a leave take presence.mu before they let Session.mu go (register,
+// unregister) and tell the others under it alone; a drop, a reset's move
+// and the session's end change the members under both locks, without a
+// notice (as before). presence.mu is taken after Session.mu and before
+// Client.mu, and Session.mu is never taken under it.
+type presence struct {
+	mu      sync.Mutex
+	members map[*Client]struct{} // guarded by mu
+	closing bool                 // the session is closing: no hand is raised (guarded by mu)
+}
+
+// attachedOf describes c now.
 func (c *Client) attachedOf() Attached {
 	a := c.who
-	a.ReadOnly, a.Granted, a.Hand = c.ReadOnly(), c.granted.Load(), c.handUp
+	a.ReadOnly, a.Granted, a.Hand = c.ReadOnly(), c.granted.Load(), c.handUp.Load()
 	return a
 }
 
 // notifyDroppable queues an event that a flood could multiply, unless c
-// has enough waiting already. Called with the session's mu held.
+// has enough waiting already. Called with presence.mu held.
 func (c *Client) notifyDroppable(ev Event) {
 	c.mu.Lock()
 	full := len(c.events) >= maxDroppableEvents
@@ -94,17 +110,65 @@ func (c *Client) notifyDroppable(ev Event) {
 	}
 }
 
-// presenceLocked tells the other clients that c joined or left.
-func (s *Session) presenceLocked(c *Client, joined bool) {
-	if !s.cfg.NotifyJoins {
+// joinedLocked adds c and, with notify, tells the others. Called with
+// p.mu held.
+func (p *presence) joinedLocked(c *Client, notify bool) {
+	if p.members == nil {
+		p.members = map[*Client]struct{}{}
+	}
+	p.members[c] = struct{}{}
+	p.tellLocked(c, true, notify)
+}
+
+// leftLocked takes c out and, with notify, tells the others. Called with
+// p.mu held.
+func (p *presence) leftLocked(c *Client, notify bool) {
+	delete(p.members, c)
+	p.tellLocked(c, false, notify)
+}
+
+func (p *presence) tellLocked(c *Client, joined, notify bool) {
+	if !notify {
 		return
 	}
 	ev := &Presence{Who: c.attachedOf(), Joined: joined}
-	for o := range s.clients {
+	for o := range p.members {
 		if o != c {
 			o.notifyDroppable(ev)
 		}
 	}
+}
+
+// dropped takes c out without a notice (a slow client's drop). Called
+// with Session.mu held.
+func (p *presence) dropped(c *Client) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.members, c)
+}
+
+// adopted adds clients a reset moved here, without a notice. Called with
+// Session.mu held.
+func (p *presence) adopted(c *Client) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.joinedLocked(c, false)
+}
+
+// close stops hands from being raised. Called with Session.mu held, as
+// the session starts closing.
+func (p *presence) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closing = true
+}
+
+// end forgets everyone: the session's clients are closed or moved on, and
+// a grant must not reach one a reset moved. Called with Session.mu held.
+func (p *presence) end() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.members)
 }
 
 // RaiseHand asks the session's writers to let this observer type. A hand
@@ -115,30 +179,45 @@ func (c *Client) RaiseHand() error {
 		return ErrNotObserver
 	}
 	s, _ := c.session()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.raiseLocked(c)
+	s.presence.mu.Lock()
+	raised := s.presence.raiseLocked(c)
+	s.presence.mu.Unlock()
+	if raised {
+		s.clientsChanged()
+	}
 	return nil
 }
 
-func (s *Session) raiseLocked(c *Client) {
+// raiseLocked raises c's hand and tells the writers; false when it was
+// up already or c cannot raise one. Called with p.mu held.
+func (p *presence) raiseLocked(c *Client) bool {
 	// ReadOnly again, under the lock grant takes: a raise that passed
 	// RaiseHand's check just before a grant must not raise the granted
 	// writer's hand once more.
-	if c.handUp || !c.ReadOnly() || s.state != stateRunning {
-		return
+	if c.handUp.Load() || !c.ReadOnly() || p.closing {
+		return false
 	}
-	if _, ok := s.clients[c]; !ok {
-		return
+	if _, ok := p.members[c]; !ok {
+		return false
 	}
-	c.handUp = true
+	c.handUp.Store(true)
 	ev := &HandRaised{Who: c.attachedOf()}
-	for o := range s.clients {
+	for o := range p.members {
 		if !o.ReadOnly() {
 			o.notifyDroppable(ev)
 		}
 	}
-	s.clientsChangedLocked()
+	return true
+}
+
+// clientsChanged publishes a change presence made to what the clients
+// show (a hand, a grant), while the session runs.
+func (s *Session) clientsChanged() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == stateRunning {
+		s.clientsChangedLocked()
+	}
 }
 
 // Grant gives the observers named who write access for the rest of the
@@ -153,24 +232,29 @@ func (c *Client) Grant(who string) (int, error) {
 }
 
 func (s *Session) grant(who, by string) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for c := range s.clients {
-		if c.who.Who != who || !c.ReadOnly() {
-			continue
-		}
-		c.granted.Store(true)
-		c.handUp = false
-		c.notifyEvent(&Granted{By: by})
-		n++
-	}
+	n := s.presence.grant(who, by)
 	if n == 0 {
 		return 0, &NoObserverError{Who: who}
 	}
 	s.log.Info("write access granted", "who", who, "by", by, "clients", n)
-	s.clientsChangedLocked()
+	s.clientsChanged()
 	return n, nil
+}
+
+func (p *presence) grant(who, by string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for c := range p.members {
+		if c.who.Who != who || !c.ReadOnly() {
+			continue
+		}
+		c.granted.Store(true)
+		c.handUp.Store(false)
+		c.notifyEvent(&Granted{By: by})
+		n++
+	}
+	return n
 }
 
 // Who lists who is attached to the instance's session now, with when each
@@ -180,9 +264,9 @@ func (r *Registry) Who(ctx context.Context, name string) ([]Attached, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return describeClients(s.clients, true), nil
+	s.presence.mu.Lock()
+	defer s.presence.mu.Unlock()
+	return describeClients(s.presence.members, true), nil
 }
 
 // RaiseHand raises the hand of every observer client named who attached to
@@ -192,14 +276,17 @@ func (r *Registry) RaiseHand(ctx context.Context, name, who string) (int, error)
 	if err != nil {
 		return 0, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for c := range s.clients {
+	s.presence.mu.Lock()
+	n, raised := 0, false
+	for c := range s.presence.members {
 		if c.who.Who == who && c.ReadOnly() {
-			s.raiseLocked(c)
+			raised = s.presence.raiseLocked(c) || raised
 			n++
 		}
+	}
+	s.presence.mu.Unlock()
+	if raised {
+		s.clientsChanged()
 	}
 	if n == 0 {
 		return 0, &NoObserverError{Who: who}

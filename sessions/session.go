@@ -51,6 +51,12 @@ type Session struct {
 	held      HeldProcess // proc, when a holder holds the shell (see hold.go); set before start
 	recording string      // obs's recording name, if any; under mu once started (a rename changes it)
 
+	// mu guards the relay (the ring, the replay, the clients and their
+	// queues) and what must change with the clients in one step, so it
+	// stays here: the size policy and pin (input waits for the resizes
+	// asked for before it, resizeorder.go), the idle timer and the keep
+	// (a reap and a holder's count read the clients with them), and the
+	// pause (one flag; its notice goes to the clients of that moment).
 	mu        sync.Mutex // guards the fields below
 	state     state
 	cause     error
@@ -89,10 +95,11 @@ type Session struct {
 	tornDown   chan struct{}  // closed when run has ended the shell, before it moves clients
 	done       chan struct{}  // closed when the session is fully closed
 
-	// Who left when, and the shell's OSC 133 marks, for the away
-	// summary (guarded by mu; away.go, osc133.go).
-	away  map[string]awayMark
-	marks marks
+	// Who left when, and the shell's OSC 133 marks, for the away summary;
+	// who is attached, for presence, hands and grants. Each under a lock
+	// of its own, taken after mu (away.go, osc133.go, presence.go).
+	away     awayBook
+	presence presence
 }
 
 // Info is a session's state as shown by "list" and GET /api/sessions.
@@ -190,6 +197,7 @@ func (s *Session) requestCloseLocked(cause error) {
 	if s.keepTimer != nil {
 		s.keepTimer.Stop()
 	}
+	s.presence.close()
 	close(s.closeReq)
 }
 
@@ -221,6 +229,7 @@ func (s *Session) run() {
 	s.mu.Lock()
 	clients := s.clients
 	s.clients = map[*Client]struct{}{}
+	s.presence.end()
 	s.clientsChangedLocked()
 	s.mu.Unlock()
 	// A reset moves the clients on instead (at the end, once the fresh
@@ -308,11 +317,21 @@ func (s *Session) instanceGone(ctx context.Context) bool {
 	return err == nil && got.ID != inst.ID
 }
 
-// deliver records a chunk and queues it for every client.
+// deliver records a chunk and queues it for every client, then follows
+// the shell's marks in it outside the session's lock (away.go).
 func (s *Session) deliver(chunk []byte) {
+	off := s.relay(chunk) // returns holding s.away.mu
+	defer s.away.mu.Unlock()
+	s.away.marks.feed(chunk, off, s.clock.Now)
+}
+
+// relay records a chunk and queues it for every client under mu, and
+// returns the chunk's offset. It takes s.away.mu before it lets mu go, so
+// a reader of the away book under mu sees the marks up to the ring's end.
+func (s *Session) relay(chunk []byte) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.marks.feed(chunk, s.ring.End(), s.clock.Now)
+	off := s.ring.End()
 	s.ring.Write(chunk)
 	s.replay.Write(chunk)
 	s.bytesOut.Add(int64(len(chunk)))
@@ -331,6 +350,8 @@ func (s *Session) deliver(chunk []byte) {
 			// path removes and reports it.
 		}
 	}
+	s.away.mu.Lock()
+	return off
 }
 
 // AttachOptions says who attaches and from where it resumes.
@@ -364,9 +385,21 @@ type AttachOptions struct {
 	Prefetch *Prefetch
 }
 
-// attach registers a client; the replay and the registration happen in one
-// critical section, so no output is lost or doubled between them.
+// attach registers a client, then tells the others (presence.go).
 func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
+	c, err := s.register(opts, created) // returns holding s.presence.mu
+	if err != nil {
+		return nil, err
+	}
+	defer s.presence.mu.Unlock()
+	s.presence.joinedLocked(c, s.cfg.NotifyJoins)
+	return c, nil
+}
+
+// register registers a client; the replay and the registration happen in
+// one critical section, so no output is lost or doubled between them. On
+// success it takes s.presence.mu before it lets mu go.
+func (s *Session) register(opts AttachOptions, created bool) (*Client, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != stateRunning {
@@ -409,8 +442,8 @@ func (s *Session) attach(opts AttachOptions, created bool) (*Client, error) {
 		s.wantSizeLocked(c, opts.Size)
 	}
 	c.setAttachSize(s.size)
-	s.presenceLocked(c, true)
 	s.log.Debug("client attached", "client", opts.Label, "clients", len(s.clients), "offset", info.Offset, "gap", info.Gap)
+	s.presence.mu.Lock()
 	return c, nil
 }
 
@@ -429,21 +462,33 @@ func (s *Session) joinedLocked() {
 
 func (s *Session) detach(c *Client) { s.remove(c, "client detached") }
 
-// remove takes a closed client off the session and logs why.
+// remove takes a closed client off the session and logs why, then tells
+// the others (presence.go).
 func (s *Session) remove(c *Client, msg string, attrs ...any) {
+	if !s.unregister(c, msg, attrs...) { // true: holding s.presence.mu
+		return
+	}
+	defer s.presence.mu.Unlock()
+	s.presence.leftLocked(c, s.cfg.NotifyJoins)
+}
+
+// unregister takes c off the session; when it was on, it takes
+// s.presence.mu before it lets mu go and returns true.
+func (s *Session) unregister(c *Client, msg string, attrs ...any) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.clients[c]; !ok {
-		return
+		return false
 	}
 	delete(s.clients, c)
 	s.leftLocked(c)
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
 	s.applySizePolicyLocked(false) // the fall-back when the size was c's
-	s.presenceLocked(c, false)
 	s.log.Debug(msg, append([]any{"client", c.label, "clients", len(s.clients)}, attrs...)...)
 	s.startIdleLocked()
+	s.presence.mu.Lock()
+	return true
 }
 
 // startIdleLocked arms the idle reaper once the last client has gone. A

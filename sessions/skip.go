@@ -204,6 +204,7 @@ func (c *Client) catchUp() {
 // Called with s.mu held.
 func (s *Session) droppedLocked(c *Client) {
 	delete(s.clients, c)
+	s.presence.dropped(c)
 	s.leftLocked(c) // for the away summary (away.go)
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
