@@ -998,10 +998,19 @@ func (b *browser) waitMatch(re string) []string {
 	}
 }
 
+// lateReport is what the kernel echoes for a cursor-position report that
+// reached the shell after it left line editing: busybox ash asks the
+// terminal where the cursor is after every Enter, every attached browser
+// answers, and when another client has typed a whole line first, the
+// answer arrives while the command runs and is echoed before its output
+// (^[[11;5R). Real terminals on a slow link show the same; a line that
+// starts with it is still the line.
+const lateReport = `(?:\^\[\[\d+;\d+R)*`
+
 // waitLine waits for a line of the terminal that is exactly line.
 func (b *browser) waitLine(line string) {
 	b.t.Helper()
-	b.waitMatch(`(?m)^` + regexp.QuoteMeta(line) + `\s*$`)
+	b.waitMatch(`(?m)^` + lateReport + regexp.QuoteMeta(line) + `\s*$`)
 }
 
 // expectOnce checks that each line appears exactly once in the terminal:
@@ -1010,7 +1019,7 @@ func (b *browser) expectOnce(lines ...string) {
 	b.t.Helper()
 	text := b.text()
 	for _, l := range lines {
-		n := len(regexp.MustCompile(`(?m)^`+regexp.QuoteMeta(l)+`\s*$`).FindAllString(text, -1))
+		n := len(regexp.MustCompile(`(?m)^`+lateReport+regexp.QuoteMeta(l)+`\s*$`).FindAllString(text, -1))
 		if n != 1 {
 			b.t.Errorf("the line %q appears %d times in the terminal, want once:\n%s", l, n, text)
 		}
