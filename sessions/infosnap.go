@@ -19,12 +19,12 @@ func (s *Session) publishLocked() {
 		Recording: s.recording, Durable: s.held != nil, Attached: attachedList(s.clients),
 		Size: s.size.String(), SizePinned: !s.pin.IsZero(),
 	}
-	if !s.idleSince.IsZero() {
-		t, reap := s.idleSince, s.reapAtLocked()
+	if !s.reap.idleSince.IsZero() {
+		t, reap := s.reap.idleSince, s.reapAtLocked()
 		in.IdleSince, in.ReapAt = &t, &reap
 	}
-	if !s.keepUntil.IsZero() {
-		k := s.keepUntil
+	if !s.reap.keepUntil.IsZero() {
+		k := s.reap.keepUntil
 		in.KeepUntil = &k
 	}
 	s.info.Store(in)

@@ -30,19 +30,19 @@ type inputReq struct {
 // closes; a write it is blocked in ends when Kill releases the terminal
 // stream, and run waits for it (inputWG).
 func (s *Session) inputter() {
-	defer s.inputWG.Done()
+	defer s.inq.inputWG.Done()
 	for {
 		s.mu.Lock()
-		if len(s.inputQ) == 0 || s.state != stateRunning {
-			clear(s.inputQ) // their writers see closeReq
-			s.inputQ = s.inputQ[:0]
-			s.inputting = false
+		if len(s.inq.inputQ) == 0 || s.state != stateRunning {
+			clear(s.inq.inputQ) // their writers see closeReq
+			s.inq.inputQ = s.inq.inputQ[:0]
+			s.inq.inputting = false
 			s.mu.Unlock()
 			return
 		}
-		req := s.inputQ[0]
-		s.inputQ[0] = nil
-		s.inputQ = s.inputQ[1:]
+		req := s.inq.inputQ[0]
+		s.inq.inputQ[0] = nil
+		s.inq.inputQ = s.inq.inputQ[1:]
 		req.started.Store(true)
 		s.mu.Unlock()
 		s.awaitResizes(req.resizeSeq)
@@ -59,13 +59,13 @@ func (s *Session) enqueueInput(req *inputReq) bool {
 	if s.state != stateRunning {
 		return false
 	}
-	s.inputQ = slices.DeleteFunc(s.inputQ, func(r *inputReq) bool { return r.abandoned.Load() })
+	s.inq.inputQ = slices.DeleteFunc(s.inq.inputQ, func(r *inputReq) bool { return r.abandoned.Load() })
 	s.typedLocked(req.from) // a size it brings applies first
-	req.resizeSeq = s.resizeSeq
-	s.inputQ = append(s.inputQ, req)
-	if !s.inputting {
-		s.inputting = true
-		s.inputWG.Add(1)
+	req.resizeSeq = s.rz.resizeSeq
+	s.inq.inputQ = append(s.inq.inputQ, req)
+	if !s.inq.inputting {
+		s.inq.inputting = true
+		s.inq.inputWG.Add(1)
 		go s.inputter()
 	}
 	return true

@@ -67,9 +67,9 @@ func (s *Session) keep(d time.Duration) (time.Time, error) {
 	if s.state != stateRunning {
 		return time.Time{}, ErrNoSession
 	}
-	s.keepUntil = time.Time{}
+	s.reap.keepUntil = time.Time{}
 	if d > 0 {
-		s.keepUntil = s.clock.Now().Add(d)
+		s.reap.keepUntil = s.clock.Now().Add(d)
 	}
 	s.armIdleLocked()
 	if s.held != nil {
@@ -78,15 +78,15 @@ func (s *Session) keep(d time.Duration) (time.Time, error) {
 	}
 	s.publishLocked()
 	s.log.Info("session kept", "keep", d.String())
-	return s.keepUntil, nil
+	return s.reap.keepUntil, nil
 }
 
 // reapAtLocked is when an idle session is reaped: the later of its idle
 // timeout and its keep. Called with mu held, while idle.
 func (s *Session) reapAtLocked() time.Time {
-	at := s.idleSince.Add(s.cfg.IdleTimeout)
-	if s.keepUntil.After(at) {
-		return s.keepUntil
+	at := s.reap.idleSince.Add(s.cfg.IdleTimeout)
+	if s.reap.keepUntil.After(at) {
+		return s.reap.keepUntil
 	}
 	return at
 }
@@ -95,7 +95,7 @@ func (s *Session) reapAtLocked() time.Time {
 // a client, so that its idle timer starts no earlier than the keep's end
 // less the idle timeout.
 func (s *Session) heldKeepingLocked() bool {
-	return !s.keepUntil.IsZero() && s.clock.Now().Before(s.keepUntil.Add(-s.cfg.IdleTimeout))
+	return !s.reap.keepUntil.IsZero() && s.clock.Now().Before(s.reap.keepUntil.Add(-s.cfg.IdleTimeout))
 }
 
 // heldClientsLocked is the count a held session's holder is told.
@@ -109,21 +109,21 @@ func (s *Session) heldClientsLocked() int {
 // armHeldKeepLocked tells the holder the real count once the keep no
 // longer needs the extra one.
 func (s *Session) armHeldKeepLocked() {
-	if s.keepTimer != nil {
-		s.keepTimer.Stop()
-		s.keepTimer = nil
+	if s.reap.keepTimer != nil {
+		s.reap.keepTimer.Stop()
+		s.reap.keepTimer = nil
 	}
 	if !s.heldKeepingLocked() {
 		return
 	}
 	var t clockwork.Timer
-	t = s.clock.AfterFunc(s.keepUntil.Add(-s.cfg.IdleTimeout).Sub(s.clock.Now()), func() {
+	t = s.clock.AfterFunc(s.reap.keepUntil.Add(-s.cfg.IdleTimeout).Sub(s.clock.Now()), func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.keepTimer == t && s.state == stateRunning {
-			s.keepTimer = nil
+		if s.reap.keepTimer == t && s.state == stateRunning {
+			s.reap.keepTimer = nil
 			s.held.Clients(s.heldClientsLocked())
 		}
 	})
-	s.keepTimer = t
+	s.reap.keepTimer = t
 }

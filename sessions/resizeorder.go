@@ -23,13 +23,13 @@ func (s *Session) resizeWait() time.Duration {
 // failed: the shell keeps its old size and waiting longer helps nobody) and
 // wakes input waiting for them. Called with mu held.
 func (s *Session) resizedLocked(seq uint64) {
-	if seq <= s.resizedSeq {
+	if seq <= s.rz.resizedSeq {
 		return
 	}
-	s.resizedSeq = seq
-	if s.resizedCh != nil {
-		close(s.resizedCh)
-		s.resizedCh = nil
+	s.rz.resizedSeq = seq
+	if s.rz.resizedCh != nil {
+		close(s.rz.resizedCh)
+		s.rz.resizedCh = nil
 	}
 }
 
@@ -38,17 +38,17 @@ func (s *Session) resizedLocked(seq uint64) {
 // writes a request, with the seq the request was queued at.
 func (s *Session) awaitResizes(seq uint64) {
 	s.mu.Lock()
-	if s.resizedSeq >= seq {
+	if s.rz.resizedSeq >= seq {
 		s.mu.Unlock()
 		return
 	}
 	timer := s.clock.NewTimer(s.resizeWait())
 	defer timer.Stop()
-	for s.resizedSeq < seq {
-		if s.resizedCh == nil {
-			s.resizedCh = make(chan struct{})
+	for s.rz.resizedSeq < seq {
+		if s.rz.resizedCh == nil {
+			s.rz.resizedCh = make(chan struct{})
 		}
-		ch := s.resizedCh
+		ch := s.rz.resizedCh
 		s.mu.Unlock()
 		select {
 		case <-ch:

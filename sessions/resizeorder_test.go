@@ -87,7 +87,7 @@ func TestInputGoesOnWhenResizeHangs(t *testing.T) {
 	waitFor(t, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return s.resizedCh != nil
+		return s.rz.resizedCh != nil
 	})
 	if got := p.inputString(); got != "" {
 		t.Fatalf("input %q written before the wait ended", got)

@@ -19,7 +19,7 @@ const (
 
 // resizePace is a token bucket on wall-clock time (sizes are not paced in
 // the clock tests fake: nothing waits on it for longer than 1/resizeRate).
-// Only the resizer uses it, and one resizer runs at a time (Session.resizing,
+// Only the resizer uses it, and one resizer runs at a time (Session.rz.resizing,
 // under Session.mu, orders them).
 type resizePace struct {
 	tokens float64

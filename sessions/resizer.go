@@ -8,25 +8,25 @@ import (
 // startResizerLocked starts the resizer when a new size waits for the
 // backend or the screen emulator and none runs. Called with mu held.
 func (s *Session) startResizerLocked() {
-	if s.resizing {
+	if s.rz.resizing {
 		return
 	}
-	if s.state != stateRunning || (s.size == s.applied && s.size == s.emuSize) {
-		s.resizedLocked(s.resizeSeq) // nothing for input to wait for
+	if s.state != stateRunning || (s.size == s.rz.applied && s.size == s.rz.emuSize) {
+		s.resizedLocked(s.rz.resizeSeq) // nothing for input to wait for
 		return
 	}
-	s.resizing = true
-	s.resizerWG.Add(1)
+	s.rz.resizing = true
+	s.rz.resizerWG.Add(1)
 	go s.resizer()
 }
 
 // resizeEmulatorLocked gives the replayer (the screen emulator) a size.
 // Called with mu held: the replayer orders it with the output.
 func (s *Session) resizeEmulatorLocked(size Size) {
-	if size == s.emuSize {
+	if size == s.rz.emuSize {
 		return
 	}
-	s.emuSize = size
+	s.rz.emuSize = size
 	s.replay.Resize(size)
 }
 
@@ -37,17 +37,17 @@ func (s *Session) resizeEmulatorLocked(size Size) {
 // resizePace allows (see resizepace.go). The emulator gets each size just
 // before the backend, as the shell's redraw for it follows.
 func (s *Session) resizer() {
-	defer s.resizerWG.Done()
+	defer s.rz.resizerWG.Done()
 	for {
 		s.mu.Lock()
-		want, applied, seq := s.size, s.applied, s.resizeSeq
-		if s.state != stateRunning || (want == applied && want == s.emuSize) {
+		want, applied, seq := s.size, s.rz.applied, s.rz.resizeSeq
+		if s.state != stateRunning || (want == applied && want == s.rz.emuSize) {
 			s.resizedLocked(seq)
-			s.resizing = false
+			s.rz.resizing = false
 			s.mu.Unlock()
 			return
 		}
-		if wait := s.pace.take(time.Now()); wait > 0 {
+		if wait := s.rz.pace.take(time.Now()); wait > 0 {
 			s.mu.Unlock()
 			// Then the latest size, asked for while waiting, wins (or
 			// the check above ends the resizer of a closing session).
@@ -75,12 +75,12 @@ func (s *Session) resizer() {
 				s.mu.Unlock()
 				continue
 			}
-			s.resizing = false
+			s.rz.resizing = false
 			s.mu.Unlock()
 			return
 		}
 		s.mu.Lock()
-		s.applied = want
+		s.rz.applied = want
 		s.resizedLocked(seq)
 		s.mu.Unlock()
 	}

@@ -57,49 +57,67 @@ type Session struct {
 	// asked for before it, resizeorder.go), the idle timer and the keep
 	// (a reap and a holder's count read the clients with them), and the
 	// pause (one flag; its notice goes to the clients of that moment).
-	mu        sync.Mutex // guards the fields below
-	state     state
-	cause     error
-	ring      *ring.Buffer
-	replay    Replayer
-	clients   map[*Client]struct{}
-	changed   chan struct{} // closed when clients changes (see attachedwatch.go); nil: nobody waits
-	size      Size          // the window size the policy picked (sizepolicy.go)
-	pin       Size          // a pinned size (zero: none), see pinSize
-	idleSince time.Time
-	idleTimer clockwork.Timer
-	keepUntil time.Time            // no reaping before it (keep.go); zero: none
-	keepTimer clockwork.Timer      // a held session's: ends the keep's count (keep.go)
-	bytesOut  atomic.Int64         // output bytes (atomic: Info reads it unlocked)
-	info      atomic.Pointer[Info] // what Info shows but BytesOut (see infosnap.go)
+	mu       sync.Mutex // guards the fields below but the atomics
+	state    state
+	cause    error
+	ring     *ring.Buffer
+	replay   Replayer
+	clients  map[*Client]struct{}
+	changed  chan struct{}        // closed when clients changes (see attachedwatch.go); nil: nobody waits
+	size     Size                 // the window size the policy picked (sizepolicy.go)
+	pin      Size                 // a pinned size (zero: none), see pinSize
+	paused   bool                 // the instance is paused (paused.go)
+	rz       resizeState          // the resizer's (resizer.go, resizeorder.go)
+	inq      inputState           // the inputter's (input.go)
+	reap     reapState            // idle reaping and the keep (keep.go)
+	bytesOut atomic.Int64         // output bytes (atomic: Info reads it unlocked)
+	info     atomic.Pointer[Info] // what Info shows but BytesOut (see infosnap.go)
 
-	closeReq chan struct{} // closed by the first Close
-	pumpDone chan error    // the pump's cause, sent once when the shell's output ends
-	pumpGone chan struct{} // closed when the pump has returned
-	// The resizer and the inputter run only while they have work (an
-	// idle session has neither): see resizer.go and input.go.
-	resizing bool       // a resizer runs (guarded by mu)
-	applied  Size       // the size the backend last applied (guarded by mu)
-	emuSize  Size       // the size the replayer was last given (guarded by mu)
-	pace     resizePace // the resizer's (see resizepace.go)
-	// Input waits for the resizes asked for before it (see resizeorder.go).
-	resizeSeq  uint64         // bumped by every size change (guarded by mu)
-	resizedSeq uint64         // the changes up to this one are applied or failed (guarded by mu)
-	resizedCh  chan struct{}  // closed when resizedSeq moves; nil: nobody waits (guarded by mu)
-	resizerWG  sync.WaitGroup // the resizer
-	inputQ     []*inputReq    // input waiting for the inputter (guarded by mu)
-	inputting  bool           // an inputter runs (guarded by mu)
-	inputWG    sync.WaitGroup // the inputter
-	killFailed atomic.Bool    // a kill failed and is being retried
-	paused     bool           // the instance is paused (guarded by mu; paused.go)
-	tornDown   chan struct{}  // closed when run has ended the shell, before it moves clients
-	done       chan struct{}  // closed when the session is fully closed
+	closeReq   chan struct{} // closed by the first Close
+	pumpDone   chan error    // the pump's cause, sent once when the shell's output ends
+	pumpGone   chan struct{} // closed when the pump has returned
+	killFailed atomic.Bool   // a kill failed and is being retried
+	tornDown   chan struct{} // closed when run has ended the shell, before it moves clients
+	done       chan struct{} // closed when the session is fully closed
 
 	// Who left when, and the shell's OSC 133 marks, for the away summary;
 	// who is attached, for presence, hands and grants. Each under a lock
 	// of its own, taken after mu (away.go, osc133.go, presence.go).
 	away     awayBook
 	presence presence
+}
+
+// resizeState is the resizer's part of a Session: it runs only while it
+// has work, and input waits for the resizes asked for before it
+// (resizeorder.go). Guarded by Session.mu but pace (the resizer's own:
+// one runs at a time) and resizerWG.
+type resizeState struct {
+	resizing   bool           // a resizer runs
+	applied    Size           // the size the backend last applied
+	emuSize    Size           // the size the replayer was last given
+	pace       resizePace     // see resizepace.go
+	resizeSeq  uint64         // bumped by every size change
+	resizedSeq uint64         // the changes up to this one are applied or failed
+	resizedCh  chan struct{}  // closed when resizedSeq moves; nil: nobody waits
+	resizerWG  sync.WaitGroup // the resizer
+}
+
+// inputState is the inputter's part of a Session: input waiting to be
+// written, in order (input.go). Guarded by Session.mu but inputWG.
+type inputState struct {
+	inputQ    []*inputReq
+	inputting bool           // an inputter runs
+	inputWG   sync.WaitGroup // the inputter
+}
+
+// reapState is when the session is reaped: idle since, and a keep that
+// postpones it (keep.go). Guarded by Session.mu, since a reap and a
+// holder's count read the clients with it.
+type reapState struct {
+	idleSince time.Time
+	idleTimer clockwork.Timer
+	keepUntil time.Time       // no reaping before it; zero: none
+	keepTimer clockwork.Timer // a held session's: ends the keep's count
 }
 
 // Info is a session's state as shown by "list" and GET /api/sessions.
@@ -164,8 +182,8 @@ func (s *Session) start() {
 	s.observe()
 	go s.pump()
 	s.mu.Lock()
-	s.applied = s.size  // the backend applied the initial size
-	s.startIdleLocked() // a session started by a reset may never be attached
+	s.rz.applied = s.size // the backend applied the initial size
+	s.startIdleLocked()   // a session started by a reset may never be attached
 	s.publishLocked()
 	s.mu.Unlock()
 	go func() {
@@ -191,11 +209,11 @@ func (s *Session) requestCloseLocked(cause error) {
 		return
 	}
 	s.state, s.cause = stateClosing, cause
-	if s.idleTimer != nil {
-		s.idleTimer.Stop()
+	if s.reap.idleTimer != nil {
+		s.reap.idleTimer.Stop()
 	}
-	if s.keepTimer != nil {
-		s.keepTimer.Stop()
+	if s.reap.keepTimer != nil {
+		s.reap.keepTimer.Stop()
 	}
 	s.presence.close()
 	close(s.closeReq)
@@ -241,12 +259,12 @@ func (s *Session) run() {
 			c.close(cause, false)
 		}
 	}
-	s.resizerWG.Wait() // none starts once closing; no Resize may race the Kill
+	s.rz.resizerWG.Wait() // none starts once closing; no Resize may race the Kill
 	// Kill even after the shell exited by itself: background jobs it left
 	// must not outlive the session. A held shell may be left to its holder
 	// instead (see finish).
 	s.finish(cause, streamEnded)
-	s.inputWG.Wait()
+	s.inq.inputWG.Wait()
 	<-s.pumpGone
 	s.observeClose()
 	s.replay.Close()
@@ -452,11 +470,11 @@ func (s *Session) register(opts AttachOptions, created bool) (*Client, error) {
 func (s *Session) joinedLocked() {
 	s.clientsChangedLocked()
 	s.replay.Attached(len(s.clients))
-	if s.idleTimer != nil {
-		s.idleTimer.Stop()
-		s.idleTimer = nil
+	if s.reap.idleTimer != nil {
+		s.reap.idleTimer.Stop()
+		s.reap.idleTimer = nil
 	}
-	s.idleSince = time.Time{}
+	s.reap.idleSince = time.Time{}
 	s.publishLocked()
 }
 
@@ -495,10 +513,10 @@ func (s *Session) unregister(c *Client, msg string, attrs ...any) bool {
 // held session's holder reaps it (it counts every gateway's clients, see
 // clientsChangedLocked), so no timer is armed for it here.
 func (s *Session) startIdleLocked() {
-	if len(s.clients) > 0 || s.state != stateRunning || s.idleTimer != nil {
+	if len(s.clients) > 0 || s.state != stateRunning || s.reap.idleTimer != nil {
 		return
 	}
-	s.idleSince = s.clock.Now()
+	s.reap.idleSince = s.clock.Now()
 	s.publishLocked()
 	s.armIdleLocked()
 }
@@ -509,19 +527,19 @@ func (s *Session) armIdleLocked() {
 	if s.held != nil || len(s.clients) > 0 || s.state != stateRunning {
 		return
 	}
-	if s.idleTimer != nil {
-		s.idleTimer.Stop()
+	if s.reap.idleTimer != nil {
+		s.reap.idleTimer.Stop()
 	}
 	var t clockwork.Timer
 	t = s.clock.AfterFunc(s.reapAtLocked().Sub(s.clock.Now()), func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.idleTimer == t && len(s.clients) == 0 {
+		if s.reap.idleTimer == t && len(s.clients) == 0 {
 			s.log.Debug("reaping idle session", "idle_timeout", s.cfg.IdleTimeout.String())
 			s.requestCloseLocked(ErrIdle)
 		}
 	})
-	s.idleTimer = t
+	s.reap.idleTimer = t
 }
 
 func (s *Session) setSizeLocked(size Size) {
@@ -530,6 +548,6 @@ func (s *Session) setSizeLocked(size Size) {
 	}
 	s.size = size
 	s.publishLocked()
-	s.resizeSeq++
+	s.rz.resizeSeq++
 	s.startResizerLocked() // it resizes the emulator too, paced
 }

@@ -11,7 +11,7 @@ import (
 func workersIdle(s *Session) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return !s.resizing && !s.inputting
+	return !s.rz.resizing && !s.inq.inputting
 }
 
 func sessionOf(c *Client) *Session { s, _ := c.session(); return s }
@@ -60,7 +60,7 @@ func TestInputGivenUpOnDoesNotPileUp(t *testing.T) {
 	}
 	s := sessionOf(c)
 	s.mu.Lock()
-	n := len(s.inputQ)
+	n := len(s.inq.inputQ)
 	s.mu.Unlock()
 	if n > 1 {
 		t.Fatalf("%d writes given up on still queued, want at most the last", n)
