@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/termgate/termgate/internal/termtest"
 )
@@ -83,10 +84,17 @@ func TestOpenSSH(t *testing.T) {
 // input and HOME set to home; the run is bounded by waitFor.
 func (g *gateway) openssh(t *testing.T, sshBin, home string, args ...string) *opensshRun {
 	t.Helper()
+	return g.opensshWithin(t, waitFor, sshBin, home, args...)
+}
+
+// opensshWithin is openssh with the run bounded by within (a scenario
+// that outlasts waitFor, such as a stall).
+func (g *gateway) opensshWithin(t *testing.T, within time.Duration, sshBin, home string, args ...string) *opensshRun {
+	t.Helper()
 	_, port, _ := net.SplitHostPort(g.sshAddr)
 	base := []string{"-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
 		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", g.keyFiles[keyAdmin], "-p", port}
-	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	cmd := exec.CommandContext(ctx, sshBin, append(base, args...)...)
 	cmd.Env = append(sshEnv(home), "TERM=xterm")
 	r := &opensshRun{t: t, cmd: cmd, out: newStream(), errOut: &termtest.SyncBuffer{}, done: make(chan struct{})}

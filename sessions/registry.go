@@ -40,7 +40,9 @@ type Config struct {
 	// container printing flat out, so a loaded host does not drop readers).
 	ClientQueue int
 	// StuckTimeout: a client brought forward (skip.go) that takes nothing
-	// for this long is dropped at its next overflow (default 30s).
+	// for this long is dropped at its next overflow (default 60s: the
+	// contract's liveness timeout, within which a client that stops
+	// reading is brought forward when it reads again).
 	StuckTimeout time.Duration
 	// StartTimeout bounds starting a shell; KillTimeout bounds killing one
 	// and other backend calls made while tearing down (defaults 15s, 10s).
@@ -132,7 +134,7 @@ func New(cfg Config) (*Registry, error) {
 		cfg.ClientQueue = cfg.BufferSize // the replay must fit
 	}
 	if cfg.StuckTimeout <= 0 {
-		cfg.StuckTimeout = 30 * time.Second
+		cfg.StuckTimeout = 60 * time.Second
 	}
 	if cfg.StartTimeout <= 0 {
 		cfg.StartTimeout = 15 * time.Second

@@ -62,6 +62,18 @@ func SizeString(n int64) string {
 	}
 }
 
+// BroughtForward reports whether the client is brought forward when it
+// falls too far behind (its session's Replayer is a Redrawer: --replay
+// screen) rather than dropped: a listener then lets a write that the
+// client does not take wait up to its liveness timeout, since the client
+// is redrawn when it reads again, instead of dropping it after a write
+// timeout (contract, session semantics 8).
+func (c *Client) BroughtForward() bool {
+	s, _ := c.session()
+	_, ok := s.replay.(Redrawer) // set once, before any client; a reset keeps the kind
+	return ok
+}
+
 // Redrawer is implemented by a Replayer whose Replay redraws the whole
 // terminal state from any state the client's terminal is in (package
 // screen): only then may a lagging client be brought forward with it.

@@ -18,8 +18,10 @@ import (
 // one that never does is closed when it ends, within seconds.
 const behindGrace = 5 * time.Second
 
-// behindWatch turns an output write that the client does not take within
-// WriteTimeout into a drop for falling behind, without cutting the frame:
+// behindWatch (--replay raw only: with --replay screen a client that
+// does not read is brought forward instead, stall.go) turns an output
+// write that the client does not take within WriteTimeout into a drop for
+// falling behind, without cutting the frame:
 // the write keeps behindGrace more (its deadline is WriteTimeout +
 // behindGrace), and the connection ends after it with the error event and
 // close 1013. One per connection, used by the writer only; run waits for

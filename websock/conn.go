@@ -62,6 +62,7 @@ type conn struct {
 	readerDone  chan struct{}
 	in          inputState
 	hurry       atomic.Bool    // set by endNow
+	forward     bool           // brought forward when behind (--replay screen): writes wait for liveness (stall.go); set by run
 	caller      caller         // who attached: the reset limits count per token
 	resetWG     sync.WaitGroup // runResets
 
@@ -104,6 +105,7 @@ func (c *conn) run(client *sessions.Client) {
 	c.mu.Lock()
 	c.client, c.told, c.toldSession = client, client, info.Session
 	c.mu.Unlock()
+	c.forward = client.BroughtForward()
 	limitUnsent(c.ws.NetConn()) // a slow reader's writes go on as it reads (lowat.go)
 	attached := time.Now()
 	sessions.LogAttached(c.log, c.name, info, c.readOnly)
@@ -121,6 +123,7 @@ func (c *conn) run(client *sessions.Client) {
 		close(c.watchDone)
 	}
 	err := c.readLoop()
+	c.readEnded(err)         // a silent peer is dropped here (stall.go)
 	released(c.ws.NetConn()) // the client is gone, or about to be: it no longer counts
 	close(c.readerDone)
 	close(c.in.ch)
@@ -291,7 +294,7 @@ func (c *conn) writeLoop() {
 				cl = nil
 			}
 		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.s.cfg.WriteTimeout)); err != nil {
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.writeTimeout())); err != nil {
 				c.writeFailed(err)
 				return
 			}
@@ -303,13 +306,15 @@ func (c *conn) writeLoop() {
 }
 
 // writeOutput writes the chunks as one binary frame (several frames only
-// past relaybuf.MaxWrite). A client that does not take them within the
-// write timeout has fallen behind (behind.go): the write gets behindGrace
-// more, so that the client may still take it and then learn why it is
-// dropped.
+// past relaybuf.MaxWrite). With --replay raw, a client that does not take
+// them within the write timeout has fallen behind (behind.go): the write
+// gets behindGrace more, so that the client may still take it and then
+// learn why it is dropped. With --replay screen the write waits up to the
+// liveness timeout (writeTimeout; stall.go): meanwhile the session brings
+// the client forward, and it gets the current screen once it reads again.
 func (c *conn) writeOutput(bufs [][]byte) error {
 	timeout := c.writeTimeout()
-	if c.hurry.Load() {
+	if c.hurry.Load() || c.forward {
 		if err := c.ws.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
 			return err
 		}
@@ -377,9 +382,15 @@ func (c *conn) writeClose(code int) error {
 	return c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, closeReason(code)), time.Now().Add(c.writeTimeout()))
 }
 
+// writeTimeout bounds the next write: closeGrace once the connection
+// ends in a hurry, the liveness timeout for a client that is brought
+// forward when it falls behind (stall.go), else WriteTimeout.
 func (c *conn) writeTimeout() time.Duration {
-	if c.hurry.Load() {
+	switch {
+	case c.hurry.Load():
 		return closeGrace
+	case c.forward:
+		return c.s.cfg.PongTimeout
 	}
 	return c.s.cfg.WriteTimeout
 }

@@ -46,6 +46,13 @@ func (s *Stream) Bytes() []byte {
 
 func (s *Stream) String() string { return string(s.Bytes()) }
 
+// Len is how many bytes were written, without the copy Bytes makes.
+func (s *Stream) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.buf)
+}
+
 // WaitFor waits, at most timeout, until re matches the stream from offset
 // from on; it returns the submatches and the offset just after the match,
 // or nil and from.
