@@ -189,6 +189,12 @@ func (h *holder) startShell(announce []byte) error {
 		return err
 	}
 	h.mu.Lock()
+	if h.ended { // the session ended while this shell started (a reset raced it)
+		h.mu.Unlock()
+		sh.kill()
+		sh.wait()
+		return errors.New("holder: the session ended")
+	}
 	h.shell = sh
 	h.created = time.Now()
 	if announce != nil {
@@ -197,11 +203,18 @@ func (h *holder) startShell(announce []byte) error {
 		}
 	}
 	h.mu.Unlock()
-	h.wg.Go(func() { h.pump(sh, id) })
+	pumped := make(chan struct{})
+	h.wg.Go(func() {
+		defer close(pumped)
+		h.pump(sh, id)
+	})
+	h.wg.Go(func() { h.awaitExit(sh, id, pumped) })
 	return nil
 }
 
-// pump copies the shell's output into the ring and every connection.
+// pump copies the shell's output into the ring and every connection until
+// the terminal ends (nothing holds its other end any more, or it is
+// closed).
 func (h *holder) pump(sh *shell, id string) {
 	buf := make([]byte, 32<<10)
 	for {
@@ -214,15 +227,8 @@ func (h *holder) pump(sh *shell, id string) {
 			h.waitForGateways()
 		}
 		if err != nil {
-			break
+			return
 		}
-	}
-	code := sh.wait()
-	h.mu.Lock()
-	current := h.shell == sh
-	h.mu.Unlock()
-	if current { // not replaced by a reset: the session is over
-		h.finish(ExitMsg{Session: id, Code: code})
 	}
 }
 
@@ -242,10 +248,14 @@ func (h *holder) deliver(id string, p []byte) {
 
 // finish tells every gateway how the session ended, kills what is left of
 // it and ends the daemon.
-func (h *holder) finish(msg ExitMsg) {
+func (h *holder) finish(msg ExitMsg) { h.finishShell(nil, msg) }
+
+// finishShell is finish for the shell only that exited: nothing when a
+// reset replaced it meanwhile (the reset ends it and what it started).
+func (h *holder) finishShell(only *shell, msg ExitMsg) {
 	frame, _ := ControlFrame(TypeExit, msg)
 	h.mu.Lock()
-	if h.ended {
+	if h.ended || only != nil && h.shell != only {
 		h.mu.Unlock()
 		return
 	}
@@ -321,6 +331,10 @@ func (h *holder) reset(msg ResetMsg) error {
 		return errors.New("reset without a new session ID")
 	}
 	h.mu.Lock()
+	if h.ended {
+		h.mu.Unlock()
+		return errors.New("reset after the session ended")
+	}
 	old := h.shell
 	msg.OldSession = h.session
 	h.session = msg.NewSession

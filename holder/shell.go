@@ -81,17 +81,23 @@ func (s *shell) wait() int {
 // descendant of the daemon is this shell's.
 func (s *shell) kill() {
 	s.killOnce.Do(func() {
-		sid := s.cmd.Process.Pid
-		below := reaper.on.Load()
-		for round := 0; round < 200; round++ {
-			if killMarked(sid, s.marker, below) == 0 {
-				break
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		s.killJobs()
 		reapOrphans()
 		_ = s.pty.Close()
 	})
+}
+
+// killJobs is kill but for the terminal, which it leaves open: a shell
+// that exited may have left output in it for the pump.
+func (s *shell) killJobs() {
+	sid := s.cmd.Process.Pid
+	below := reaper.on.Load()
+	for round := 0; round < 200; round++ {
+		if killMarked(sid, s.marker, below) == 0 {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // killMarked signals the processes of session sid, with the marker in
