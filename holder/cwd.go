@@ -32,8 +32,14 @@ func SessionCwd(id string) (string, error) {
 }
 
 const (
-	// maxCwdScan bounds the /proc entries looked at.
-	maxCwdScan = 4096
+	// maxCwdScan bounds the /proc entries looked at. /proc lists its
+	// processes in PID order after its own files, so a bound below the
+	// number of processes misses the newest shells: 4096 did on a host
+	// running a test suite (the local backend scans the host's /proc),
+	// and SFTP started in the home directory. 1<<17 is above the
+	// default pid_max (32768) and far above what a machine runs; the
+	// environment budget below still bounds the reading.
+	maxCwdScan = 1 << 17
 	// maxEnvironTotal bounds what the whole scan reads of environments:
 	// an instance padding many processes' environments makes the search
 	// give up (and the transfer start at home), not take seconds.
@@ -52,13 +58,8 @@ func sessionCwdIn(proc, id string) (string, error) {
 	if id == "" || strings.ContainsAny(id, "\x00=./ ") || len(id) > 128 {
 		return "", fmt.Errorf("session id %q: not one", clip(id))
 	}
-	d, err := os.Open(proc)
+	names, err := procNames(proc)
 	if err != nil {
-		return "", err
-	}
-	names, err := d.Readdirnames(maxCwdScan)
-	d.Close()
-	if err != nil && !errors.Is(err, io.EOF) {
 		return "", err
 	}
 	uid := uint32(os.Getuid())
@@ -100,6 +101,28 @@ func sessionCwdIn(proc, id string) (string, error) {
 		return "", fmt.Errorf("the shell's working directory: %w", err)
 	}
 	return checkCwd(cwd)
+}
+
+// procNames lists proc's entries, at most maxCwdScan of them, in batches
+// (one Readdirnames call returns at most its count).
+func procNames(proc string) ([]string, error) {
+	d, err := os.Open(proc)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	var names []string
+	for len(names) < maxCwdScan {
+		batch, err := d.Readdirnames(min(4096, maxCwdScan-len(names)))
+		names = append(names, batch...)
+		if errors.Is(err, io.EOF) || err == nil && len(batch) == 0 {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return names, nil
 }
 
 // checkCwd accepts an absolute, existing directory ("/x (deleted)", a

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,38 @@ func TestSessionCwdSkipsJobs(t *testing.T) {
 	got, err := sessionCwdIn(proc, "s1")
 	if err != nil || got != shellDir {
 		t.Fatalf("sessionCwdIn = %q, %v; want the shell's %s", got, err, shellDir)
+	}
+}
+
+// TestSessionCwdScansAllOfAFullProc: on a host with more processes than
+// one directory read returns (a test suite's load: the local backend
+// scans the host's /proc), the shell is found wherever /proc lists it.
+// The scan stopped at 4096 entries, and SFTP started in the home
+// directory (newcomer round 4, TestSFTPStartsInTheSessionsDirectory).
+func TestSessionCwdScansAllOfAFullProc(t *testing.T) {
+	proc, shellDir := t.TempDir(), t.TempDir()
+	for i := range 6000 { // processes of nobody's session
+		if err := os.Mkdir(filepath.Join(proc, strconv.Itoa(1000+i)), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Twenty shells, each at some place of the listing (a directory's
+	// order is the file system's): each must be found.
+	for i := range 20 {
+		pid := strconv.Itoa(100000 + i)
+		d := filepath.Join(proc, pid)
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		stat := pid + " (sh) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 500 0 0\n"
+		_ = os.WriteFile(filepath.Join(d, "stat"), []byte(stat), 0o600)
+		_ = os.WriteFile(filepath.Join(d, "environ"), []byte("A=1\x00TERMGATE_SESSION=gw.s"+pid+"\x00"), 0o600)
+		_ = os.Symlink(shellDir, filepath.Join(d, "cwd"))
+	}
+	for i := range 20 {
+		id := "s" + strconv.Itoa(100000+i)
+		if got, err := sessionCwdIn(proc, id); err != nil || got != shellDir {
+			t.Fatalf("session %s among 6,020 entries: %q, %v; want %s", id, got, err, shellDir)
+		}
 	}
 }

@@ -262,8 +262,16 @@ func (c *commandCut) reason() string {
 }
 
 // commandRevoked tells the user a command was cut by a revocation, audits
-// it, and closes the connection (a revoked key keeps nothing open).
+// it, and closes the connection (a revoked key keeps nothing open); or,
+// cut by the shutdown, tells the user and ends the channel.
 func (s *Server) commandRevoked(sess *session, w audit.Who, name, line, why string) int {
+	if why == whyShutdown { // not a revocation: the client is told, the connection ends with the gateway
+		sess.log.Info("command ended: "+why, "who", clip(w.Name, 128), "key", w.Key, "instance", clip(name, 128))
+		sess.errorf(endedNotice(why, "command"))
+		s.cfg.Audit.Event(audit.Command, w, name, "", "argv", clip(line, 1024), "result", "cut", "reason", why)
+		sess.end(1)
+		return 1
+	}
 	sess.log.Info("command cut: access revoked", "instance", name, "cause", why)
 	sess.errorf("termgate: " + why)
 	s.cfg.Audit.Event(audit.Command, w, name, "", "argv", clip(line, 1024), "result", "revoked", "reason", why)

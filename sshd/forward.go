@@ -92,6 +92,9 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 	if why := f.cutWhy(); why != "" {
 		cause = why
 	}
+	if cause == whyShutdown {
+		logCut(cs.log.With("who", clip(f.who.Name, 128), "target", target), "forward", f.who, name, cause, r.toTarget, r.fromTarget, start)
+	}
 	cs.log.Debug("forward ended", "instance", name, "target", target, "cause", cause, "to_target", r.toTarget, "from_target", r.fromTarget)
 	s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "ok",
 		"originator", net.JoinHostPort(safeText(req.OrigHost, 64), strconv.Itoa(int(req.OrigPort))),
@@ -203,7 +206,9 @@ func (f *forward) cut(why string) {
 	f.cutted, f.why = true, why
 	ch, conn := f.ch, f.conn
 	f.mu.Unlock()
-	f.cs.log.Info("forward cut: access revoked", "instance", f.name, "target", f.target, "reason", why)
+	if why != whyShutdown { // the shutdown's line comes once the relay ended, with its bytes
+		f.cs.log.Info("forward cut: access revoked", "instance", f.name, "target", f.target, "reason", why)
+	}
 	f.cancel()
 	if conn != nil {
 		_ = conn.Close()

@@ -30,11 +30,13 @@ type remoteOps struct {
 	perKey  map[string]int
 	perInst map[string]int
 	ops     map[*remoteOp]struct{}
+	closing bool // the gateway is shutting down: no new op (cut.go)
 }
 
 // remoteOp is one running op. cut ends it (closes its channel, its stream
-// into the instance): called at most once, on revocation, never under
-// remoteOps.mu.
+// into the instance): on revocation, or with whyShutdown as the gateway
+// shuts down (then, where the protocol can, the client is told before
+// its channel closes); never under remoteOps.mu.
 type remoteOp struct {
 	kind     string
 	key      gossh.PublicKey
@@ -58,6 +60,9 @@ func (s *Server) beginRemote(cs *connState, kind, instance string, cut func(why 
 	r := &s.remote
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.closing {
+		return nil, "termgate: the " + whyShutdown
+	}
 	if max := s.cfg.MaxRemotePerKey; max > 0 && r.perKey[op.capKey] >= max {
 		return nil, fmt.Sprintf("termgate: this key already runs %d commands, transfers and forwarded connections; end one and try again", max)
 	}

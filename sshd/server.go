@@ -282,11 +282,13 @@ func (s *Server) Addr() net.Addr {
 }
 
 // Shutdown stops accepting, closes the connections still in their
-// handshake, then waits for the others to end (sessions end when the
+// handshake, ends the running commands, transfers and forwards (telling
+// their clients why), then waits for the others to end (sessions end when the
 // registry shuts down) and for every goroutine of the package. It returns
 // ctx.Err() when ctx ends first; call Close then.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stop(func(cs *connState) bool { return !cs.isAuthenticated() })
+	s.cutAtShutdown()
 	return s.track.wait(ctx)
 }
 

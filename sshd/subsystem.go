@@ -6,10 +6,12 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	gossh "golang.org/x/crypto/ssh"
 
 	"github.com/termgate/termgate/audit"
+	"github.com/termgate/termgate/internal/sftpwire"
 	"github.com/termgate/termgate/keys"
 	"github.com/termgate/termgate/remote"
 )
@@ -65,7 +67,9 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 	op, refused := s.beginRemote(sess.conn, opTransfer, name, func(why string) {
 		cutWhy.Store(&why)
 		cancel() // ends the server's stream (Remote.SFTP's ctx)
-		_ = sess.ch.Close()
+		if why != whyShutdown {
+			_ = sess.ch.Close() // revoked: nothing more for this client
+		} // else the relay tells the client first (sftpcut.go)
 	})
 	if refused != "" {
 		return refuse(refused, "cap")
@@ -94,31 +98,51 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 		return 1
 	}
 	sess.log.Debug("file transfer started", "instance", name)
+	began := time.Now()
 	files := newSFTPWatch(func(f sftpFile, complete bool) {
 		s.cfg.Audit.Event(audit.Transfer, w, name, "", f.auditDetail(complete)...)
 	})
-	up, down := s.relayTransfer(sess, conn, files)
-	files.end()
-	result, code := "ok", 0
-	if why := cutWhy.Load(); why != nil {
-		result, code = "cut", 1
-		s.cfg.Audit.Event(audit.Transfer, w, name, "", "result", result, "reason", *why, "bytes_in", up, "bytes_out", down)
-		return code
+	cut := func() string {
+		if why := cutWhy.Load(); why != nil {
+			return *why
+		}
+		return ""
 	}
-	s.cfg.Audit.Event(audit.Transfer, w, name, "", "result", result, "bytes_in", up, "bytes_out", down)
-	return code
+	up, down, why := s.relayTransfer(sess, conn, files, name, cut)
+	files.end()
+	if why != "" {
+		if why == whyShutdown || why == whyInstanceGone {
+			logCut(sess.log, "transfer", w, name, why, up, down, began)
+		}
+		s.cfg.Audit.Event(audit.Transfer, w, name, "", "result", "cut", "reason", why, "bytes_in", up, "bytes_out", down)
+		return 1
+	}
+	s.cfg.Audit.Event(audit.Transfer, w, name, "", "result", "ok", "bytes_in", up, "bytes_out", down)
+	return 0
 }
+
+// cutGrace bounds how long a cut transfer's client is answered (sftpcut.go)
+// before its channel closes: sftp -b and scp give up at their first
+// failure, an interactive sftp waits at its prompt.
+const cutGrace = 5 * time.Second
 
 // relayTransfer copies the channel's input (through its inbox) to conn
 // and conn to the channel until conn's output ends (the server exited) or
 // the channel is gone, then closes conn; files reads the packets each way.
-// up and down count the bytes each way. Both goroutines are waited for.
-func (s *Server) relayTransfer(sess *session, conn remote.Conn, files *sftpWatch) (up, down int64) {
+// up and down count the bytes each way. why is what ended it under the
+// client, if anything did: cut's reason (a revocation, the shutdown), or
+// the instance's stop; the client was told (sftpcut.go). Every goroutine
+// it starts is waited for.
+func (s *Server) relayTransfer(sess *session, conn remote.Conn, files *sftpWatch, name string, cut func() string) (up, down int64, why string) {
+	inflight := newSFTPInFlight()
+	fails := &sftpFailures{w: sess.ch}
+	clientDone := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
 	s.track.Go(func() {
 		defer wg.Done()
-		up, _ = io.Copy(conn, io.TeeReader(sess.in, files.client())) // until the client's EOF or the channel's end
+		up = relayRequests(sess.in, conn, files, inflight, fails)
+		close(clientDone)
 		_ = conn.CloseWrite()
 	})
 	stop := make(chan struct{})
@@ -131,10 +155,73 @@ func (s *Server) relayTransfer(sess *session, conn remote.Conn, files *sftpWatch
 		case <-stop:
 		}
 	})
-	down, _ = io.Copy(sess.ch, io.TeeReader(conn, files.server()))
+	replies := &sftpwire.Scanner{Max: sftpMaxHead, On: func(p []byte) {
+		files.reply(p)
+		inflight.reply(p)
+	}}
+	down, between, clientGone := copyPackets(sess.ch, conn, replies)
 	close(stop)
 	_ = conn.Close()
+	why = cut()
+	if why == "" && !clientGone {
+		select {
+		case <-clientDone: // the client ended it; the server followed
+		case <-sess.closed:
+		default: // the server ended under the client
+			if s.instanceGone(sess.ctx, name) {
+				why = whyInstanceGone
+			}
+		}
+	}
+	if why == whyShutdown || why == whyInstanceGone {
+		msg := endedNotice(why, "transfer")
+		sess.errorf(msg)
+		fails.msg = "termgate: " + why + "; transfer ended"
+		if between {
+			if ids, ok := inflight.takeOver(); ok && fails.answer(ids...) == nil {
+				t := time.NewTimer(cutGrace)
+				select { // until the client gives up
+				case <-clientDone:
+				case <-sess.closed:
+				case <-t.C:
+				}
+				t.Stop()
+			}
+		}
+	}
 	sess.in.setDiscard() // unblocks the upload's read
 	wg.Wait()
-	return up, down
+	return up, down, why
+}
+
+// relayRequests copies the client's requests from in to conn until the
+// client's EOF or the channel's end, and returns the bytes copied. Once
+// conn fails it goes on reading, for the requests to be answered
+// (sftpcut.go) or dropped.
+func relayRequests(in io.Reader, conn io.Writer, files *sftpWatch, inflight *sftpInFlight, fails *sftpFailures) (up int64) {
+	var answer []uint32
+	requests := &sftpwire.Scanner{Max: sftpMaxHead, On: func(p []byte) {
+		files.request(p)
+		if id, ok := inflight.request(p); ok {
+			answer = append(answer, id)
+		}
+	}}
+	buf := make([]byte, 32<<10)
+	live := true
+	for {
+		n, err := in.Read(buf)
+		_, _ = requests.Write(buf[:n])
+		if len(answer) > 0 { // the server is gone: nothing more goes to it
+			_ = fails.answer(answer...)
+			answer, live = answer[:0], false
+		}
+		if live && n > 0 {
+			k, werr := conn.Write(buf[:n])
+			up += int64(k)
+			live = werr == nil
+		}
+		if err != nil {
+			return up
+		}
+	}
 }
