@@ -69,7 +69,7 @@ test-times: test-image web
 # The packages whose tests need a Docker engine, OpenSSH, Chromium, Dex or
 # the Kubernetes cluster (some of their tests or all); every other
 # package's tests, with -short, need none of them (CHECK_PKGS).
-ENGINE_PKGS := backend/docker backend/kubernetes cmd/termgate-holder e2e internal/replayoracle sshd web
+ENGINE_PKGS := backend/docker backend/kubernetes cmd/termgate-holder e2e e2e/matrix internal/replayoracle sshd web
 CHECK_PKGS   = $(shell $(GO) list $(PKGS) | grep -v -E '/($(subst $() ,|,$(strip $(ENGINE_PKGS))))$$')
 
 # The quick check before a commit (about a minute on two cores with a warm
