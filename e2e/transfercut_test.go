@@ -64,11 +64,10 @@ func TestTransferCutSaysWhy(t *testing.T) {
 	took := g.stop(t)
 	t.Logf("the gateway exited %s after SIGTERM", took)
 	for _, r := range runs {
-		// sftp still dies of SIGPIPE here: the server's stream takes
-		// longer to end after the cut (the tool's graceful end) than the
-		// shutdown's one second before it closes the connections, so
-		// sftp gets the notice but not the failure replies. scp exits 1.
-		r.check(t, `\[termgate\] gateway is shutting down; transfer ended`, r.what != "sftp")
+		// The shutdown closes the connections only once every cut
+		// transfer has told its client (sshd Server.Drained): sftp gets
+		// its failure replies and exits 1, as scp does.
+		r.check(t, `\[termgate\] gateway is shutting down; transfer ended`, true)
 	}
 	waitLog(t, g.logs, `transfer ended: gateway is shutting down.*"instance":"`+regexp.QuoteMeta(term), len(runs))
 }

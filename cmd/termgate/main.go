@@ -191,6 +191,16 @@ func shutdown(timeout time.Duration, log *slog.Logger, reg *sessions.Registry, s
 				case <-sctx.Done():
 					return
 				}
+				// The SSH listener's commands, transfers and forwards
+				// tell their clients why they end (sftp's failure
+				// replies, an exit status) before it may cut them.
+				if d, ok := s.(interface{ Drained() <-chan struct{} }); ok {
+					select {
+					case <-d.Drained():
+					case <-sctx.Done():
+						return
+					}
+				}
 				select {
 				case <-time.After(closeGrace):
 					scancel()
