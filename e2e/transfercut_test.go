@@ -42,6 +42,19 @@ func TestTransferCutSaysWhy(t *testing.T) {
 	for _, r := range runs {
 		r.waitGrowing(t, stopped)
 	}
+	// A command running there is told too, rather than ending with a
+	// bare 137.
+	cmdCtx, cmdCancel := context.WithTimeout(context.Background(), waitFor)
+	defer cmdCancel()
+	command := g.sshCommand(t, cmdCtx, needOpenSSH(t), keyAdmin, stopped+"@127.0.0.1", "echo started; sleep 100")
+	cmdOut, cmdErr := termtest.NewStream(), &termtest.SyncBuffer{}
+	command.Stdout, command.Stderr = cmdOut, cmdErr
+	if err := command.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := cmdOut.WaitFor(regexp.MustCompile(`started`), 0, waitFor); m == nil {
+		t.Fatalf("the command never started; stderr %q", cmdErr.String())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	if _, err := docker(ctx, "stop", "-t", "1", stopped); err != nil {
@@ -51,6 +64,12 @@ func TestTransferCutSaysWhy(t *testing.T) {
 		r.check(t, `\[termgate\] instance stopped; transfer ended`, true)
 	}
 	waitLog(t, g.logs, `transfer ended: instance stopped.*"instance":"`+regexp.QuoteMeta(stopped), len(runs))
+	if err := command.Wait(); err == nil {
+		t.Errorf("the command in the stopped instance exited 0")
+	}
+	if !strings.Contains(cmdErr.String(), "[termgate] instance stopped; command ended") {
+		t.Errorf("the command's client was not told its instance stopped; stderr %q", cmdErr.String())
+	}
 
 	// SIGTERM: the gateway goes.
 	term := g.name("web-term")

@@ -128,6 +128,12 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 	if why := cut.reason(); why != "" {
 		return s.commandRevoked(sess, w, name, line, why)
 	}
+	if killedOrBroken(code, sig) && s.instanceGone(sess.ctx, name) {
+		// Killed with its instance (docker stop, a deleted pod): say so,
+		// as the shell's notice does, rather than a bare 137.
+		sess.log.Info("command ended: "+whyInstanceGone, "who", clip(w.Name, 128), "key", w.Key, "instance", clip(name, 128))
+		sess.errorf(endedNotice(whyInstanceGone, "command"))
+	}
 	result := []any{"argv", clip(line, 1024), "result", "ok", "exit_code", code}
 	if sig != "" {
 		result = append(result, "signal", sig)
@@ -213,6 +219,13 @@ func (s *Server) relayCommand(sess *session, p remote.Process, tty bool) (code i
 		sess.discardInput() // ends the stdin copy
 		wg.Wait()
 	}
+}
+
+// killedOrBroken tells a command's end that its instance's stop may
+// explain: a signal, a shell's 128+signal status, or the gateway's 255
+// for a broken stream (an ordinary exit, or the client's detach, is not).
+func killedOrBroken(code int, sig string) bool {
+	return sig != "" || code == 255 || code > 128
 }
 
 // commandCut is how Recheck ends a command whose key lost its access: it
