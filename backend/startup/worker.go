@@ -88,7 +88,7 @@ type entry struct {
 	open    chan struct{}
 	attempt chan struct{} // closed when the running attempt ends; nil when none runs
 	retried bool          // failed at least once
-	tried   bool          // attempted at least once
+	firstIn bool          // its first attempt ended
 }
 
 // Worker is the start-up work of one gateway run.
@@ -113,7 +113,7 @@ type Worker struct {
 	retried    int
 	gaveUp     int  // adoptions left to the first attach
 	passLogged bool // the first-pass line is out
-	attempts   int  // entries tried at least once (for the first-pass line)
+	firstIn    int  // entries whose first attempt ended (for the first-pass line)
 }
 
 // Start starts the work on the instances ctx bounds; Stop ends it.
@@ -224,10 +224,6 @@ func (w *Worker) begin(e *entry, pooled bool) chan struct{} {
 	if pooled {
 		w.busy++
 	}
-	if !e.tried {
-		e.tried = true
-		w.attempts++
-	}
 	w.wg.Go(func() { w.try(e, pooled) })
 	return e.attempt
 }
@@ -309,14 +305,12 @@ func (w *Worker) dispatch() (next time.Duration, finished bool) {
 	}
 	now := time.Now()
 	next = time.Hour
-	waiting := 0
 	for _, e := range w.order {
 		if e.stage == done || e.attempt != nil {
 			continue
 		}
 		if d := e.next.Sub(now); d > 0 {
 			next = min(next, d)
-			waiting++
 			continue
 		}
 		if w.busy >= w.cfg.Workers {
@@ -324,7 +318,7 @@ func (w *Worker) dispatch() (next time.Duration, finished bool) {
 		}
 		w.begin(e, true)
 	}
-	if !w.passLogged && waiting > 0 && w.attempts == len(w.order) && w.busy == 0 {
+	if !w.passLogged && w.listed && w.pending > 0 && w.firstIn == len(w.order) {
 		logLine = w.firstPass()
 	}
 	return next, false
@@ -337,6 +331,10 @@ func (w *Worker) try(e *entry, pooled bool) {
 		w.mu.Lock()
 		close(e.attempt)
 		e.attempt = nil
+		if !e.firstIn {
+			e.firstIn = true
+			w.firstIn++
+		}
 		if pooled {
 			w.busy--
 		}
