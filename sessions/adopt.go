@@ -125,6 +125,29 @@ func (r *Registry) AdoptAll(ctx context.Context) int {
 	return int(n.Load())
 }
 
+// AdoptIn adopts the session inst's holder holds, as AdoptAll does for
+// one instance (a starting gateway's background work, instance by
+// instance): adopted is false when nothing is held there or an attach got
+// there first; err says why a held session could not be adopted (an
+// attach tries again).
+func (r *Registry) AdoptIn(ctx context.Context, inst Instance) (adopted bool, err error) {
+	if _, ok := r.cfg.Backend.(Adopter); !ok {
+		return false, nil
+	}
+	sl, created, err := r.slotFor(inst)
+	if err != nil || !created {
+		return false, err
+	}
+	r.fill(ctx, sl, inst, newID(), DefaultSize, "", adoptOnly)
+	switch {
+	case sl.err == nil:
+		return true, nil
+	case errors.Is(sl.err, ErrNotHeld):
+		return false, nil
+	}
+	return false, sl.err
+}
+
 // adoptParallel bounds the adoptions AdoptAll runs at once: each is a few
 // engine calls, and a slow holder must not hold up the rest.
 const adoptParallel = 8

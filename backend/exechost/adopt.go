@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/termgate/termgate/sessions"
@@ -21,6 +20,11 @@ func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.Held
 	}
 	if inst.ID == "" {
 		return nil, fmt.Errorf("adopt in %q: empty instance id: %w", inst.Name, sessions.ErrNotFound)
+	}
+	// An earlier run's shells go first: adopting leads to a start when
+	// nothing is held.
+	if err := h.waitSwept(ctx, inst); err != nil {
+		return nil, err
 	}
 	dirs, err := h.holderSockets(ctx, inst)
 	if err != nil {
@@ -97,11 +101,11 @@ func (h *Host) HeldInstances(ctx context.Context) ([]sessions.Instance, error) {
 		out []sessions.Instance
 	)
 	err = h.each(list, func(inst sessions.Instance) error {
-		dirs, err := h.holderSockets(ctx, inst)
+		held, err := h.holds(ctx, inst)
 		if err != nil {
 			return fmt.Errorf("instance %q: %w", inst.Name, err)
 		}
-		if slices.ContainsFunc(dirs, func(d string) bool { return !h.knownForeign(inst, d) }) {
+		if held {
 			mu.Lock()
 			out = append(out, inst)
 			mu.Unlock()

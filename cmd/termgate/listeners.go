@@ -29,6 +29,7 @@ type wiring struct {
 	https       bool
 	signinState *oidc.Store
 	sshSignIn   *sshd.SignIn
+	stopStartUp func() // ends the start-up work (main.go: startUp)
 }
 
 // sshServer is the SSH listener's server. Every reload of keys, tokens or
