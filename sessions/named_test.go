@@ -153,7 +153,7 @@ func TestSessionCaps(t *testing.T) {
 	if !errors.As(err, &tooMany) || tooMany.Who != "alice" || tooMany.Instance != "" {
 		t.Fatalf("alice's fourth named session: %v, want her cap", err)
 	}
-	cs = append(cs, attach(t, r, "web3", AttachOptions{Who: "alice"}))  // a default session is not capped per credential
+	cs = append(cs, attach(t, r, "web3", AttachOptions{Who: "alice"}))   // a default session is not capped per credential
 	cs = append(cs, attach(t, r, "web3+y", AttachOptions{Who: "carol"})) // another credential may
 	if got := fb.starts.Load(); got != starts+3 {
 		t.Fatalf("%d shells started, want %d: a refused attach must start nothing", got, starts+3)

@@ -46,8 +46,8 @@ type RenameObserver interface {
 type ObservedSession struct {
 	Instance, Session string
 	// Name is the session's name in its instance ("" the default one).
-	Name string
-	Created           time.Time
+	Name    string
+	Created time.Time
 	// Size is the window size the shell was started with.
 	Size Size
 	// Term is the shell's TERM.
