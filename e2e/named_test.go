@@ -130,3 +130,59 @@ func TestNamedSessions(t *testing.T) {
 		t.Errorf("%d sessions after the refusals, want 3", n)
 	}
 }
+
+// Two named sessions of one instance with --durable survive a gateway
+// kill -9: each has a holder of its own, and after a restart a reattach
+// to each lands in its own shell (same PID, its replay), while the
+// default session goes on beside them.
+func TestDurableNamedSessionsSurviveKill9(t *testing.T) {
+	t.Parallel()
+	d := durableGateway(t, options{containers: []string{"web-dn"}})
+	name := d.name("web-dn")
+	pids := map[string]int{}
+	for _, n := range []string{"", "+build", "+logs"} {
+		s := d.attach(t, keyAdmin, name+n, 100, 30)
+		pids[n] = s.pid()
+		s.send("echo MARK" + strings.TrimPrefix(n, "+") + "-$((40+2))")
+		s.expect("MARK" + strings.TrimPrefix(n, "+") + "-42")
+	}
+	if pids[""] == pids["+build"] || pids["+build"] == pids["+logs"] {
+		t.Fatalf("shell PIDs %v: want three shells", pids)
+	}
+	status, body := d.request(t, http.MethodGet, "/api/sessions", tokAdmin, nil)
+	var all []struct {
+		Instance, Name string
+		Durable        bool
+	}
+	if err := json.Unmarshal(body, &all); status != http.StatusOK || err != nil {
+		t.Fatalf("GET /api/sessions: %d %s", status, body)
+	}
+	for _, in := range all {
+		if in.Instance == name && !in.Durable {
+			t.Fatalf("session %q of %s is not durable: %s", in.Name, name, body)
+		}
+	}
+	d.kill9(t)
+	for n, pid := range pids {
+		if !shellAlive(t, name, pid) {
+			t.Fatalf("after the gateway was killed, the shell %d of %s%s is gone: %v", pid, name, n, processes(t, name))
+		}
+	}
+	d.restart(t)
+	for _, n := range []string{"+logs", "+build", ""} {
+		s := d.attach(t, keyAdmin, name+n, 100, 30)
+		s.expect("MARK" + strings.TrimPrefix(n, "+") + "-42") // its own replay
+		if got := s.pid(); got != pids[n] {
+			t.Fatalf("after the crash, %s%s is shell %d, want %d", name, n, got, pids[n])
+		}
+	}
+	got := map[string]bool{}
+	for _, in := range d.sessions(t, tokAdmin) {
+		if in.Instance == name {
+			got[in.Name] = true
+		}
+	}
+	if len(got) != 3 || !got[""] || !got["build"] || !got["logs"] {
+		t.Fatalf("sessions of %s after the restart: %v, want the default one, build and logs", name, got)
+	}
+}
