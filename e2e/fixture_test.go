@@ -275,6 +275,7 @@ func writeFile(t *testing.T, path string, data []byte) {
 // sessionInfo is one element of GET /api/sessions.
 type sessionInfo struct {
 	Instance  string     `json:"instance"`
+	Name      string     `json:"name"`
 	Session   string     `json:"session"`
 	Clients   int        `json:"clients"`
 	IdleSince *time.Time `json:"idle_since"`

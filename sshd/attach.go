@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/termgate/termgate/sessions"
 )
 
-// attach joins the instance's session and relays until the shell exits, the
+// attach joins the session at name (INSTANCE or INSTANCE+NAME) and relays until the shell exits, the
 // session ends under the client or the client goes away. It returns the
 // exit status to send (exitDetached when the client went away).
 func (s *Server) attach(sess *session, id keys.Identity, name string) int {
@@ -45,7 +46,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		if sess.ctx.Err() != nil {
 			return exitDetached
 		}
-		s.cfg.Audit.Event(audit.Attach, r.who, name, "", "result", "failed", "reason", err.Error())
+		inst, detail := auditAddr(name, "result", "failed", "reason", err.Error())
+		s.cfg.Audit.Event(audit.Attach, r.who, inst, "", detail...)
 		if isRevoked(err) {
 			_ = r.notice(sess.stderr(), err.Error())
 			sess.end(1)
@@ -53,7 +55,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 			return 1
 		}
 		if errors.Is(err, sessions.ErrNotFound) {
-			sess.errorf(notFound(name, audit.Attach))
+			inst, _, _ := strings.Cut(name, "+")
+			sess.errorf(notFound(inst, audit.Attach))
 			return 1
 		}
 		sess.errorf(s.userError(sess, "attach to", name, err))
@@ -63,7 +66,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	defer watchCertExpiry(sess, c)() // a certificate's end disconnects, as a revocation
 	r.attached = time.Now()
 	sessions.LogAttached(sess.log, name, c.Info(), !acc.Write)
-	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New, "read_only", !acc.Write)
+	inst, detail := auditAddr(name, "result", "ok", "new", c.Info().New, "read_only", !acc.Write)
+	s.cfg.Audit.Event(audit.Attach, r.who, inst, c.Info().Session, detail...)
 	code := r.run()
 	if r.revoked {
 		// The key lost its access: the whole connection goes, after the
@@ -152,7 +156,8 @@ func (r *relay) run() (code int) {
 		if c.Cause() != nil { // closed (Detach above closes a live one): the watcher was started
 			<-guardDone
 		}
-		r.srv.cfg.Audit.Event(audit.Detach, r.who, r.name, c.Info().Session, "cause", cause)
+		inst, detail := auditAddr(r.name, "cause", cause)
+		r.srv.cfg.Audit.Event(audit.Detach, r.who, inst, c.Info().Session, detail...)
 		sessions.LogDetached(r.sess.log, r.name, c.Info().Session, time.Since(r.attached), c.Taken(), cause, clientLeft, escapeDetached)
 	}()
 	code, cause = r.output()
@@ -231,7 +236,8 @@ func (r *relay) ended(err error) (code int, cause string) {
 // keys typed meanwhile went to the new shell.
 func (r *relay) resetNotice(reset *sessions.ResetError) error {
 	r.sess.log.Debug("moved to the new session after a reset", "instance", r.name, "session", reset.Attach.Session)
-	r.srv.cfg.Audit.Event(audit.Attach, r.who, r.name, reset.Attach.Session, "result", "ok", "new", false, "after_reset", true)
+	inst, detail := auditAddr(r.name, "result", "ok", "new", false, "after_reset", true)
+	r.srv.cfg.Audit.Event(audit.Attach, r.who, inst, reset.Attach.Session, detail...)
 	msg := "session reset: fresh shell"
 	if reset.By != "" {
 		msg = "session reset by " + reset.By + ": fresh shell"

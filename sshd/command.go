@@ -181,6 +181,10 @@ usage:
   ssh -t INSTANCE@HOST        attach to INSTANCE's shell (created if none);
                               ~. or closing the client detaches, the shell
                               keeps running
+  ssh -t INSTANCE+NAME@HOST   attach to INSTANCE's session NAME (created if
+                              none): a shell of its own beside the default
+                              one; reset, size, keep, who, hand, grant and log
+                              take INSTANCE+NAME too
   ssh INSTANCE@HOST CMD...    run CMD in INSTANCE beside its shell (-t: on a
                               terminal of its own); closing the client ends
                               it and everything it started

@@ -185,8 +185,20 @@ const holderHome = ".termgate"
 // HomeIn is the holder's directory under dir.
 func HomeIn(dir string) string { return path.Join(dir, holderHome) }
 
-// SocketIn is the holder's socket under dir.
+// SocketIn is the socket under dir of the holder of an instance's default
+// session.
 func SocketIn(dir string) string { return path.Join(HomeIn(dir), "holder.sock") }
+
+// SocketFor is the socket under dir of the holder of the instance's
+// session name: SocketIn for the default session (""), holder+NAME.sock
+// for a named one, so that each named session has a holder of its own
+// (sessions.CheckSessionName keeps NAME to [a-z0-9_-]).
+func SocketFor(dir, name string) string {
+	if name == "" {
+		return SocketIn(dir)
+	}
+	return path.Join(HomeIn(dir), "holder+"+name+".sock")
+}
 
 func binaryIn(dir, hash string) string { return path.Join(HomeIn(dir), "holder-"+hash) }
 

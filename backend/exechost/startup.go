@@ -64,7 +64,7 @@ func (h *Host) SweepInstance(ctx context.Context, inst sessions.Instance) (int, 
 // holds reports whether inst has a holder's socket that may be this
 // deployment's (HeldInstances' test for one instance).
 func (h *Host) holds(ctx context.Context, inst sessions.Instance) (bool, error) {
-	dirs, err := h.holderSockets(ctx, inst)
+	dirs, err := h.holderSockets(ctx, inst, "")
 	if err != nil {
 		return false, err
 	}

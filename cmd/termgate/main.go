@@ -154,13 +154,16 @@ func newRegistry(o *options, backend sessions.Backend, auditLog *audit.Log, reco
 		ClientQueue: clientQueue(o),
 		IdleTimeout: o.idleTimeout,
 		MaxKeep:     o.maxKeep,
-		SizePolicy:  sizePolicy(o.sizePolicy),
-		NotifyJoins: o.notifyJoins,
-		Shell:       shellArgv(o.shell),
-		OnEnd:       auditSessionEnd(auditLog),
-		NewReplayer: newReplayer(o),
-		Logger:      log,
-		Observe:     recorder.observe(),
+		// Named sessions: per instance, and per credential across them.
+		MaxPerInstance: o.maxPerInstance,
+		MaxNamedPerWho: o.maxNamedPerKey,
+		SizePolicy:     sizePolicy(o.sizePolicy),
+		NotifyJoins:    o.notifyJoins,
+		Shell:          shellArgv(o.shell),
+		OnEnd:          auditSessionEnd(auditLog),
+		NewReplayer:    newReplayer(o),
+		Logger:         log,
+		Observe:        recorder.observe(),
 	})
 }
 
