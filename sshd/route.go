@@ -258,7 +258,12 @@ func (s *Server) userError(sess *session, what, name string, err error) string {
 		sess.log.Warn(what+" timed out", "instance", name, "err", err)
 		return fmt.Sprintf("%s %s timed out; try again", what, name)
 	}
-	sess.log.Error(what+" failed", "instance", name, "err", err)
+	// The action is an attribute: "run a command in" read as a message
+	// left a hole before the instance.
+	sess.log.Error("ssh request failed", "action", what, "instance", name, "err", err)
+	if s.backendDown(sess.ctx) {
+		return fmt.Sprintf("%s %s failed: %s", what, name, backendUnreachable)
+	}
 	return fmt.Sprintf("%s %s failed; the gateway log has the details", what, name)
 }
 
