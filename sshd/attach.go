@@ -246,7 +246,7 @@ func (r *relay) escapeDetach() {
 		return
 	}
 	r.sess.log.Debug("detached with ~.", "instance", r.name)
-	_ = r.notice(r.sess.stderr(), "detached; the shell keeps running (ssh -t "+r.name+"@HOST to come back)")
+	_ = r.notice(r.sess.stderr(), "detached; the shell keeps running ("+r.srv.comeBack(r.sess, r.name)+" to come back)")
 	r.current().Detach()
 }
 
