@@ -95,7 +95,12 @@ type relay struct {
 
 	revoked bool        // the key lost its access; owned by the output pump until run returns
 	escaped atomic.Bool // the client typed ~. (escape.go): a detach it asked for
-	guard   writeGuard  // the writes to the channel in progress, for watch
+	// Without a terminal, the input's EOF detaches (inputeof.go):
+	// eofDetached says it did; lastOut is when output was last written
+	// (UnixNano), for the wait for the output to settle.
+	eofDetached atomic.Bool
+	lastOut     atomic.Int64
+	guard       writeGuard // the writes to the channel in progress, for watch
 
 	attached time.Time // when the attach succeeded, for the detach line
 }
@@ -142,8 +147,22 @@ func (r *relay) run() (code int) {
 	if r.sess.win != nil {
 		stopResize = r.sess.win.follow(r.resize)
 	}
+	r.lastOut.Store(time.Now().UnixNano())
+	stopEOF, eofDone := make(chan struct{}), make(chan struct{})
+	if r.sess.pty == nil && r.sess.in != nil {
+		eof := make(chan struct{})
+		r.sess.in.notifyEOF(func() { close(eof) }) // called once at most
+		go func() {
+			defer close(eofDone)
+			r.detachAtEOF(eof, stopEOF)
+		}()
+	} else {
+		close(eofDone)
+	}
 	cause := "panic"
 	defer func() {
+		close(stopEOF)
+		<-eofDone
 		stopResize()
 		close(stopWatch)
 		<-watchDone
@@ -186,6 +205,7 @@ func (r *relay) output() (code int, cause string) {
 			// What was queued goes as one channel write (relaybuf), from
 			// this goroutine: no copy into a buffer, no hand-off.
 			werr := r.writeOutput(bufs, &events.skipped)
+			r.lastOut.Store(time.Now().UnixNano())
 			clear(bufs) // hold no output once it is written
 			if werr != nil {
 				if cause := c.Cause(); cause != nil && !errors.Is(cause, sessions.ErrDetached) {
@@ -222,6 +242,8 @@ func (r *relay) ended(err error) (code int, cause string) {
 		return exit.Code, fmt.Sprintf("shell exited with status %d", exit.Code)
 	case errors.Is(err, sessions.ErrDetached) && r.escaped.Load():
 		return 0, escapeDetached
+	case errors.Is(err, sessions.ErrDetached) && r.eofDetached.Load():
+		return 0, inputEnded
 	case errors.Is(err, sessions.ErrDetached):
 		return exitDetached, clientLeft
 	default: // instance stopped, too slow, shutting down, backend lost, idle
@@ -252,7 +274,7 @@ func (r *relay) escapeDetach() {
 		return
 	}
 	r.sess.log.Debug("detached with ~.", "instance", r.name)
-	_ = r.notice(r.sess.stderr(), "detached; the shell keeps running (ssh -t "+r.name+"@HOST to come back)")
+	_ = r.notice(r.sess.stderr(), "detached; the shell keeps running ("+r.srv.comeBack(r.sess, r.name)+" to come back)")
 	r.current().Detach()
 }
 

@@ -45,7 +45,23 @@ func (s *Server) instanceCommand(sess *session, id keys.Identity) (inst sessions
 	if errors.Is(err, sessions.ErrNotFound) || errors.Is(err, sessions.ErrBadName) {
 		return sessions.Instance{}, false, nil
 	}
+	if err != nil && !errors.Is(err, sessions.ErrPaused) && isGatewayCommand(sess.cmd) {
+		// The backend cannot say whether the user name is an instance
+		// (the engine is down): the user name is then most often the
+		// client's login (ssh HOST instances as root), and a line that is
+		// one of the gateway's own commands is the gateway's. Those that
+		// need the backend say themselves that it is unreachable.
+		sess.log.Debug("instance lookup failed; running the gateway's command", "user", clip(user, 128), "err", err)
+		return sessions.Instance{}, false, nil
+	}
 	return inst, true, err
+}
+
+// isGatewayCommand says whether line parses as one of the gateway's own
+// commands.
+func isGatewayCommand(line string) bool {
+	_, err := parseCommand(line)
+	return err == nil
 }
 
 // runCommand runs the session's command line in the instance name and

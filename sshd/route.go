@@ -45,8 +45,7 @@ func (s *Server) route(sess *session) {
 	}
 	if err != nil {
 		sess.log.Debug("usage error", "err", err)
-		sess.errorf("termgate: " + err.Error() + s.notAnInstance(sess.user) + "\n\n" + usage)
-		sess.end(2)
+		sess.end(s.answerUsageError(sess, err))
 		return
 	}
 	switch cmd.verb {
@@ -289,8 +288,39 @@ func (s *Server) userError(sess *session, what, name string, err error) string {
 		sess.log.Warn(what+" timed out", "instance", name, "err", err)
 		return fmt.Sprintf("%s %s timed out; try again", what, name)
 	}
-	sess.log.Error(what+" failed", "instance", name, "err", err)
+	// The action is an attribute: "run a command in" read as a message
+	// left a hole before the instance.
+	sess.log.Error("ssh request failed", "action", what, "instance", name, "err", err)
+	if s.backendDown(sess.ctx) {
+		return fmt.Sprintf("%s %s failed: %s", what, name, backendUnreachable)
+	}
 	return fmt.Sprintf("%s %s failed; the gateway log has the details", what, name)
+}
+
+// answerUsageError answers a command line that is no gateway command and
+// returns the exit status. A word close to a command gets "did you mean"
+// and the short usage (status 2); any other word, under a user name that
+// could name an instance, was a command meant for that instance, which is
+// not there: the not-found message, status 1, as an attach gets (ssh
+// web1@HOST uptime with web1 stopped). Otherwise the usage, status 2.
+func (s *Server) answerUsageError(sess *session, err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) && ue.unknown != "" {
+		if v := closestVerb(ue.unknown); v != "" {
+			sess.errorf("termgate: " + err.Error() + "; did you mean " + v + "?\n" + shortUsage)
+			return 2
+		}
+		if msg := s.notAnInstance(sess.user); msg != "" {
+			sess.errorf("termgate: " + msg)
+			return 1
+		}
+	}
+	msg := "termgate: " + err.Error()
+	if hint := s.notAnInstance(sess.user); hint != "" {
+		msg += "; " + hint
+	}
+	sess.errorf(msg + "\n\n" + usage)
+	return 2
 }
 
 // notAnInstance is the hint an unknown gateway command gets when the user
@@ -302,7 +332,8 @@ func (s *Server) notAnInstance(user string) string {
 	if user == gatewayUser || sessions.CheckName(user) != nil {
 		return ""
 	}
-	return "; " + sessions.NotFoundMessage(user) + " (commands run in an instance only when the user name is one this key may reach)"
+	return sessions.NotFoundMessage(user) + " (commands run in an instance only when the user name is one this key may reach; " +
+		"the instances: ssh termgate@HOST instances; the gateway's commands: ssh termgate@HOST help)"
 }
 
 // notFound is the not-found message; an attach adds how to find the

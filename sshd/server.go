@@ -60,6 +60,10 @@ type Config struct {
 	// ForwardIdleTimeout closes a forwarded connection that moved no
 	// byte either way for this long (default 15m; negative: never).
 	ForwardIdleTimeout time.Duration
+	// PublicHost is the host name the notices print in the command that
+	// comes back (--public-host's first name, without a port); empty: the
+	// address the client connected to (hint.go).
+	PublicHost string
 	// Logger receives the server's log (default: discard).
 	Logger *slog.Logger
 	// MaxAuthTries is the number of failed authentication attempts allowed

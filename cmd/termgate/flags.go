@@ -108,8 +108,8 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	_ = fs.MarkHidden("help-man")
 
 	// Listeners.
-	str(&o.sshAddr, "ssh-addr", ":2222", "addr", "SSH listener address")
-	str(&o.httpAddr, "http-addr", ":8080", "addr", "HTTP + WebSocket listener address")
+	checked(&o.sshAddr, "ssh-addr", ":2222", "addr", listenAddr, "SSH listener address")
+	checked(&o.httpAddr, "http-addr", ":8080", "addr", listenAddr, "HTTP + WebSocket listener address")
 	str(&o.publicHost, "public-host", "", "list", "host names browsers and ssh reach the gateway by (comma-separated, each NAME or NAME:PORT); the first is printed in the SSH command and browser URL (default: localhost); logins and WebSockets are refused for any Host but these, localhost and IP addresses")
 	list(&o.allowedOrigins, "allowed-origins", "extra browser origins allowed to open WebSockets (comma-separated, e.g. https://ops.example.com)")
 	str(&o.tlsCert, "tls-cert", "", "file", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")

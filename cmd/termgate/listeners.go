@@ -42,6 +42,7 @@ func (w *wiring) sshServer() (*sshd.Server, error) {
 		Audit: w.audit, Registry: w.reg, Logger: w.log,
 		Remote: w.runner, Switches: w.switches,
 		ForwardIdleTimeout: forwardIdle(o.forwardIdleTimeout),
+		PublicHost:         publicHostName(o.publicHost),
 	})
 	if err != nil {
 		return nil, err
