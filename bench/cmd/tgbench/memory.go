@@ -498,16 +498,25 @@ func (e *env) holderCensus(ctx context.Context) (procs, lo, hi int, pss int64, e
 	return procs, max(lo, 0), hi, pss, nil
 }
 
-// isHolder reports whether the process runs the holder's server: its
-// program is a holder-HASH and its first argument "serve" (the daemon, and
-// the exec that started it or attaches to it).
+// isHolder reports whether the process runs the holder's server.
 func isHolder(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil {
 		return false
 	}
-	args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-	return len(args) >= 2 && strings.Contains(filepath.Base(args[0]), "holder-") && args[1] == "serve"
+	return holderArgs(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"))
+}
+
+// holderArgs reports whether a command line is the holder's server: the
+// program holder-HASH (the daemon, /tmp/.termgate/holder-HASH serve ...)
+// or holder (the exec that copied it in and stays as the gateway's stream,
+// ./holder serve ... --attach --install-as ...), with the argument serve.
+func holderArgs(args []string) bool {
+	if len(args) < 2 || args[1] != "serve" {
+		return false
+	}
+	base := filepath.Base(args[0])
+	return base == "holder" || strings.HasPrefix(base, "holder-")
 }
 
 // report adds the per-session rows of one gateway.

@@ -54,3 +54,18 @@ func TestProcPSSReadsItself(t *testing.T) {
 		t.Error("the test binary was taken for a holder")
 	}
 }
+
+func TestHolderArgs(t *testing.T) {
+	for args, want := range map[string]bool{
+		"/tmp/.termgate/holder-fa957d35e36d2d98 serve --key-stdin --socket /tmp/.termgate/holder.sock -- /bin/sh":           true,
+		"./holder serve --key-stdin --session 78fd --attach --install-as /tmp/.termgate/holder-fa957d35e36d2d98 -- /bin/sh": true,
+		"/tmp/.termgate/holder-fa957d35e36d2d98 sftp":                                                                       false,
+		"/bin/sh": false,
+		"/sbin/docker-init -- /bin/sh -c sleep 1000000": false,
+		"./placeholder serve":                           false,
+	} {
+		if got := holderArgs(strings.Fields(args)); got != want {
+			t.Errorf("holderArgs(%q) = %v, want %v", args, got, want)
+		}
+	}
+}
