@@ -225,12 +225,11 @@ func forEach(ctx context.Context, n int, f func(context.Context, int) error) err
 // memResult is one gateway's run of the memory phase.
 type memResult struct {
 	before, after memSample
-	settledIn     time.Duration
-	settled       bool
-	holders       int   // holder processes in all the instances (durable)
-	holdersMin    int   // in the instance with the fewest
-	holdersMax    int   // in the instance with the most
-	holderPSS     int64 // bytes, all of them
+	settledIn     time.Duration // until the clients had left and the goroutines stood still
+	holders       int           // holder processes in all the instances (durable)
+	holdersMin    int           // in the instance with the fewest
+	holdersMax    int           // in the instance with the most
+	holderPSS     int64         // bytes, all of them
 	holderErr     error
 	createdIn     time.Duration
 }
