@@ -116,13 +116,13 @@ func TestCommand(t *testing.T) {
 
 	// A key limited by instances= runs commands where it may, and learns
 	// nothing of other instances: for it the user name is no instance, so
-	// the line is an unknown gateway command (usage, status 2), with the
-	// not-found message a missing instance gets.
+	// the line is no gateway command: status 1 and the not-found message
+	// a missing instance gets.
 	if out, errOut, code := g.sshRun(t, sshBin, keyWeb, nil, host, "echo hi"); code != 0 || string(out) != "hi\n" {
 		t.Errorf("web key on %s: status %d, stdout %q, stderr %q", name, code, out, errOut)
 	}
 	other := g.name("db-cmd")
-	if _, errOut, code := g.sshRun(t, sshBin, keyWeb, nil, other+"@127.0.0.1", "echo hi"); code != 2 || !strings.Contains(string(errOut), `instance "`+other+`" not found or not running`) {
-		t.Errorf("web key on %s: status %d, stderr %q; want 2 and the not-found message", other, code, errOut)
+	if _, errOut, code := g.sshRun(t, sshBin, keyWeb, nil, other+"@127.0.0.1", "echo hi"); code != 1 || !strings.Contains(string(errOut), `instance "`+other+`" not found or not running`) || strings.Contains(string(errOut), "usage:") {
+		t.Errorf("web key on %s: status %d, stderr %q; want 1 and the not-found message alone", other, code, errOut)
 	}
 }

@@ -55,6 +55,8 @@ type options struct {
 	containers []string
 	// args are extra gateway flags (e.g. "--replay", "raw").
 	args []string
+	// env is added to the gateway's environment (e.g. DOCKER_HOST).
+	env []string
 }
 
 // gateway is a running termgate process with its state directory,
@@ -76,6 +78,7 @@ type gateway struct {
 	http      *http.Client
 	logs      *termtest.Stream // the current run's stdout and stderr
 	extraArgs []string         // options.args
+	extraEnv  []string         // options.env
 
 	proc *gatewayproc.Gateway // the current run
 
@@ -115,7 +118,7 @@ func newGateway(t *testing.T, o options) *gateway {
 	if err := errors.Join(errs...); err != nil {
 		t.Fatal(err)
 	}
-	g.extraArgs = o.args
+	g.extraArgs, g.extraEnv = o.args, o.env
 	g.start(t, o.idleTimeout)
 	return g
 }
@@ -194,6 +197,7 @@ func (g *gateway) start(t *testing.T, idle time.Duration) {
 			"--buffer-size", "64KiB",
 			"--log-level", "debug",
 		}, g.extraArgs...),
+		Env: g.extraEnv,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -275,6 +279,7 @@ func writeFile(t *testing.T, path string, data []byte) {
 // sessionInfo is one element of GET /api/sessions.
 type sessionInfo struct {
 	Instance  string     `json:"instance"`
+	Name      string     `json:"name"`
 	Session   string     `json:"session"`
 	Clients   int        `json:"clients"`
 	IdleSince *time.Time `json:"idle_since"`

@@ -182,3 +182,27 @@ func TestDurableHolderResetLoopIsBounded(t *testing.T) {
 	}
 	t.Logf("%d connections to the resetting holder", n)
 }
+
+// A holder socket that accepts and never answers (red team round 4, L4)
+// held a durable gateway's start for 15 s per instance: the listeners
+// opened only after its adoption timed out. Adoption now runs in the
+// background, instance by instance: the restarted gateway serves the
+// other instances while that adoption still waits.
+func TestDurableSilentHolderDelaysNothingElse(t *testing.T) {
+	t.Parallel()
+	d := durableGateway(t, options{containers: []string{"web-silent", "web-good"}})
+	silent, good := d.name("web-silent"), d.name("web-good")
+	plantHostileHolder(t, d.gateway, silent, "silent")
+	d.sigterm(t)
+	d.restart(t)
+	eventually(t, "the start-up adoption reached the silent holder", func() bool {
+		return hostileConnections(t, silent) >= 1
+	})
+	g := d.attach(t, keyAdmin, good, 80, 24)
+	g.send("echo ok-$((40+2))")
+	g.expect(`ok-42`)
+	if logs := d.logs.String(); strings.Contains(logs, "could not adopt") || strings.Contains(logs, "adopting the held session failed") {
+		t.Errorf("the other instance was served only once the silent holder's adoption had given up:\n%s", logs)
+	}
+	g.close()
+}

@@ -186,7 +186,7 @@ var (
 	readmeHost  = regexp.MustCompile(`\b(HOST|localhost)\b`)
 	readmeInst  = regexp.MustCompile(`\b(web1|INSTANCE)\b`)
 	readmeHTTP  = regexp.MustCompile(`\b(HOST|localhost):8080\b`)
-	readmeLocal = regexp.MustCompile(`-L 8080:`)
+	readmeLocal = regexp.MustCompile(`-L 18080:`)
 )
 
 // concrete is cmd with the test's ports, host and instance name.

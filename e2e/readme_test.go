@@ -98,7 +98,7 @@ var readmeRules = []readmeRule{
 	{regexp.MustCompile(`^ssh -p 2222 INSTANCE@HOST CMD…$`), runsHere},
 	{regexp.MustCompile(`^scp -P 2222 `), runsHere},
 	{regexp.MustCompile(`^sftp -P 2222 (web1|INSTANCE)@HOST`), runsHere},
-	{regexp.MustCompile(`^ssh -p 2222 -N -L 8080:127\.0\.0\.1:80 (web1|INSTANCE)@HOST$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 -N -L 18080:127\.0\.0\.1:80 (web1|INSTANCE)@HOST$`), runsHere},
 	{regexp.MustCompile(`^curl `), runsHere},
 
 	// Exercised elsewhere, by the test named.

@@ -42,6 +42,19 @@ func TestTransferCutSaysWhy(t *testing.T) {
 	for _, r := range runs {
 		r.waitGrowing(t, stopped)
 	}
+	// A command running there is told too, rather than ending with a
+	// bare 137.
+	cmdCtx, cmdCancel := context.WithTimeout(context.Background(), waitFor)
+	defer cmdCancel()
+	command := g.sshCommand(t, cmdCtx, needOpenSSH(t), keyAdmin, stopped+"@127.0.0.1", "echo started; sleep 100")
+	cmdOut, cmdErr := termtest.NewStream(), &termtest.SyncBuffer{}
+	command.Stdout, command.Stderr = cmdOut, cmdErr
+	if err := command.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if m, _ := cmdOut.WaitFor(regexp.MustCompile(`started`), 0, waitFor); m == nil {
+		t.Fatalf("the command never started; stderr %q", cmdErr.String())
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
 	if _, err := docker(ctx, "stop", "-t", "1", stopped); err != nil {
@@ -51,6 +64,12 @@ func TestTransferCutSaysWhy(t *testing.T) {
 		r.check(t, `\[termgate\] instance stopped; transfer ended`, true)
 	}
 	waitLog(t, g.logs, `transfer ended: instance stopped.*"instance":"`+regexp.QuoteMeta(stopped), len(runs))
+	if err := command.Wait(); err == nil {
+		t.Errorf("the command in the stopped instance exited 0")
+	}
+	if !strings.Contains(cmdErr.String(), "[termgate] instance stopped; command ended") {
+		t.Errorf("the command's client was not told its instance stopped; stderr %q", cmdErr.String())
+	}
 
 	// SIGTERM: the gateway goes.
 	term := g.name("web-term")
@@ -64,11 +83,10 @@ func TestTransferCutSaysWhy(t *testing.T) {
 	took := g.stop(t)
 	t.Logf("the gateway exited %s after SIGTERM", took)
 	for _, r := range runs {
-		// sftp still dies of SIGPIPE here: the server's stream takes
-		// longer to end after the cut (the tool's graceful end) than the
-		// shutdown's one second before it closes the connections, so
-		// sftp gets the notice but not the failure replies. scp exits 1.
-		r.check(t, `\[termgate\] gateway is shutting down; transfer ended`, r.what != "sftp")
+		// The shutdown closes the connections only once every cut
+		// transfer has told its client (sshd Server.Drained): sftp gets
+		// its failure replies and exits 1, as scp does.
+		r.check(t, `\[termgate\] gateway is shutting down; transfer ended`, true)
 	}
 	waitLog(t, g.logs, `transfer ended: gateway is shutting down.*"instance":"`+regexp.QuoteMeta(term), len(runs))
 }

@@ -1,6 +1,7 @@
 package holder
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,7 +41,10 @@ func TestHolderListensAgainAfterItsSocketIsDeleted(t *testing.T) {
 		}
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			if _, err := os.Lstat(sock); err == nil {
+			// The socket file appears at bind(2), a moment before
+			// listen(2): wait until it takes a connection.
+			if c, err := net.Dial("unix", sock); err == nil {
+				_ = c.Close()
 				break
 			}
 			if time.Now().After(deadline) {

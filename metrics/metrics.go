@@ -19,9 +19,9 @@ type Source interface {
 
 var (
 	sessionsDesc = prometheus.NewDesc("termgate_sessions", "Live terminal sessions.", nil, nil)
-	clientsDesc  = prometheus.NewDesc("termgate_clients", "Clients attached to a session, by instance.", []string{"instance"}, nil)
+	clientsDesc  = prometheus.NewDesc("termgate_clients", "Clients attached to a session, by instance and session name (\"\" the default session).", []string{"instance", "name"}, nil)
 	idleDesc     = prometheus.NewDesc("termgate_sessions_idle", "Sessions with no client attached.", nil, nil)
-	bytesDesc    = prometheus.NewDesc("termgate_session_output_bytes", "Output bytes produced by the current session of an instance.", []string{"instance"}, nil)
+	bytesDesc    = prometheus.NewDesc("termgate_session_output_bytes", "Output bytes produced by the current session of an instance, by instance and session name (\"\" the default session).", []string{"instance", "name"}, nil)
 )
 
 type collector struct{ src Source }
@@ -40,8 +40,8 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 		if s.Clients == 0 {
 			idle++
 		}
-		ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(s.Clients), s.Instance)
-		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(s.BytesOut), s.Instance)
+		ch <- prometheus.MustNewConstMetric(clientsDesc, prometheus.GaugeValue, float64(s.Clients), s.Instance, s.Name)
+		ch <- prometheus.MustNewConstMetric(bytesDesc, prometheus.GaugeValue, float64(s.BytesOut), s.Instance, s.Name)
 	}
 	ch <- prometheus.MustNewConstMetric(sessionsDesc, prometheus.GaugeValue, float64(len(list)))
 	ch <- prometheus.MustNewConstMetric(idleDesc, prometheus.GaugeValue, float64(idle))

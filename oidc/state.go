@@ -379,6 +379,19 @@ func (s *Store) pollOnce(now time.Time) bool {
 	if s.gen != gen {
 		return false
 	}
+	// A tombstone this store made is kept although its record is not
+	// written yet (Forget and Logout change memory first, then write):
+	// otherwise a poll between the two would bring the key back for a
+	// poll's length, and a page rendered then would list it. Tombstones
+	// only go when they expire.
+	keepTombstones(forgot, s.forgot, now)
+	keepTombstones(out, s.loggedOut, now)
+	for fp, k := range keys {
+		_, gone := forgot[k.ID]
+		if _, loggedOut := out[k.SigninID]; gone || loggedOut {
+			delete(keys, fp)
+		}
+	}
 	for fp := range s.keys {
 		if _, still := keys[fp]; !still {
 			s.changed = true
@@ -392,6 +405,15 @@ func (s *Store) pollOnce(now time.Time) bool {
 	s.keys, s.loggedOut, s.forgot = keys, out, forgot
 	s.version = version
 	return true
+}
+
+// keepTombstones adds to into the unexpired tombstones of from it lacks.
+func keepTombstones(into, from map[string]time.Time, now time.Time) {
+	for id, exp := range from {
+		if _, ok := into[id]; !ok && now.Before(exp) {
+			into[id] = exp
+		}
+	}
 }
 
 // open checks one record.

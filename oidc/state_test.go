@@ -339,3 +339,67 @@ func newStoreOn(t *testing.T, r Records) *Store {
 	t.Cleanup(s.Close)
 	return s
 }
+
+// slowPut holds every Put until released: a Forget or Logout whose
+// tombstone is still being written.
+type slowPut struct {
+	Records
+	held    chan struct{} // a Put waits
+	release chan struct{}
+}
+
+func (s *slowPut) Put(ctx context.Context, name string, data []byte) error {
+	s.held <- struct{}{}
+	<-s.release
+	return s.Records.Put(ctx, name, data)
+}
+
+// TestStorePollKeepsATombstoneBeingWritten: a poll that runs while a
+// Forget or a Logout writes its tombstone does not bring the key back
+// (the key's record is still there; the tombstone's not yet).
+func TestStorePollKeepsATombstoneBeingWritten(t *testing.T) {
+	for _, how := range []string{"forget", "logout"} {
+		t.Run(how, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "signins")
+			recs, err := NewDirRecords(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			slow := &slowPut{Records: recs, held: make(chan struct{}), release: make(chan struct{})}
+			s, err := NewStore(StoreConfig{Records: slow, Key: testStateKey})
+			if err != nil {
+				t.Fatal(err)
+			}
+			now := time.Now()
+			done := make(chan error, 1)
+			go func() { <-slow.held; slow.release <- struct{}{} }() // the key's own Put goes through
+			if err := s.Remember(keyRec("SHA256:k1", "alice", "s1", time.Hour)); err != nil {
+				t.Fatal(err)
+			}
+			go func() {
+				if how == "forget" {
+					_, err := s.Forget("SHA256:k1", "", "")
+					done <- err
+				} else {
+					done <- s.Logout("s1", now.Add(time.Hour))
+				}
+			}()
+			<-slow.held // the tombstone is being written
+			s.Poll()
+			if _, ok := s.Lookup("SHA256:k1", now); ok {
+				t.Errorf("a poll during the %s brought the key back", how)
+			}
+			if got := s.KeysOf("https://idp", "alice", now); len(got) != 0 {
+				t.Errorf("a poll during the %s lists %+v", how, got)
+			}
+			slow.release <- struct{}{}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			s.Poll()
+			if _, ok := s.Lookup("SHA256:k1", now); ok {
+				t.Errorf("the key is back after the %s", how)
+			}
+		})
+	}
+}

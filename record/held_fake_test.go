@@ -68,10 +68,10 @@ func (b *heldBackend) Watch(ctx context.Context, _ func(sessions.InstanceEvent))
 func (b *heldBackend) Sweep(context.Context) error { return nil }
 func (b *heldBackend) Ping(context.Context) error  { return nil }
 
-func (b *heldBackend) Adopt(_ context.Context, inst sessions.Instance) (sessions.HeldProcess, error) {
+func (b *heldBackend) Adopt(_ context.Context, inst sessions.Instance, name string) (sessions.HeldProcess, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if inst.Name != "web1" {
+	if inst.Name != "web1" || name != "" {
 		return nil, fmt.Errorf("%s: %w", inst.Name, sessions.ErrNotHeld)
 	}
 	size := b.size
@@ -85,8 +85,8 @@ func (b *heldBackend) Adopt(_ context.Context, inst sessions.Instance) (sessions
 	return c, nil
 }
 
-func (b *heldBackend) HeldInstances(context.Context) ([]sessions.Instance, error) {
-	return []sessions.Instance{{Name: "web1", ID: "id-web1"}}, nil
+func (b *heldBackend) HeldSessions(context.Context) ([]sessions.HeldSession, error) {
+	return []sessions.HeldSession{{Instance: sessions.Instance{Name: "web1", ID: "id-web1"}}}, nil
 }
 
 // heldConn is one gateway's connection to the holder.

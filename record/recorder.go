@@ -127,7 +127,7 @@ func (r *Recorder) Start(s sessions.ObservedSession) *Recording {
 	}
 	name := s.Session + ".cast"
 	now := r.cfg.Now()
-	h := Header{Version: 2, Width: s.Size.Cols, Height: s.Size.Rows, Timestamp: now.Unix(), Title: s.Instance}
+	h := Header{Version: 2, Width: s.Size.Cols, Height: s.Size.Rows, Timestamp: now.Unix(), Title: sessions.Addr{Instance: s.Instance, Name: s.Name}.String()}
 	if s.Term != "" {
 		h.Env = map[string]string{"TERM": s.Term}
 	}

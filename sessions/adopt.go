@@ -33,9 +33,9 @@ const (
 func (r *Registry) open(ctx context.Context, inst Instance, spec StartSpec, how openHow) (proc Process, adopted bool, err error) {
 	a, ok := r.cfg.Backend.(Adopter)
 	if ok {
-		hp, err := a.Adopt(ctx, inst)
+		hp, err := a.Adopt(ctx, inst, spec.Name)
 		if err == nil && how == resetHeld && hp.Held().Session != spec.SessionID {
-			hp, err = resetThenAdopt(ctx, a, inst, hp, spec.SessionID)
+			hp, err = resetThenAdopt(ctx, a, inst, spec.Name, hp, spec.SessionID)
 		}
 		if err == nil && how == followReset && hp.Held().Session != spec.SessionID {
 			_ = hp.Release() // its shell is left alone, as any we cannot adopt
@@ -59,7 +59,7 @@ func (r *Registry) open(ctx context.Context, inst Instance, spec StartSpec, how 
 		// The start found a live holder after all (a racer's, or one that
 		// was not answering on its socket when Adopt looked): a reset
 		// must still end up in a fresh shell.
-		if hp, err = resetThenAdopt(ctx, a, inst, hp, spec.SessionID); err != nil {
+		if hp, err = resetThenAdopt(ctx, a, inst, spec.Name, hp, spec.SessionID); err != nil {
 			return nil, false, fmt.Errorf("reset the held session in %s: %w", inst.Name, err)
 		}
 		return hp, true, nil
@@ -70,13 +70,13 @@ func (r *Registry) open(ctx context.Context, inst Instance, spec StartSpec, how 
 // resetThenAdopt resets a held session this registry did not hold (another
 // gateway's, or one whose connection broke while it was being reset) and
 // adopts the fresh session id.
-func resetThenAdopt(ctx context.Context, a Adopter, inst Instance, hp HeldProcess, id string) (HeldProcess, error) {
+func resetThenAdopt(ctx context.Context, a Adopter, inst Instance, name string, hp HeldProcess, id string) (HeldProcess, error) {
 	err := hp.Reset(ctx, id)
 	_ = hp.Release() // this connection only carried the reset
 	if err != nil {
 		return nil, fmt.Errorf("reset: %w", err)
 	}
-	return a.Adopt(ctx, inst)
+	return a.Adopt(ctx, inst, name)
 }
 
 // AdoptAll adopts every session the backend's holders hold, so that a
@@ -90,7 +90,7 @@ func (r *Registry) AdoptAll(ctx context.Context) int {
 	if !ok {
 		return 0
 	}
-	insts, err := a.HeldInstances(ctx)
+	held, err := a.HeldSessions(ctx)
 	if err != nil {
 		r.cfg.Logger.Warn("could not list the held sessions to adopt; they are adopted at their first attach", "err", err)
 		return 0
@@ -98,10 +98,15 @@ func (r *Registry) AdoptAll(ctx context.Context) int {
 	var n atomic.Int32
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, adoptParallel)
-	for _, inst := range insts {
-		sl, created, err := r.slotFor(inst)
-		if err != nil {
+	for _, h := range held {
+		inst := h.Instance
+		sl, created, err := r.slotFor(inst, h.Name, "")
+		if errors.Is(err, ErrClosed) {
 			break // shutting down
+		}
+		if err != nil {
+			r.cfg.Logger.Warn("a held session is not adopted", append(nameAttr(inst.Name, h.Name), "err", err)...)
+			continue
 		}
 		if !created {
 			continue // an attach got there first
@@ -114,15 +119,38 @@ func (r *Registry) AdoptAll(ctx context.Context) int {
 			case sl.err == nil:
 				n.Add(1)
 			case !errors.Is(sl.err, ErrNotHeld):
-				r.cfg.Logger.Warn("could not adopt a held session; it is tried again at the first attach", "instance", inst.Name, "err", sl.err)
+				r.cfg.Logger.Warn("could not adopt a held session; it is tried again at the first attach", append(nameAttr(inst.Name, h.Name), "err", sl.err)...)
 			}
 		})
 	}
 	wg.Wait()
-	if len(insts) > 0 {
-		r.cfg.Logger.Info("adopted durable sessions", "sessions", n.Load(), "held", len(insts))
+	if len(held) > 0 {
+		r.cfg.Logger.Info("adopted durable sessions", "sessions", n.Load(), "held", len(held))
 	}
 	return int(n.Load())
+}
+
+// AdoptIn adopts the session inst's holder holds, as AdoptAll does for
+// one instance (a starting gateway's background work, instance by
+// instance): adopted is false when nothing is held there or an attach got
+// there first; err says why a held session could not be adopted (an
+// attach tries again).
+func (r *Registry) AdoptIn(ctx context.Context, inst Instance) (adopted bool, err error) {
+	if _, ok := r.cfg.Backend.(Adopter); !ok {
+		return false, nil
+	}
+	sl, created, err := r.slotFor(inst, "", "")
+	if err != nil || !created {
+		return false, err
+	}
+	r.fill(ctx, sl, inst, newID(), DefaultSize, "", adoptOnly)
+	switch {
+	case sl.err == nil:
+		return true, nil
+	case errors.Is(sl.err, ErrNotHeld):
+		return false, nil
+	}
+	return false, sl.err
 }
 
 // adoptParallel bounds the adoptions AdoptAll runs at once: each is a few

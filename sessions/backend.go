@@ -77,6 +77,9 @@ type StartSpec struct {
 	// the shell's environment as TERMGATE_SESSION) so that Kill and Sweep can
 	// find them.
 	SessionID string
+	// Name is the session's name in its instance ("" the default
+	// session): a backend that holds sessions keeps each name's apart.
+	Name string
 	// Shell is the command to run; empty means "bash if present, else sh".
 	Shell []string
 	// Term is the TERM value for the shell.

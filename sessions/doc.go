@@ -3,9 +3,15 @@
 // HeldProcess for durable sessions; backend.go, held.go) and depends on
 // the standard library and a clock only.
 //
-// A Registry holds at most one Session per instance and creates or joins it
-// atomically (registry.go), so an SSH client and a browser that attach to
-// the same instance at once share one shell. A Session owns one shell
+// A Registry holds an instance's default Session and its named ones, each
+// at a slot keyed by (instance ID, session name; "" the default: slots.go),
+// and creates or joins one atomically (registry.go), so an SSH client and
+// a browser that attach to the same session at once share one shell. The
+// methods acting on one session take its address, INSTANCE or
+// INSTANCE+NAME (addr.go); instance events (a stop, a rename, a pause)
+// apply to all of the instance's sessions; Config.MaxPerInstance and
+// Config.MaxNamedPerWho cap new slots, under Registry.mu. A held session
+// is adopted by its name (Adopter.Adopt). A Session owns one shell
 // started through the Backend, the replay ring of its output (ring.go,
 // slab.go), its Replayer (raw: replay.go and the sanitizer, sanitize*.go;
 // screen: package screen) and the Clients attached to it (client.go). Its

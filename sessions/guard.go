@@ -22,7 +22,7 @@ func (r *Registry) recoverFill(sl *slot, inst Instance) {
 	r.cfg.Logger.Error("panic while starting or adopting a session; taken for the instance's holder failing",
 		"instance", inst.Name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 	sl.sess, sl.err = nil, fmt.Errorf("connect to the session in %s: internal error (the gateway log has the details)", inst.Name)
-	r.forget(inst.ID, sl)
+	r.forget(sl)
 }
 
 // recoverPump ends a session whose output pump panicked as if the

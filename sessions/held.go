@@ -71,16 +71,26 @@ type HeldProcess interface {
 	Clients(n int)
 }
 
-// Adopter is implemented by a backend that can hold sessions.
+// HeldSession is a session a holder holds: its instance and its name
+// there ("" the default session).
+type HeldSession struct {
+	Instance Instance
+	Name     string
+}
+
+// Adopter is implemented by a backend that can hold sessions. Each of an
+// instance's sessions (its default one and its named ones) is held apart.
 type Adopter interface {
-	// Adopt connects to the session a holder holds in inst. It returns an
+	// Adopt connects to the session name ("" the default one) a holder
+	// holds in inst. It returns an
 	// error wrapping ErrNotHeld when there is none (the registry then
 	// calls Start), or another error when a holder exists but cannot be
 	// used now (the registry reports it and starts nothing, so that a
 	// user's shell is never replaced because of a transient fault or a
 	// holder of another protocol version).
-	Adopt(ctx context.Context, inst Instance) (HeldProcess, error)
-	// HeldInstances lists the instances whose holders hold a session, so
-	// that a starting gateway can adopt them before the first attach.
-	HeldInstances(ctx context.Context) ([]Instance, error)
+	Adopt(ctx context.Context, inst Instance, name string) (HeldProcess, error)
+	// HeldSessions lists the sessions holders hold, so that a starting
+	// gateway can adopt them before the first attach (a session it does
+	// not list is adopted at its first attach).
+	HeldSessions(ctx context.Context) ([]HeldSession, error)
 }

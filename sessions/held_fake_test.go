@@ -105,7 +105,9 @@ func (b *heldBackend) lastConn() *heldProc {
 	return b.conns[len(b.conns)-1]
 }
 
-func (b *heldBackend) Adopt(_ context.Context, inst Instance) (HeldProcess, error) {
+// The fake's holders are keyed by the session's address (INSTANCE or
+// INSTANCE+NAME).
+func (b *heldBackend) Adopt(_ context.Context, inst Instance, name string) (HeldProcess, error) {
 	b.adopts.Add(1)
 	if b.adoptGate != nil {
 		<-b.adoptGate
@@ -118,11 +120,12 @@ func (b *heldBackend) Adopt(_ context.Context, inst Instance) (HeldProcess, erro
 	if b.adoptErr != nil {
 		return nil, b.adoptErr
 	}
-	h := b.holders[inst.Name]
+	key := Addr{inst.Name, name}.String()
+	h := b.holders[key]
 	if h == nil {
-		return nil, fmt.Errorf("instance %s: %w", inst.Name, ErrNotHeld)
+		return nil, fmt.Errorf("instance %s: %w", key, ErrNotHeld)
 	}
-	return b.connectLocked(inst, h), nil
+	return b.connectLocked(inst, key, h), nil
 }
 
 // Watch reports nothing; several registries (gateways) may watch at once.
@@ -131,15 +134,16 @@ func (b *heldBackend) Watch(ctx context.Context, _ func(InstanceEvent)) error {
 	return nil
 }
 
-func (b *heldBackend) HeldInstances(context.Context) ([]Instance, error) {
+func (b *heldBackend) HeldSessions(context.Context) ([]HeldSession, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var out []Instance
-	for name := range b.holders {
-		out = append(out, Instance{Name: name, ID: "id-" + name})
+	var out []HeldSession
+	for key := range b.holders {
+		a, _ := ParseAddr(key)
+		out = append(out, HeldSession{Instance: Instance{Name: a.Instance, ID: "id-" + a.Instance}, Name: a.Name})
 	}
 	for _, name := range b.listed {
-		out = append(out, Instance{Name: name, ID: "id-" + name})
+		out = append(out, HeldSession{Instance: Instance{Name: name, ID: "id-" + name}})
 	}
 	return out, nil
 }
@@ -152,12 +156,13 @@ func (b *heldBackend) Start(ctx context.Context, inst Instance, spec StartSpec) 
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	h := &fakeHolder{session: spec.SessionID, size: spec.Size}
-	b.holders[inst.Name] = h
-	return b.connectLocked(inst, h), nil
+	key := Addr{inst.Name, spec.Name}.String()
+	b.holders[key] = h
+	return b.connectLocked(inst, key, h), nil
 }
 
-func (b *heldBackend) connectLocked(inst Instance, h *fakeHolder) *heldProc {
-	p := &heldProc{fakeProc: &fakeProc{inst: inst, killed: make(chan struct{})}, b: b, h: h}
+func (b *heldBackend) connectLocked(inst Instance, key string, h *fakeHolder) *heldProc {
+	p := &heldProc{fakeProc: &fakeProc{inst: inst, killed: make(chan struct{})}, b: b, h: h, key: key}
 	p.outR, p.outW = io.Pipe()
 	p.state = HeldState{Session: h.session, Created: h.created, Offset: h.offset, Replay: slices.Clone(h.out), Size: h.size}
 	h.conn = p
@@ -170,6 +175,7 @@ type heldProc struct {
 	*fakeProc
 	b     *heldBackend
 	h     *fakeHolder
+	key   string // the holder's key in b.holders
 	state HeldState
 
 	cmu      sync.Mutex
@@ -188,7 +194,7 @@ func (p *heldProc) Reset(_ context.Context, id string) error {
 		return p.b.resetErr
 	}
 	p.b.mu.Lock()
-	p.b.holders[p.inst.Name] = &fakeHolder{session: id, size: p.h.size}
+	p.b.holders[p.key] = &fakeHolder{session: id, size: p.h.size}
 	p.b.mu.Unlock()
 	_ = p.outW.CloseWithError(fmt.Errorf("holder: %w", &ResetError{OldSession: p.h.session, NewSession: id}))
 	return nil

@@ -286,6 +286,28 @@ func TestAdoptAllListsHeldSessions(t *testing.T) {
 	}
 }
 
+// A starting gateway's background work adopts instance by instance: a
+// held session is adopted, an instance holding none gets no session, and a
+// second adoption of the same instance leaves the first alone.
+func TestAdoptInAdoptsOneInstance(t *testing.T) {
+	hb := newHeldBackend()
+	hb.hold("a", "aaaa", 10, "x")
+	r := newHeldRegistry(t, Config{}, hb)
+	ctx := context.Background()
+	if ok, err := r.AdoptIn(ctx, Instance{Name: "a", ID: "id-a"}); !ok || err != nil {
+		t.Fatalf("AdoptIn(a) = %v, %v; want adopted", ok, err)
+	}
+	if ok, err := r.AdoptIn(ctx, Instance{Name: "a", ID: "id-a"}); ok || err != nil {
+		t.Fatalf("second AdoptIn(a) = %v, %v; want nothing done", ok, err)
+	}
+	if ok, err := r.AdoptIn(ctx, Instance{Name: "b", ID: "id-b"}); ok || err != nil {
+		t.Fatalf("AdoptIn(b), nothing held = %v, %v", ok, err)
+	}
+	if s := r.Sessions(); len(s) != 1 || s[0].Session != "aaaa" || hb.starts.Load() != 0 {
+		t.Fatalf("sessions %+v, %d starts; want aaaa alone, nothing started", s, hb.starts.Load())
+	}
+}
+
 func mustRead(t *testing.T, c *Client) []byte {
 	t.Helper()
 	if c.Info().Replay == 0 {

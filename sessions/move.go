@@ -29,7 +29,7 @@ func (r *Registry) takeHolderResetLocked(inst Instance) error {
 func (r *Registry) follow(old *Session, oldSl *slot, reset *ResetError, clients []*Client) {
 	inst := old.Instance()
 	r.mu.Lock()
-	next, fill := r.slots[inst.ID], false
+	next, fill := r.slotLocked(oldSl.key), false
 	var err error
 	switch {
 	case r.closed:
@@ -47,7 +47,7 @@ func (r *Registry) follow(old *Session, oldSl *slot, reset *ResetError, clients 
 			// Nobody to move: the next attach adopts what the holder
 			// holds (a holder announcing resets in a loop costs nothing).
 			r.mu.Unlock()
-			r.cfg.Logger.Info("held session reset by its holder; adopted again at the next attach", "instance", inst.Name, "from", reset.OldSession)
+			r.cfg.Logger.Info("held session reset by its holder; adopted again at the next attach", append(nameAttr(inst.Name, oldSl.key.name), "from", reset.OldSession)...)
 			return
 		}
 		if old.held != nil {
@@ -55,8 +55,8 @@ func (r *Registry) follow(old *Session, oldSl *slot, reset *ResetError, clients 
 				break
 			}
 		}
-		next, fill = &slot{ready: make(chan struct{})}, true
-		r.slots[inst.ID] = next
+		next, fill = &slot{key: oldSl.key, who: oldSl.who, ready: make(chan struct{})}, true
+		r.putLocked(next)
 	}
 	r.mu.Unlock()
 	if errors.Is(err, ErrHolderResets) {

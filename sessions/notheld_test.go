@@ -47,11 +47,11 @@ type deafHolderBackend struct {
 	deaf *atomic.Bool // Adopt finds no socket while set
 }
 
-func (b deafHolderBackend) Adopt(ctx context.Context, inst Instance) (HeldProcess, error) {
+func (b deafHolderBackend) Adopt(ctx context.Context, inst Instance, name string) (HeldProcess, error) {
 	if b.deaf.Load() {
 		return nil, fmt.Errorf("instance %s: %w", inst.Name, ErrNotHeld)
 	}
-	return b.heldBackend.Adopt(ctx, inst)
+	return b.heldBackend.Adopt(ctx, inst, name)
 }
 
 func (b deafHolderBackend) Start(_ context.Context, inst Instance, _ StartSpec) (Process, error) {
@@ -59,7 +59,7 @@ func (b deafHolderBackend) Start(_ context.Context, inst Instance, _ StartSpec) 
 	b.deaf.Store(false) // it listens again
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.connectLocked(inst, b.holders[inst.Name]), nil
+	return b.connectLocked(inst, inst.Name, b.holders[inst.Name]), nil
 }
 
 // A reset whose start lands in the session a holder already holds still

@@ -45,7 +45,9 @@ type RenameObserver interface {
 // ObservedSession describes a session to Config.Observe as it starts.
 type ObservedSession struct {
 	Instance, Session string
-	Created           time.Time
+	// Name is the session's name in its instance ("" the default one).
+	Name    string
+	Created time.Time
 	// Size is the window size the shell was started with.
 	Size Size
 	// Term is the shell's TERM.
@@ -69,7 +71,7 @@ func (s *Session) observe() {
 	if s.cfg.Observe == nil {
 		return
 	}
-	o := ObservedSession{Instance: s.inst.Name, Session: s.id, Created: s.created, Size: s.size, Term: s.term}
+	o := ObservedSession{Instance: s.inst.Name, Session: s.id, Name: s.name, Created: s.created, Size: s.size, Term: s.term}
 	if s.held != nil {
 		st := s.held.Held()
 		o.Held, o.Offset, o.Replay = true, st.Offset, st.Replay

@@ -80,16 +80,18 @@ func (c *Client) notifyEvent(n Event) {
 	c.signal()
 }
 
-// pauseEvent applies a pause or an unpause to the instance's session.
+// pauseEvent applies a pause or an unpause to the instance's sessions.
 func (r *Registry) pauseEvent(ev InstanceEvent) {
 	if ev.Unpaused {
 		r.cfg.reachable.fire() // kills that failed while it was frozen
 	}
 	r.mu.Lock()
-	sl := r.slots[ev.Instance.ID]
+	slots := r.instanceSlotsLocked(ev.Instance.ID)
 	r.mu.Unlock()
-	if sl == nil || !sl.ended() || sl.sess == nil {
-		return // none, or still starting: a start in a frozen instance fails by itself
+	for _, sl := range slots {
+		if !sl.ended() || sl.sess == nil {
+			continue // still starting: a start in a frozen instance fails by itself
+		}
+		sl.sess.setPaused(ev.Paused)
 	}
-	sl.sess.setPaused(ev.Paused)
 }

@@ -14,8 +14,8 @@ func (r *Registry) Recheck() {
 func (r *Registry) live() []*Session {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]*Session, 0, len(r.slots))
-	for _, sl := range r.slots {
+	var out []*Session
+	for _, sl := range r.allSlotsLocked() {
 		if sl.ended() && sl.sess != nil {
 			out = append(out, sl.sess)
 		}

@@ -64,6 +64,13 @@ type Config struct {
 	Clock  clockwork.Clock
 	Logger *slog.Logger
 
+	// MaxPerInstance bounds the sessions of one instance, its default
+	// session included (--max-sessions-per-instance, default 8).
+	// MaxNamedPerWho bounds the named sessions one credential (a client's
+	// Who) has started and that still run, across instances
+	// (--max-named-sessions, default 32).
+	MaxPerInstance, MaxNamedPerWho int
+
 	// Observe, when set, is asked once for every session that starts for
 	// an Observer of its output and sizes (nil: none); see Observer.
 	Observe func(ObservedSession) Observer
@@ -72,12 +79,13 @@ type Config struct {
 	reachable *wakeup       // fired when the backend is reachable again: kill retries go on
 }
 
-// Registry holds one session per instance, shared by every listener.
+// Registry holds the sessions of every instance (its default one and
+// named ones, addr.go), shared by every listener.
 type Registry struct {
 	cfg Config
 
-	mu     sync.Mutex       // guards slots, closed and holderResets
-	slots  map[string]*slot // by Instance.ID
+	mu     sync.Mutex                  // guards slots, closed and holderResets
+	slots  map[string]map[string]*slot // by Instance.ID, then session name (slots.go)
 	closed bool
 	// holderResets limits the resets announced by holders that the
 	// registry follows, by Instance.ID (see takeHolderResetLocked).
@@ -93,6 +101,8 @@ type Registry struct {
 // slot lets concurrent first attaches wait for one shell instead of
 // starting two: the first creates the slot, the others wait on ready.
 type slot struct {
+	key     slotKey
+	who     string // who started the session (AttachOptions.Who), for MaxNamedPerWho
 	ready   chan struct{}
 	sess    *Session // set before ready is closed; nil with err
 	err     error
@@ -142,6 +152,12 @@ func New(cfg Config) (*Registry, error) {
 	if cfg.KillTimeout <= 0 {
 		cfg.KillTimeout = 10 * time.Second
 	}
+	if cfg.MaxPerInstance <= 0 {
+		cfg.MaxPerInstance = 8
+	}
+	if cfg.MaxNamedPerWho <= 0 {
+		cfg.MaxNamedPerWho = 32
+	}
 	if cfg.InputTimeout <= 0 {
 		cfg.InputTimeout = 5 * time.Second
 	}
@@ -156,7 +172,7 @@ func New(cfg Config) (*Registry, error) {
 	}
 	cfg.stop = make(chan struct{})
 	cfg.reachable = &wakeup{}
-	r := &Registry{cfg: cfg, slots: map[string]*slot{}, holderResets: buckets.New(buckets.InstanceResets), watchDone: make(chan struct{}), shutDown: make(chan struct{})}
+	r := &Registry{cfg: cfg, slots: map[string]map[string]*slot{}, holderResets: buckets.New(buckets.InstanceResets), watchDone: make(chan struct{}), shutDown: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.watchCancel = cancel
 	go func() {
@@ -168,12 +184,14 @@ func New(cfg Config) (*Registry, error) {
 	return r, nil
 }
 
-// Attach joins the instance's session, starting one when there is none.
-func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) (*Client, error) {
-	if err := CheckName(name); err != nil {
+// Attach joins the session at addr (INSTANCE or INSTANCE+NAME, addr.go),
+// starting one when there is none.
+func (r *Registry) Attach(ctx context.Context, addr string, opts AttachOptions) (*Client, error) {
+	a, err := ParseAddr(addr)
+	if err != nil {
 		return nil, err
 	}
-	inst, err := r.lookup(ctx, name, opts.Prefetch)
+	inst, err := r.lookup(ctx, a.Instance, opts.Prefetch)
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +201,7 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 		}
 	}
 	for tries := 1; ; tries++ {
-		sl, created, err := r.slotFor(inst)
+		sl, created, err := r.slotFor(inst, a.Name, opts.Who)
 		if err != nil {
 			return nil, err
 		}
@@ -220,7 +238,7 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 			case <-ctx.Done():
 				return nil, ctx.Err()
 			}
-			r.forget(inst.ID, sl)
+			r.forget(sl)
 			continue
 		}
 		return c, err
@@ -233,18 +251,23 @@ func (r *Registry) Attach(ctx context.Context, name string, opts AttachOptions) 
 // round for ever, answering nobody and logging nothing.
 const maxNotHeldTries = 3
 
-// slotFor returns the instance's slot, creating an empty one when none.
-func (r *Registry) slotFor(inst Instance) (*slot, bool, error) {
+// slotFor returns the slot of the instance's session name, creating an
+// empty one (started by who) when none and the caps allow.
+func (r *Registry) slotFor(inst Instance, name, who string) (*slot, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return nil, false, ErrClosed
 	}
-	if sl := r.slots[inst.ID]; sl != nil {
+	k := slotKey{inst.ID, name}
+	if sl := r.slotLocked(k); sl != nil {
 		return sl, false, nil
 	}
-	sl := &slot{ready: make(chan struct{})}
-	r.slots[inst.ID] = sl
+	if err := r.capLocked(k, inst.Name, who); err != nil {
+		return nil, false, err
+	}
+	sl := &slot{key: k, who: who, ready: make(chan struct{})}
+	r.putLocked(sl)
 	return sl, true, nil
 }
 
@@ -259,10 +282,10 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
-	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Shell: r.cfg.Shell, Term: term, Size: size}, how)
+	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Shell: r.cfg.Shell, Term: term, Size: size}, how)
 	if err != nil {
 		sl.err = err
-		r.forget(inst.ID, sl)
+		r.forget(sl)
 		return
 	}
 	hp, held := proc.(HeldProcess)
@@ -270,7 +293,7 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 		id = hp.Held().Session // the holder's numbering and ID go on
 	}
 	sl.adopted = adopted
-	sl.sess = newSession(id, inst, proc, size, term, &r.cfg, func(s *Session) { r.forget(inst.ID, sl) })
+	sl.sess = newSession(id, inst, sl.key.name, proc, size, term, &r.cfg, func(s *Session) { r.forget(sl) })
 	sl.sess.onReset = func(s *Session, reset *ResetError, clients []*Client) { r.follow(s, sl, reset, clients) }
 	if held {
 		sl.sess.hold(hp)
@@ -281,40 +304,56 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 		msg = "session adopted from its holder"
 	}
 	// Debug: the attach that started it says new=true at info.
-	r.cfg.Logger.Debug(msg, "instance", inst.Name, "session", ShortID(id), "durable", held)
+	r.cfg.Logger.Debug(msg, append(nameAttr(inst.Name, sl.key.name), "session", ShortID(id), "durable", held)...)
 }
 
-func (r *Registry) forget(id string, sl *slot) {
+func (r *Registry) forget(sl *slot) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.slots[id] == sl {
-		delete(r.slots, id)
-	}
+	r.dropLocked(sl)
 }
 
-// Reset kills the instance's shell and everything it started, and starts a
-// fresh session; attached clients are moved to it (see move.go). With no
-// session yet, it just starts one.
-func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error) {
-	if err := CheckName(name); err != nil {
-		return nil, err
+// nameAttr is the log attributes naming an instance and, for a named
+// session, the session's name.
+func nameAttr(instance, name string) []any {
+	if name == "" {
+		return []any{"instance", instance}
 	}
-	inst, err := r.cfg.Backend.Lookup(ctx, name)
+	return []any{"instance", instance, "name", name}
+}
+
+// Reset kills the shell of the session at addr (INSTANCE or
+// INSTANCE+NAME) and everything it started, and starts a fresh session;
+// attached clients are moved to it (see move.go). With no session yet, it
+// just starts one (within the instance's cap).
+func (r *Registry) Reset(ctx context.Context, addr, by string) (*Session, error) {
+	a, err := ParseAddr(addr)
 	if err != nil {
 		return nil, err
 	}
+	inst, err := r.cfg.Backend.Lookup(ctx, a.Instance)
+	if err != nil {
+		return nil, err
+	}
+	k := slotKey{inst.ID, a.Name}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return nil, ErrClosed
 	}
-	old := r.slots[inst.ID]
+	old := r.slotLocked(k)
 	if old != nil && old.ended() && old.sess != nil && old.sess.killFailed.Load() {
 		r.mu.Unlock()
 		return nil, ErrPreviousShellAlive
 	}
-	sl := &slot{ready: make(chan struct{})}
-	r.slots[inst.ID] = sl
+	sl := &slot{key: k, ready: make(chan struct{})}
+	if old != nil {
+		sl.who = old.who // the session's starter still counts it
+	} else if err := r.capLocked(k, inst.Name, ""); err != nil {
+		r.mu.Unlock()
+		return nil, err
+	}
+	r.putLocked(sl)
 	r.mu.Unlock()
 
 	id, size, term := newID(), DefaultSize, ""
@@ -330,8 +369,8 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 				// retried): keep it in its place so nobody starts a
 				// second shell beside it.
 				r.mu.Lock()
-				if r.slots[inst.ID] == sl {
-					r.slots[inst.ID] = old
+				if r.slotLocked(k) == sl {
+					r.putLocked(old)
 				}
 				r.mu.Unlock()
 				sl.err = ErrPreviousShellAlive
@@ -346,7 +385,7 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 	}
 	// The reset's one info line (the old session's end is debug): the
 	// old session, the new one and who.
-	args := []any{"instance", inst.Name, "session", ShortID(id)}
+	args := append(nameAttr(inst.Name, a.Name), "session", ShortID(id))
 	if old != nil && old.sess != nil {
 		args = append(args, "old", ShortID(old.sess.id))
 	}
@@ -354,8 +393,8 @@ func (r *Registry) Reset(ctx context.Context, name, by string) (*Session, error)
 	return sl.sess, nil
 }
 
-// instanceEvent ends the session of an instance that stopped, and makes
-// the session of a renamed instance follow the new name; a backend
+// instanceEvent ends the sessions of an instance that stopped, and makes
+// the sessions of a renamed instance follow the new name; a backend
 // reachable again retries the kills that failed meanwhile. A paused
 // instance keeps its session (paused.go).
 func (r *Registry) instanceEvent(ev InstanceEvent) {
@@ -368,26 +407,22 @@ func (r *Registry) instanceEvent(ev InstanceEvent) {
 		return
 	}
 	r.mu.Lock()
-	sl := r.slots[ev.Instance.ID]
+	slots := r.instanceSlotsLocked(ev.Instance.ID)
 	r.mu.Unlock()
-	if sl == nil {
-		return
-	}
-	select {
-	case <-sl.ready:
-	default: // still starting: the start fails or its stream ends by itself
-		return
-	}
-	if sl.sess == nil {
-		return
-	}
-	if ev.Gone {
-		sl.sess.Close(ErrInstanceGone)
-		return
-	}
-	if sl.sess.rename(ev.Instance.Name) {
-		sl.sess.observeRename(ev.Instance.Name)
-		sl.sess.recheck()
+	for _, sl := range slots {
+		// One still starting is skipped: the start fails or its stream
+		// ends by itself.
+		if !sl.ended() || sl.sess == nil {
+			continue
+		}
+		if ev.Gone {
+			sl.sess.Close(ErrInstanceGone)
+			continue
+		}
+		if sl.sess.rename(ev.Instance.Name) {
+			sl.sess.observeRename(ev.Instance.Name)
+			sl.sess.recheck()
+		}
 	}
 }
 
@@ -395,7 +430,7 @@ func (r *Registry) instanceEvent(ev InstanceEvent) {
 func (r *Registry) Sessions() []Info {
 	r.mu.Lock()
 	var live []*Session
-	for _, sl := range r.slots {
+	for _, sl := range r.allSlotsLocked() {
 		select {
 		case <-sl.ready:
 			if sl.sess != nil {
@@ -423,10 +458,7 @@ func (r *Registry) Ready(ctx context.Context) error { return r.cfg.Backend.Ping(
 func (r *Registry) Shutdown(ctx context.Context) error {
 	r.mu.Lock()
 	r.closed = true
-	slots := make([]*slot, 0, len(r.slots))
-	for _, sl := range r.slots {
-		slots = append(slots, sl)
-	}
+	slots := r.allSlotsLocked()
 	r.mu.Unlock()
 	r.watchCancel()
 

@@ -36,6 +36,7 @@ var errSessionClosing = errors.New("session is closing")
 type Session struct {
 	id      string
 	inst    Instance
+	name    string // the session's name in its instance; "" the default (addr.go)
 	proc    Process
 	created time.Time
 	clock   clockwork.Clock
@@ -122,7 +123,12 @@ type reapState struct {
 
 // Info is a session's state as shown by "list" and GET /api/sessions.
 type Info struct {
-	Instance  string     `json:"instance"`
+	Instance string `json:"instance"`
+	// Name is the session's name in its instance ("" the default one).
+	Name string `json:"name"`
+	// Login is the instance user the shell runs as; "" is the instance's
+	// default user (logins are not supported yet).
+	Login     string     `json:"login"`
 	Session   string     `json:"session"`
 	Created   time.Time  `json:"created"`
 	Clients   int        `json:"clients"`
@@ -146,13 +152,13 @@ type Info struct {
 	KeepUntil *time.Time `json:"keep_until,omitempty"`
 }
 
-func newSession(id string, inst Instance, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
+func newSession(id string, inst Instance, name string, proc Process, size Size, term string, cfg *Config, onEnd func(*Session)) *Session {
 	ring := ring.New(cfg.BufferSize)
 	s := &Session{
-		id: id, inst: inst, proc: proc, cfg: cfg, onEnd: onEnd, term: term,
+		id: id, inst: inst, name: name, proc: proc, cfg: cfg, onEnd: onEnd, term: term,
 		clock:    cfg.Clock,
 		created:  cfg.Clock.Now(),
-		log:      cfg.Logger.With("instance", inst.Name, "session", ShortID(id)),
+		log:      cfg.Logger.With(append(nameAttr(inst.Name, name), "session", ShortID(id))...),
 		ring:     ring,
 		clients:  map[*Client]struct{}{},
 		size:     size,
@@ -170,6 +176,9 @@ func newSession(id string, inst Instance, proc Process, size Size, term string, 
 
 // ID is the session's identifier (it changes on reset).
 func (s *Session) ID() string { return s.id }
+
+// Name is the session's name in its instance ("" the default session).
+func (s *Session) Name() string { return s.name }
 
 // Instance is the instance the shell runs in, under its current name.
 func (s *Session) Instance() Instance {

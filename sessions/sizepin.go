@@ -4,14 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrNoSession: the instance runs but has no session (nothing to size).
 var ErrNoSession = errors.New("no session")
 
-// NoSessionMessage is the user-facing text for ErrNoSession.
-func NoSessionMessage(name string) string {
-	return fmt.Sprintf("instance %q has no session; attach first (ssh -t %s@HOST)", name, name)
+// NoSessionMessage is the user-facing text for ErrNoSession; addr is
+// INSTANCE or INSTANCE+NAME.
+func NoSessionMessage(addr string) string {
+	if inst, name, ok := strings.Cut(addr, "+"); ok {
+		return fmt.Sprintf("instance %q has no session %q; attach first (ssh -t %s@HOST)", inst, name, addr)
+	}
+	return fmt.Sprintf("instance %q has no session; attach first (ssh -t %s@HOST)", addr, addr)
 }
 
 // Size reports the window size of the instance's session.
@@ -42,14 +47,19 @@ func (r *Registry) PinSize(ctx context.Context, name string, size Size) (SizeInf
 	return s.sizeInfo(), nil
 }
 
-// sessionOf is the running session of a running instance.
-func (r *Registry) sessionOf(ctx context.Context, name string) (*Session, error) {
-	inst, err := r.Lookup(ctx, name)
+// sessionOf is the running session at addr (INSTANCE or INSTANCE+NAME) of
+// a running instance.
+func (r *Registry) sessionOf(ctx context.Context, addr string) (*Session, error) {
+	a, err := ParseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := r.Lookup(ctx, a.Instance)
 	if err != nil {
 		return nil, err
 	}
 	r.mu.Lock()
-	sl := r.slots[inst.ID]
+	sl := r.slotLocked(slotKey{inst.ID, a.Name})
 	r.mu.Unlock()
 	if sl == nil || !sl.ended() || sl.sess == nil || sl.sess.closing() {
 		return nil, ErrNoSession

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,7 +15,7 @@ import (
 	"github.com/termgate/termgate/sessions"
 )
 
-// attach joins the instance's session and relays until the shell exits, the
+// attach joins the session at name (INSTANCE or INSTANCE+NAME) and relays until the shell exits, the
 // session ends under the client or the client goes away. It returns the
 // exit status to send (exitDetached when the client went away).
 func (s *Server) attach(sess *session, id keys.Identity, name string) int {
@@ -45,7 +46,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		if sess.ctx.Err() != nil {
 			return exitDetached
 		}
-		s.cfg.Audit.Event(audit.Attach, r.who, name, "", "result", "failed", "reason", err.Error())
+		inst, detail := auditAddr(name, "result", "failed", "reason", err.Error())
+		s.cfg.Audit.Event(audit.Attach, r.who, inst, "", detail...)
 		if isRevoked(err) {
 			_ = r.notice(sess.stderr(), err.Error())
 			sess.end(1)
@@ -53,7 +55,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 			return 1
 		}
 		if errors.Is(err, sessions.ErrNotFound) {
-			sess.errorf(notFound(name, audit.Attach))
+			inst, _, _ := strings.Cut(name, "+")
+			sess.errorf(notFound(inst, audit.Attach))
 			return 1
 		}
 		sess.errorf(s.userError(sess, "attach to", name, err))
@@ -63,7 +66,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	defer watchCertExpiry(sess, c)() // a certificate's end disconnects, as a revocation
 	r.attached = time.Now()
 	sessions.LogAttached(sess.log, name, c.Info(), !acc.Write)
-	s.cfg.Audit.Event(audit.Attach, r.who, name, c.Info().Session, "result", "ok", "new", c.Info().New, "read_only", !acc.Write)
+	inst, detail := auditAddr(name, "result", "ok", "new", c.Info().New, "read_only", !acc.Write)
+	s.cfg.Audit.Event(audit.Attach, r.who, inst, c.Info().Session, detail...)
 	code := r.run()
 	if r.revoked {
 		// The key lost its access: the whole connection goes, after the
@@ -91,7 +95,12 @@ type relay struct {
 
 	revoked bool        // the key lost its access; owned by the output pump until run returns
 	escaped atomic.Bool // the client typed ~. (escape.go): a detach it asked for
-	guard   writeGuard  // the writes to the channel in progress, for watch
+	// Without a terminal, the input's EOF detaches (inputeof.go):
+	// eofDetached says it did; lastOut is when output was last written
+	// (UnixNano), for the wait for the output to settle.
+	eofDetached atomic.Bool
+	lastOut     atomic.Int64
+	guard       writeGuard // the writes to the channel in progress, for watch
 
 	attached time.Time // when the attach succeeded, for the detach line
 }
@@ -138,8 +147,22 @@ func (r *relay) run() (code int) {
 	if r.sess.win != nil {
 		stopResize = r.sess.win.follow(r.resize)
 	}
+	r.lastOut.Store(time.Now().UnixNano())
+	stopEOF, eofDone := make(chan struct{}), make(chan struct{})
+	if r.sess.pty == nil && r.sess.in != nil {
+		eof := make(chan struct{})
+		r.sess.in.notifyEOF(func() { close(eof) }) // called once at most
+		go func() {
+			defer close(eofDone)
+			r.detachAtEOF(eof, stopEOF)
+		}()
+	} else {
+		close(eofDone)
+	}
 	cause := "panic"
 	defer func() {
+		close(stopEOF)
+		<-eofDone
 		stopResize()
 		close(stopWatch)
 		<-watchDone
@@ -152,7 +175,8 @@ func (r *relay) run() (code int) {
 		if c.Cause() != nil { // closed (Detach above closes a live one): the watcher was started
 			<-guardDone
 		}
-		r.srv.cfg.Audit.Event(audit.Detach, r.who, r.name, c.Info().Session, "cause", cause)
+		inst, detail := auditAddr(r.name, "cause", cause)
+		r.srv.cfg.Audit.Event(audit.Detach, r.who, inst, c.Info().Session, detail...)
 		sessions.LogDetached(r.sess.log, r.name, c.Info().Session, time.Since(r.attached), c.Taken(), cause, clientLeft, escapeDetached)
 	}()
 	code, cause = r.output()
@@ -181,6 +205,7 @@ func (r *relay) output() (code int, cause string) {
 			// What was queued goes as one channel write (relaybuf), from
 			// this goroutine: no copy into a buffer, no hand-off.
 			werr := r.writeOutput(bufs, &events.skipped)
+			r.lastOut.Store(time.Now().UnixNano())
 			clear(bufs) // hold no output once it is written
 			if werr != nil {
 				if cause := c.Cause(); cause != nil && !errors.Is(cause, sessions.ErrDetached) {
@@ -217,6 +242,8 @@ func (r *relay) ended(err error) (code int, cause string) {
 		return exit.Code, fmt.Sprintf("shell exited with status %d", exit.Code)
 	case errors.Is(err, sessions.ErrDetached) && r.escaped.Load():
 		return 0, escapeDetached
+	case errors.Is(err, sessions.ErrDetached) && r.eofDetached.Load():
+		return 0, inputEnded
 	case errors.Is(err, sessions.ErrDetached):
 		return exitDetached, clientLeft
 	default: // instance stopped, too slow, shutting down, backend lost, idle
@@ -231,7 +258,8 @@ func (r *relay) ended(err error) (code int, cause string) {
 // keys typed meanwhile went to the new shell.
 func (r *relay) resetNotice(reset *sessions.ResetError) error {
 	r.sess.log.Debug("moved to the new session after a reset", "instance", r.name, "session", reset.Attach.Session)
-	r.srv.cfg.Audit.Event(audit.Attach, r.who, r.name, reset.Attach.Session, "result", "ok", "new", false, "after_reset", true)
+	inst, detail := auditAddr(r.name, "result", "ok", "new", false, "after_reset", true)
+	r.srv.cfg.Audit.Event(audit.Attach, r.who, inst, reset.Attach.Session, detail...)
 	msg := "session reset: fresh shell"
 	if reset.By != "" {
 		msg = "session reset by " + reset.By + ": fresh shell"
@@ -246,7 +274,7 @@ func (r *relay) escapeDetach() {
 		return
 	}
 	r.sess.log.Debug("detached with ~.", "instance", r.name)
-	_ = r.notice(r.sess.stderr(), "detached; the shell keeps running (ssh -t "+r.name+"@HOST to come back)")
+	_ = r.notice(r.sess.stderr(), "detached; the shell keeps running ("+r.srv.comeBack(r.sess, r.name)+" to come back)")
 	r.current().Detach()
 }
 

@@ -75,7 +75,10 @@ type command struct {
 
 // usageError is a command line parseCommand does not understand; the user
 // gets its message and the usage, with exit status 2.
-type usageError struct{ msg string }
+type usageError struct {
+	msg     string
+	unknown string // the first word, when it is no command at all
+}
 
 func (e *usageError) Error() string { return e.msg }
 
@@ -96,17 +99,17 @@ func parseCommand(raw string) (command, error) {
 		case 2:
 			return command{verb: verbReset, instance: f[1]}, nil
 		}
-		return command{}, &usageError{"reset takes at most one instance name"}
+		return command{}, &usageError{msg: "reset takes at most one instance name"}
 	case "list":
 		if len(f) > 1 {
-			return command{}, &usageError{"list takes no arguments"}
+			return command{}, &usageError{msg: "list takes no arguments"}
 		}
 		return command{verb: verbList}, nil
 	case "help", "-h", "--help":
 		return command{verb: verbHelp}, nil
 	case "instances":
 		if len(f) > 1 {
-			return command{}, &usageError{"instances takes no arguments"}
+			return command{}, &usageError{msg: "instances takes no arguments"}
 		}
 		return command{verb: verbInstances}, nil
 	case "size":
@@ -116,15 +119,15 @@ func parseCommand(raw string) (command, error) {
 		case 3:
 			return command{verb: verbSize, instance: f[1], size: f[2]}, nil
 		}
-		return command{}, &usageError{"size takes an instance name and COLSxROWS or auto"}
+		return command{}, &usageError{msg: "size takes an instance name and COLSxROWS or auto"}
 	case "keep":
 		if len(f) != 3 {
-			return command{}, &usageError{"keep takes an instance name and a duration (8h, 90m) or off"}
+			return command{}, &usageError{msg: "keep takes an instance name and a duration (8h, 90m) or off"}
 		}
 		return command{verb: verbKeep, instance: f[1], size: f[2]}, nil
 	case "who", "hand":
 		if len(f) != 2 {
-			return command{}, &usageError{f[0] + " takes an instance name"}
+			return command{}, &usageError{msg: f[0] + " takes an instance name"}
 		}
 		v := verbWho
 		if f[0] == "hand" {
@@ -133,17 +136,17 @@ func parseCommand(raw string) (command, error) {
 		return command{verb: v, instance: f[1]}, nil
 	case "grant":
 		if len(f) != 3 {
-			return command{}, &usageError{"grant takes an instance name and the name of an observer"}
+			return command{}, &usageError{msg: "grant takes an instance name and the name of an observer"}
 		}
 		return command{verb: verbGrant, instance: f[1], size: f[2]}, nil
 	case "log":
 		if len(f) != 2 {
-			return command{}, &usageError{"log takes an instance name"}
+			return command{}, &usageError{msg: "log takes an instance name"}
 		}
 		return command{verb: verbLog, instance: f[1]}, nil
 	case "whoami", "logout":
 		if len(f) > 1 {
-			return command{}, &usageError{f[0] + " takes no arguments"}
+			return command{}, &usageError{msg: f[0] + " takes no arguments"}
 		}
 		if f[0] == "whoami" {
 			return command{verb: verbWhoami}, nil
@@ -156,9 +159,9 @@ func parseCommand(raw string) (command, error) {
 		case len(f) == 3 && f[1] == "forget":
 			return command{verb: verbKeysForget, instance: f[2]}, nil
 		}
-		return command{}, &usageError{"keys takes nothing, or forget and a fingerprint (SHA256:…) that ssh HOST keys lists"}
+		return command{}, &usageError{msg: "keys takes nothing, or forget and a fingerprint (SHA256:…) that ssh HOST keys lists"}
 	}
-	return command{}, &usageError{fmt.Sprintf("unknown command %q", clip(f[0], 64))}
+	return command{}, &usageError{msg: fmt.Sprintf("unknown command %q", clip(f[0], 64)), unknown: f[0]}
 }
 
 // String is the command line that parses back to c.
@@ -181,6 +184,10 @@ usage:
   ssh -t INSTANCE@HOST        attach to INSTANCE's shell (created if none);
                               ~. or closing the client detaches, the shell
                               keeps running
+  ssh -t INSTANCE+NAME@HOST   attach to INSTANCE's session NAME (created if
+                              none): a shell of its own beside the default
+                              one; reset, size, keep, who, hand, grant and log
+                              take INSTANCE+NAME too
   ssh INSTANCE@HOST CMD...    run CMD in INSTANCE beside its shell (-t: on a
                               terminal of its own); closing the client ends
                               it and everything it started

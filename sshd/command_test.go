@@ -194,3 +194,14 @@ func TestCommandInstances(t *testing.T) {
 		t.Fatalf("attach as me: status %d, stderr %q", code, m.errOut.String())
 	}
 }
+
+func TestClosestVerb(t *testing.T) {
+	for word, want := range map[string]string{
+		"resett": "reset", "RESET": "reset", "lsit": "list", "instnaces": "instances", "logs": "log",
+		"uptime": "", "true": "", "ls": "", "sh": "", "bash": "", "frobnicate": "",
+	} {
+		if got := closestVerb(word); got != want {
+			t.Errorf("closestVerb(%q) = %q, want %q", word, got, want)
+		}
+	}
+}

@@ -30,7 +30,8 @@ type connState struct {
 	// (attach, reset, the prefetch) run under it.
 	ctx    context.Context
 	cancel context.CancelFunc
-	login  string // the user name it authenticated as; set before any channel opens
+	login  string  // the user name it authenticated as; set before any channel opens
+	target sshUser // login read as [LOGIN@]INSTANCE[+NAME] (user.go); set with it
 
 	mu          sync.Mutex        // guards the fields below
 	verified    gossh.PublicKey   // the key whose signature was verified
@@ -70,6 +71,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	defer sc.Close()
 	cs.login = sc.User()
+	cs.target = parseUser(cs.login)
 	s.track.Go(func() { s.keepalive(cs, sc) })
 	s.track.Go(func() { s.globalRequests(cs, reqs) })
 	for nch := range chans { // until the connection ends
@@ -209,7 +211,7 @@ func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
 				cs.authenticated()
 				cs.preauth()
 				s.auditAuthSuccess(cs, conn.User())
-				s.prefetch(cs, conn.User())
+				s.prefetch(cs, parseUser(conn.User()))
 				return
 			}
 			if method != "none" {

@@ -33,6 +33,7 @@ func (s *Server) cutAtShutdown() {
 	r := &s.remote
 	r.mu.Lock()
 	r.closing = true
+	r.drainedLocked()
 	ops := make([]*remoteOp, 0, len(r.ops))
 	for op := range r.ops {
 		ops = append(ops, op)

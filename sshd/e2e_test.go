@@ -116,6 +116,22 @@ func TestOpenSSH(t *testing.T) {
 			t.Fatalf("status %d, stderr %q", r.code, r.stderr)
 		}
 	})
+	// Issue 40 item 6: a typo gets "did you mean", not the usage naming
+	// the login as an instance; a command for a stopped instance exits 1
+	// with the not-found message, not 2 and the usage.
+	t.Run("mistyped command", func(t *testing.T) {
+		r := ssh(t, "", "me@127.0.0.1", "resett", "web1")
+		if r.code != 2 || !strings.Contains(r.stderr, `unknown command "resett"; did you mean reset?`) ||
+			strings.Contains(r.stderr, `instance "me"`) || strings.Count(r.stderr, "\n") > 3 {
+			t.Fatalf("status %d, stderr %q; want 2 and a short did you mean", r.code, r.stderr)
+		}
+	})
+	t.Run("command in a stopped instance", func(t *testing.T) {
+		r := ssh(t, "", "stopped1@127.0.0.1", "true")
+		if r.code != 1 || !strings.Contains(r.stderr, `instance "stopped1" not found or not running`) || strings.Contains(r.stderr, "usage:") {
+			t.Fatalf("status %d, stderr %q; want 1 and the not-found message alone", r.code, r.stderr)
+		}
+	})
 	t.Run("not found", func(t *testing.T) {
 		r := ssh(t, "", "-tt", "nope@127.0.0.1")
 		if r.code != 1 || !strings.Contains(r.stdout+r.stderr, `instance "nope" not found or not running`) {

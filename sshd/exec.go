@@ -45,7 +45,23 @@ func (s *Server) instanceCommand(sess *session, id keys.Identity) (inst sessions
 	if errors.Is(err, sessions.ErrNotFound) || errors.Is(err, sessions.ErrBadName) {
 		return sessions.Instance{}, false, nil
 	}
+	if err != nil && !errors.Is(err, sessions.ErrPaused) && isGatewayCommand(sess.cmd) {
+		// The backend cannot say whether the user name is an instance
+		// (the engine is down): the user name is then most often the
+		// client's login (ssh HOST instances as root), and a line that is
+		// one of the gateway's own commands is the gateway's. Those that
+		// need the backend say themselves that it is unreachable.
+		sess.log.Debug("instance lookup failed; running the gateway's command", "user", clip(user, 128), "err", err)
+		return sessions.Instance{}, false, nil
+	}
 	return inst, true, err
+}
+
+// isGatewayCommand says whether line parses as one of the gateway's own
+// commands.
+func isGatewayCommand(line string) bool {
+	_, err := parseCommand(line)
+	return err == nil
 }
 
 // runCommand runs the session's command line in the instance name and
@@ -127,6 +143,12 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 	}()
 	if why := cut.reason(); why != "" {
 		return s.commandRevoked(sess, w, name, line, why)
+	}
+	if killedOrBroken(code, sig) && s.instanceGone(sess.ctx, name) {
+		// Killed with its instance (docker stop, a deleted pod): say so,
+		// as the shell's notice does, rather than a bare 137.
+		sess.log.Info("command ended: "+whyInstanceGone, "who", clip(w.Name, 128), "key", w.Key, "instance", clip(name, 128))
+		sess.errorf(endedNotice(whyInstanceGone, "command"))
 	}
 	result := []any{"argv", clip(line, 1024), "result", "ok", "exit_code", code}
 	if sig != "" {
@@ -213,6 +235,13 @@ func (s *Server) relayCommand(sess *session, p remote.Process, tty bool) (code i
 		sess.discardInput() // ends the stdin copy
 		wg.Wait()
 	}
+}
+
+// killedOrBroken tells a command's end that its instance's stop may
+// explain: a signal, a shell's 128+signal status, or the gateway's 255
+// for a broken stream (an ordinary exit, or the client's detach, is not).
+func killedOrBroken(code int, sig string) bool {
+	return sig != "" || code == 255 || code > 128
 }
 
 // commandCut is how Recheck ends a command whose key lost its access: it

@@ -80,12 +80,12 @@ func TestExecRefused(t *testing.T) {
 	}
 	al.wait(t, audit.Command, map[string]any{"instance": "web1", "result": "denied", "reason": "read-only key"})
 	// Out of the key's instances=, db1 is not an instance for it: the
-	// line is an unknown gateway command, with the words a missing
+	// line is no gateway command: status 1 and the words a missing
 	// instance gets (nothing learnt about db1).
 	r = f.run(t, "web", "db1", "echo hi")
 	missing := f.run(t, "web", "web9", "echo hi")
-	if r.code != 2 || r.stdout != "" || !strings.Contains(r.stderr, sessions.NotFoundMessage("db1")+" (commands run in an instance only") ||
-		strings.ReplaceAll(missing.stderr, "web9", "db1") != r.stderr || missing.code != 2 {
+	if r.code != 1 || r.stdout != "" || !strings.Contains(r.stderr, sessions.NotFoundMessage("db1")+" (commands run in an instance only") ||
+		strings.ReplaceAll(missing.stderr, "web9", "db1") != r.stderr || missing.code != 1 {
 		t.Errorf("instances= key on db1: status %d, stdout %q, stderr %q (a missing instance: %d, %q)", r.code, r.stdout, r.stderr, missing.code, missing.stderr)
 	}
 	if n := f.srv.remoteRunning(); n != 0 {

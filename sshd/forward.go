@@ -41,7 +41,7 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 		_ = nc.Reject(gossh.ConnectionFailed, "termgate: malformed direct-tcpip request (want a host name or address and a port in 1-65535)")
 		return
 	}
-	name, port := cs.login, int(req.Port)
+	name, port := cs.target.instance, int(req.Port)
 	target := net.JoinHostPort(safeText(req.Host, 255), strconv.Itoa(port))
 	id, why, reason := s.mayForward(cs, name, req.Host, port)
 	if why != "" {
@@ -118,6 +118,9 @@ func (s *Server) mayForward(cs *connState, name, host string, port int) (id keys
 	id, err := s.authorize(key, cs.remote)
 	if err != nil {
 		return keys.Identity{}, "permission denied", "key no longer accepted"
+	}
+	if why := cs.target.problem(); why != "" {
+		return id, why, "unusable user name"
 	}
 	if sessions.CheckName(name) != nil {
 		return id, fmt.Sprintf("termgate: log in as the instance to forward into (ssh -L PORT:HOST:PORT INSTANCE@GATEWAY); %q is not an instance name", clip(name, 64)), "invalid instance name"

@@ -41,6 +41,7 @@ type inbox struct {
 	sink    func([]byte) // set by deliverTo: the pump hands data to it directly
 	sinking bool         // the pump is in a sink call
 	stopped bool         // stopDelivery was called: no sink any more
+	onEOF   func()       // set by notifyEOF: called once the client's input ended
 }
 
 func newInbox() *inbox {
@@ -92,12 +93,17 @@ func (in *inbox) pump(ch gossh.Channel, onAbuse func()) {
 				in.buf = append(in.buf, tmp[:n]...)
 			}
 		}
+		var eof func()
 		if err != nil {
 			in.err = err
+			eof, in.onEOF = in.onEOF, nil
 		}
 		in.cond.Broadcast()
 		in.mu.Unlock()
 		if err != nil {
+			if eof != nil && err == io.EOF {
+				eof()
+			}
 			return
 		}
 		if n == len(tmp) && len(tmp) < 32<<10 {
@@ -195,6 +201,22 @@ func (in *inbox) deliverQueued(f func(p []byte)) {
 	if !in.stopped {
 		in.sink = f
 		in.cond.Broadcast()
+	}
+}
+
+// notifyEOF makes the pump call f (on its goroutine, once) when the
+// client sends EOF; at once if it did already. f must not block.
+func (in *inbox) notifyEOF(f func()) {
+	in.mu.Lock()
+	if in.err == nil {
+		in.onEOF = f
+		in.mu.Unlock()
+		return
+	}
+	eof := in.err == io.EOF
+	in.mu.Unlock()
+	if eof {
+		f()
 	}
 }
 

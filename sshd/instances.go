@@ -19,7 +19,7 @@ func (s *Server) instances(sess *session, id keys.Identity) int {
 	list, err := s.cfg.Registry.Instances(ctx, id.May)
 	if err != nil {
 		sess.log.Warn("list instances", "err", err)
-		sess.errorf("could not list the instances: the backend did not answer; try again")
+		sess.errorf("could not list the instances: " + backendUnreachable)
 		return 1
 	}
 	if len(list) == 0 {

@@ -16,7 +16,7 @@ func logging(next handler) handler {
 		if sess.key != nil {
 			fp = gossh.FingerprintSHA256(sess.key)
 		}
-		detail := []any{"user", sess.user, "key", fp, "command", clip(sess.cmd, 200), "pty", sess.pty != nil}
+		detail := []any{"user", sess.raw.raw, "key", fp, "command", clip(sess.cmd, 200), "pty", sess.pty != nil}
 		if sess.conn != nil { // nil in unit tests
 			detail = append(detail, "conn", sess.conn.id)
 		}

@@ -16,11 +16,12 @@ import (
 // only when it names the same instance and is fresh
 // (sessions.AttachOptions.Prefetch); a command ("list", "reset") leaves it
 // unused. The lookup runs in a tracked goroutine bound to the connection.
-func (s *Server) prefetch(cs *connState, user string) {
+func (s *Server) prefetch(cs *connState, u sshUser) {
 	cs.mu.Lock()
 	id := cs.identity
 	cs.mu.Unlock()
-	if sessions.CheckName(user) != nil || id.On(user, s.cfg.Switches).Decide(keys.Terminal) != nil {
+	user := u.instance
+	if u.problem() != "" || sessions.CheckName(user) != nil || id.On(user, s.cfg.Switches).Decide(keys.Terminal) != nil {
 		return
 	}
 	p, run := s.cfg.Registry.Prefetch(cs.ctx, user)

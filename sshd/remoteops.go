@@ -31,6 +31,32 @@ type remoteOps struct {
 	perInst map[string]int
 	ops     map[*remoteOp]struct{}
 	closing bool // the gateway is shutting down: no new op (cut.go)
+	// drained is closed once closing and no op runs (Drained); made on
+	// first use, closed once (drainedShut).
+	drained     chan struct{}
+	drainedShut bool
+}
+
+// drainedLocked returns the drained channel, closing it once nothing
+// runs after closing. Called with mu held.
+func (r *remoteOps) drainedLocked() chan struct{} {
+	if r.drained == nil {
+		r.drained = make(chan struct{})
+	}
+	if r.closing && len(r.ops) == 0 && !r.drainedShut {
+		r.drainedShut = true
+		close(r.drained)
+	}
+	return r.drained
+}
+
+// Drained is closed once the gateway is shutting down and every command,
+// transfer and forward it cut has ended, its client told why: only then
+// may the connections be closed under them (cmd/termgate's shutdown).
+func (s *Server) Drained() <-chan struct{} {
+	s.remote.mu.Lock()
+	defer s.remote.mu.Unlock()
+	return s.remote.drainedLocked()
 }
 
 // remoteOp is one running op. cut ends it (closes its channel, its stream
@@ -91,6 +117,7 @@ func (op *remoteOp) end() {
 		if r.perInst[op.instance]--; r.perInst[op.instance] <= 0 {
 			delete(r.perInst, op.instance)
 		}
+		r.drainedLocked()
 	})
 }
 

@@ -22,11 +22,11 @@ func (b heldBackend) Start(ctx context.Context, inst sessions.Instance, spec ses
 	return heldProc{Process: p, id: spec.SessionID}, nil
 }
 
-func (b heldBackend) Adopt(context.Context, sessions.Instance) (sessions.HeldProcess, error) {
+func (b heldBackend) Adopt(context.Context, sessions.Instance, string) (sessions.HeldProcess, error) {
 	return nil, sessions.ErrNotHeld
 }
 
-func (b heldBackend) HeldInstances(context.Context) ([]sessions.Instance, error) { return nil, nil }
+func (b heldBackend) HeldSessions(context.Context) ([]sessions.HeldSession, error) { return nil, nil }
 
 type heldProc struct {
 	sessions.Process

@@ -28,6 +28,13 @@ func (s *Server) route(sess *session) {
 		sess.end(s.subsystem(sess, id))
 		return
 	}
+	if why := sess.raw.problem(); why != "" { // app@web1, web1+Bad
+		sess.discardInput()
+		sess.log.Debug("unusable user name", "user", clip(sess.raw.raw, 200))
+		sess.errorf(why)
+		sess.end(1)
+		return
+	}
 	if inst, ok, err := s.instanceCommand(sess, id); ok { // ssh INSTANCE@HOST CMD...
 		sess.end(s.runCommand(sess, id, sess.user, inst, err))
 		return
@@ -38,17 +45,16 @@ func (s *Server) route(sess *session) {
 	}
 	if err != nil {
 		sess.log.Debug("usage error", "err", err)
-		sess.errorf("termgate: " + err.Error() + s.notAnInstance(sess.user) + "\n\n" + usage)
-		sess.end(2)
+		sess.end(s.answerUsageError(sess, err))
 		return
 	}
 	switch cmd.verb {
 	case verbAttach:
-		sess.end(s.attach(sess, id, sess.user))
+		sess.end(s.attach(sess, id, sess.raw.addr()))
 	case verbReset:
 		name := cmd.instance
 		if name == "" {
-			name = sess.user
+			name = sess.raw.addr()
 		}
 		sess.end(s.reset(sess, id, name))
 	case verbList:
@@ -82,24 +88,31 @@ func (s *Server) route(sess *session) {
 }
 
 // decide is the one access decision for an SSH request on the instance
-// name (keys.Identity.On, then Decide(act)), before any registry call. A
+// name (keys.Identity.On, then Decide(act)), before any registry call;
+// name may be a session's address INSTANCE+NAME (the decision is the
+// instance's: a named session is decided as its instance). A
 // refusal is written to the client, logged and audited as auditAction
 // with result "denied" (and extra); an instance the credential may not
 // use gets the not-found message, so it learns nothing about which
 // instances exist.
 func (s *Server) decide(sess *session, id keys.Identity, name, auditAction string, act keys.Action, extra ...any) (keys.Access, bool) {
 	w := who(id, sess.remote)
-	if err := sessions.CheckName(name); err != nil {
+	addr, err := sessions.ParseAddr(name)
+	if err != nil {
+		reason := "invalid instance name"
+		if errors.Is(err, sessions.ErrBadSessionName) {
+			reason = "invalid session name"
+		}
 		sess.errorf(err.Error())
-		s.cfg.Audit.Event(auditAction, w, clip(name, 128), "", append(extra, "result", "denied", "reason", "invalid instance name")...)
+		s.cfg.Audit.Event(auditAction, w, clip(name, 128), "", append(extra, "result", "denied", "reason", reason)...)
 		return keys.Access{}, false
 	}
-	a := id.On(name, s.cfg.Switches)
+	a := id.On(addr.Instance, s.cfg.Switches)
 	r := a.Decide(act)
 	if r == nil {
 		return a, true
 	}
-	s.refused(sess, w, name, auditAction, r, extra...)
+	s.refused(sess, w, addr.Instance, auditAction, r, append(nameAttr(addr.Name), extra...)...)
 	return a, false
 }
 
@@ -128,11 +141,13 @@ func (s *Server) reset(sess *session, id keys.Identity, name string) int {
 	ns, err := s.cfg.Registry.Reset(ctx, name, resetBy(id))
 	if err != nil {
 		sess.errorf(s.userError(sess, "reset", name, err))
-		s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), name, "", "result", "failed", "reason", err.Error())
+		inst, detail := auditAddr(name, "result", "failed", "reason", err.Error())
+		s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), inst, "", detail...)
 		return 1
 	}
 	sess.log.Debug("session reset", "instance", name, "session", ns.ID()) // the registry logs the info line, with who
-	s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), name, ns.ID(), "result", "ok")
+	inst, detail := auditAddr(name, "result", "ok")
+	s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), inst, ns.ID(), detail...)
 	_, _ = fmt.Fprintf(sess, "reset %s: new session %s\n", name, ns.ID())
 	return 0
 }
@@ -158,14 +173,20 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 	// session is durable.
 	// REAPED (when an idle session is reaped, relative) only when one is
 	// idle.
-	recorded, durable, idle := false, false, false
+	// NAME (the session's name; "-" for the default one) only when an
+	// instance has a named session.
+	recorded, durable, idle, named := false, false, false, false
 	for _, in := range rows {
+		named = named || in.Name != ""
 		recorded = recorded || in.Recording != ""
 		durable = durable || in.Durable
 		idle = idle || in.ReapAt != nil
 	}
 	tw := tabwriter.NewWriter(sess, 0, 0, 2, ' ', 0)
 	header := "INSTANCE\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES"
+	if named {
+		header = "INSTANCE\tNAME\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES"
+	}
 	if idle {
 		header += "\tREAPED"
 	}
@@ -182,7 +203,11 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 		if in.IdleSince != nil {
 			idleSince = in.IdleSince.UTC().Format(time.RFC3339)
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d", in.Instance, in.Session, in.Clients, idleSince, in.BytesOut)
+		_, _ = fmt.Fprintf(tw, "%s\t", in.Instance)
+		if named {
+			_, _ = fmt.Fprintf(tw, "%s\t", listCell(in.Name))
+		}
+		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s\t%d", in.Session, in.Clients, idleSince, in.BytesOut)
 		if idle {
 			_, _ = fmt.Fprintf(tw, "\t%s", reapCell(in, time.Now()))
 		}
@@ -214,7 +239,8 @@ func listAttached(w io.Writer, rows []sessions.Info) {
 			if a.ReadOnly {
 				access = "read-only"
 			}
-			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.Instance, listCell(a.Who), a.Via, listCell(a.Remote), a.Since.UTC().Format(time.RFC3339), access)
+			addr := sessions.Addr{Instance: in.Instance, Name: in.Name}.String()
+			_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", addr, listCell(a.Who), a.Via, listCell(a.Remote), a.Since.UTC().Format(time.RFC3339), access)
 		}
 	}
 	_ = tw.Flush()
@@ -239,16 +265,20 @@ func listCell(s string) string {
 // detail of unexpected errors goes to the log only.
 func (s *Server) userError(sess *session, what, name string, err error) string {
 	var tooLong *sessions.KeepTooLongError
+	var tooMany *sessions.TooManySessionsError
 	switch {
 	case errors.Is(err, sessions.ErrNotFound):
-		return sessions.NotFoundMessage(name)
+		inst, _, _ := strings.Cut(name, "+")
+		return sessions.NotFoundMessage(inst)
 	case errors.Is(err, sessions.ErrNoSession):
 		return sessions.NoSessionMessage(name)
 	case errors.As(err, &tooLong):
 		return err.Error()
 	case errors.Is(err, sessions.ErrPaused):
 		return sessions.PausedMessage(name)
-	case errors.Is(err, sessions.ErrBadName):
+	case errors.Is(err, sessions.ErrBadName), errors.Is(err, sessions.ErrBadSessionName):
+		return err.Error()
+	case errors.As(err, &tooMany):
 		return err.Error()
 	case errors.Is(err, sessions.ErrClosed):
 		return "the gateway is shutting down"
@@ -258,8 +288,39 @@ func (s *Server) userError(sess *session, what, name string, err error) string {
 		sess.log.Warn(what+" timed out", "instance", name, "err", err)
 		return fmt.Sprintf("%s %s timed out; try again", what, name)
 	}
-	sess.log.Error(what+" failed", "instance", name, "err", err)
+	// The action is an attribute: "run a command in" read as a message
+	// left a hole before the instance.
+	sess.log.Error("ssh request failed", "action", what, "instance", name, "err", err)
+	if s.backendDown(sess.ctx) {
+		return fmt.Sprintf("%s %s failed: %s", what, name, backendUnreachable)
+	}
 	return fmt.Sprintf("%s %s failed; the gateway log has the details", what, name)
+}
+
+// answerUsageError answers a command line that is no gateway command and
+// returns the exit status. A word close to a command gets "did you mean"
+// and the short usage (status 2); any other word, under a user name that
+// could name an instance, was a command meant for that instance, which is
+// not there: the not-found message, status 1, as an attach gets (ssh
+// web1@HOST uptime with web1 stopped). Otherwise the usage, status 2.
+func (s *Server) answerUsageError(sess *session, err error) int {
+	var ue *usageError
+	if errors.As(err, &ue) && ue.unknown != "" {
+		if v := closestVerb(ue.unknown); v != "" {
+			sess.errorf("termgate: " + err.Error() + "; did you mean " + v + "?\n" + shortUsage)
+			return 2
+		}
+		if msg := s.notAnInstance(sess.user); msg != "" {
+			sess.errorf("termgate: " + msg)
+			return 1
+		}
+	}
+	msg := "termgate: " + err.Error()
+	if hint := s.notAnInstance(sess.user); hint != "" {
+		msg += "; " + hint
+	}
+	sess.errorf(msg + "\n\n" + usage)
+	return 2
 }
 
 // notAnInstance is the hint an unknown gateway command gets when the user
@@ -271,7 +332,8 @@ func (s *Server) notAnInstance(user string) string {
 	if user == gatewayUser || sessions.CheckName(user) != nil {
 		return ""
 	}
-	return "; " + sessions.NotFoundMessage(user) + " (commands run in an instance only when the user name is one this key may reach)"
+	return sessions.NotFoundMessage(user) + " (commands run in an instance only when the user name is one this key may reach; " +
+		"the instances: ssh termgate@HOST instances; the gateway's commands: ssh termgate@HOST help)"
 }
 
 // notFound is the not-found message; an attach adds how to find the

@@ -60,6 +60,10 @@ type Config struct {
 	// ForwardIdleTimeout closes a forwarded connection that moved no
 	// byte either way for this long (default 15m; negative: never).
 	ForwardIdleTimeout time.Duration
+	// PublicHost is the host name the notices print in the command that
+	// comes back (--public-host's first name, without a port); empty: the
+	// address the client connected to (hint.go).
+	PublicHost string
 	// Logger receives the server's log (default: discard).
 	Logger *slog.Logger
 	// MaxAuthTries is the number of failed authentication attempts allowed
@@ -106,7 +110,9 @@ type Config struct {
 	// clock).
 	Clock clockwork.Clock
 	// KeepaliveInterval is how often a keepalive@openssh.com request is sent
-	// to every connection (default 30s; negative disables keepalives).
+	// to every connection (default 20s, so that a peer silent past the
+	// liveness timeout of 60 s is closed within 80 s; negative disables
+	// keepalives).
 	KeepaliveInterval time.Duration
 	// KeepaliveMax is how many keepalive intervals may pass without an answer
 	// before the connection is closed (default 3).
@@ -193,7 +199,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	if cfg.KeepaliveInterval == 0 {
-		cfg.KeepaliveInterval = 30 * time.Second
+		cfg.KeepaliveInterval = 20 * time.Second
 	}
 	if cfg.KeepaliveMax <= 0 {
 		cfg.KeepaliveMax = 3

@@ -37,7 +37,7 @@ func TestNewNeedsConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.cfg.Addr != ":2222" || s.cfg.MaxAuthTries != 6 || s.cfg.HandshakeTimeout != 20*time.Second ||
-		s.cfg.KeepaliveInterval != 30*time.Second || s.cfg.KeepaliveMax != 3 ||
+		s.cfg.KeepaliveInterval != 20*time.Second || s.cfg.KeepaliveMax != 3 ||
 		s.cfg.MaxPreAuthPerIP != 10 || s.cfg.MaxPreAuth != 100 || s.cfg.AuthFailLimit != 5 ||
 		s.cfg.AuthFailWindow != 5*time.Minute || s.cfg.AuthLockout != 10*time.Minute ||
 		s.cfg.MaxConnsPerKey != 20 || s.cfg.MaxSessionsPerKey != 20 || s.cfg.Clock == nil ||

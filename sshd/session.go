@@ -32,7 +32,9 @@ type session struct {
 	log    *slog.Logger
 
 	ctx    context.Context // ends with the connection
-	user   string          // the SSH user name
+	user   string          // the instance part of the SSH user name (user.go)
+	name   string          // the session's name in it ("" the default)
+	raw    sshUser         // the SSH user name as sent, parsed
 	remote net.Addr
 	key    gossh.PublicKey // the key whose signature was verified
 
@@ -55,7 +57,7 @@ type session struct {
 func newSession(cs *connState, ch gossh.Channel, grace time.Duration) *session {
 	return &session{
 		ch: ch, conn: cs, in: newInbox(), closed: make(chan struct{}), grace: grace, log: cs.log,
-		ctx: cs.ctx, user: cs.login, remote: cs.remote, key: cs.verifiedKey(),
+		ctx: cs.ctx, user: cs.target.instance, name: cs.target.name, raw: cs.target, remote: cs.remote, key: cs.verifiedKey(),
 	}
 }
 

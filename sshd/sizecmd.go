@@ -37,7 +37,8 @@ func (s *Server) size(sess *session, id keys.Identity, name, arg string) int {
 		}
 		info, err = s.cfg.Registry.PinSize(ctx, name, want)
 		if err == nil {
-			s.cfg.Audit.Event(audit.Size, who(id, sess.remote), name, "", "size", arg, "result", "ok")
+			inst, detail := auditAddr(name, "size", arg, "result", "ok")
+			s.cfg.Audit.Event(audit.Size, who(id, sess.remote), inst, "", detail...)
 		}
 	}
 	if err != nil {

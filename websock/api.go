@@ -21,7 +21,12 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.allowReset(name, c); err != nil {
+	name, err := sessionAddr(r, name) // name=: a named session of the instance
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if err := s.allowReset(instanceOf(name), c); err != nil {
 		s.log.Warn("reset refused: rate limit", "via", "http", "who", c.id.Name, "instance", name)
 		tooMany(w, err.retry, err.Error())
 		return
@@ -33,8 +38,9 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Debug("session reset over HTTP", "remote", r.RemoteAddr, "who", c.id.Name, "instance", name, "session", sess.ID()) // the registry logs the info line
-	s.cfg.Audit.Event(audit.Reset, s.who(r, c), name, sess.ID())
-	writeJSON(w, http.StatusOK, map[string]string{"instance": name, "session": sess.ID()})
+	inst, detail := auditAddr(name)
+	s.cfg.Audit.Event(audit.Reset, s.who(r, c), inst, sess.ID(), detail...)
+	writeJSON(w, http.StatusOK, map[string]string{"instance": inst, "name": sess.Name(), "session": sess.ID()})
 }
 
 // handleSessions serves GET /api/sessions: the sessions the caller may use.
@@ -147,16 +153,19 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c caller, auditA
 // message for the user; the detail goes to the log.
 func (s *Server) attachFailure(ctx context.Context, name string, err error) (int, string) {
 	var revoked *sessions.RevokedError
+	var tooMany *sessions.TooManySessionsError
 	switch {
 	case errors.As(err, &revoked): // the token was removed between the check and the attach
 		return http.StatusForbidden, revoked.Error()
+	case errors.As(err, &tooMany):
+		return http.StatusTooManyRequests, err.Error()
 	case errors.Is(err, sessions.ErrNotFound):
-		return http.StatusNotFound, sessions.NotFoundMessage(name)
+		return http.StatusNotFound, sessions.NotFoundMessage(instanceOf(name))
 	case errors.Is(err, sessions.ErrNoSession):
 		return http.StatusNotFound, sessions.NoSessionMessage(name)
 	case errors.Is(err, sessions.ErrPaused):
 		return http.StatusConflict, sessions.PausedMessage(name)
-	case errors.Is(err, sessions.ErrBadName), errors.Is(err, sessions.ErrBadSize):
+	case errors.Is(err, sessions.ErrBadName), errors.Is(err, sessions.ErrBadSize), errors.Is(err, sessions.ErrBadSessionName):
 		return http.StatusBadRequest, err.Error()
 	case errors.Is(err, sessions.ErrClosed):
 		return http.StatusServiceUnavailable, msgShuttingDown

@@ -34,7 +34,7 @@ const closeGrace = 2 * time.Second
 type conn struct {
 	s     *Server
 	ws    *websocket.Conn
-	name  string // the instance
+	name  string // the session's address: the instance, or INSTANCE+NAME
 	label string // names the client in sessions' logs
 	// allowed is the attach's Allowed: every control reset checks it
 	// again (sessions checks it when a reset moves the client).
@@ -110,7 +110,8 @@ func (c *conn) run(client *sessions.Client) {
 	attached := time.Now()
 	sessions.LogAttached(c.log, c.name, info, c.readOnly)
 	c.log.Debug("websocket attached", "instance", c.name, "offset", info.Offset, "gap", info.Gap)
-	c.s.cfg.Audit.Event(audit.Attach, c.who, c.name, info.Session, "new", info.New, "client", c.label, "read_only", c.readOnly)
+	inst, detail := auditAddr(c.name, "new", info.New, "client", c.label, "read_only", c.readOnly)
+	c.s.cfg.Audit.Event(audit.Attach, c.who, inst, info.Session, detail...)
 	// out is empty and nobody else sends yet: the attached event goes first.
 	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay, ReadOnly: c.readOnly, Cols: info.Size.Cols, Rows: info.Size.Rows})
 
@@ -150,7 +151,8 @@ func (c *conn) run(client *sessions.Client) {
 	if cause := c.getCause(); cause != nil {
 		reason = cause.Error()
 	}
-	c.s.cfg.Audit.Event(audit.Detach, c.who, c.name, session, "client", c.label, "reason", reason)
+	inst, detail = auditAddr(c.name, "client", c.label, "reason", reason)
+	c.s.cfg.Audit.Event(audit.Detach, c.who, inst, session, detail...)
 	c.log.Debug("websocket closed", "instance", c.name, "reason", reason)
 	// A tab closed or a page left: the usual end, said by no cause.
 	if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) && c.getCause() == nil {
@@ -486,7 +488,7 @@ func (c *conn) startReset() {
 		c.send(*errorFrame("a reset of this session is already in progress: wait for its reset event"))
 		return
 	}
-	if err := c.s.allowReset(c.name, c.caller); err != nil {
+	if err := c.s.allowReset(instanceOf(c.name), c.caller); err != nil {
 		c.log.Warn("reset refused: rate limit", "instance", c.name)
 		c.send(*errorFrame(err.Error()))
 		return
@@ -527,7 +529,8 @@ func (c *conn) reset() {
 		c.send(*errorFrame("reset failed: " + msg))
 		return
 	}
-	c.s.cfg.Audit.Event(audit.Reset, c.who, c.name, sess.ID(), "client", c.label)
+	inst, detail := auditAddr(c.name, "client", c.label)
+	c.s.cfg.Audit.Event(audit.Reset, c.who, inst, sess.ID(), detail...)
 }
 
 // outputEnded handles the end of the client's output: err is its cause.
@@ -612,7 +615,8 @@ func (c *conn) refused(act keys.Action, auditAction, session string, extra ...an
 		return false
 	}
 	c.log.Warn("refused", "action", act.String(), "instance", c.name, "reason", r.Reason)
-	c.s.cfg.Audit.Event(auditAction, c.who, c.name, session, append(extra, "result", "denied", "reason", r.Reason)...)
+	inst, detail := auditAddr(c.name, append(extra, "result", "denied", "reason", r.Reason)...)
+	c.s.cfg.Audit.Event(auditAction, c.who, inst, session, detail...)
 	c.send(*errorFrame(r.Message))
 	return true
 }

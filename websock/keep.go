@@ -30,6 +30,10 @@ func (s *Server) handleKeep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `"for" must be a duration such as 8h or 90m, or off`)
 		return
 	}
+	if name, err = sessionAddr(r, name); err != nil { // name=: a named session
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	until, err := s.cfg.Registry.Keep(r.Context(), name, d)
 	if tooLong := (*sessions.KeepTooLongError)(nil); errors.As(err, &tooLong) {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -40,8 +44,9 @@ func (s *Server) handleKeep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg)
 		return
 	}
-	s.cfg.Audit.Event(audit.Keep, s.who(r, c), name, "", "keep", d.String(), "result", "ok")
-	out := map[string]any{"instance": name, "keep_until": nil}
+	inst, detail := auditAddr(name, "keep", d.String(), "result", "ok")
+	s.cfg.Audit.Event(audit.Keep, s.who(r, c), inst, "", detail...)
+	out := map[string]any{"instance": inst, "keep_until": nil}
 	if !until.IsZero() {
 		out["keep_until"] = until.UTC()
 	}

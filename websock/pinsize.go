@@ -27,5 +27,6 @@ func (c *conn) pinSize(size sessions.Size) {
 		c.send(*errorFrame("pin-size failed: " + err.Error()))
 		return
 	}
-	c.s.cfg.Audit.Event(audit.Size, c.who, c.name, cl.Info().Session, "size", pin, "result", "ok")
+	inst, detail := auditAddr(c.name, "size", pin, "result", "ok")
+	c.s.cfg.Audit.Event(audit.Size, c.who, inst, cl.Info().Session, detail...)
 }

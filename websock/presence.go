@@ -32,7 +32,8 @@ func (c *conn) raiseHand() {
 		c.send(*errorFrame(err.Error()))
 		return
 	}
-	c.s.cfg.Audit.Event(audit.Hand, c.who, c.name, cl.Info().Session, "result", "ok")
+	inst, detail := auditAddr(c.name, "result", "ok")
+	c.s.cfg.Audit.Event(audit.Hand, c.who, inst, cl.Info().Session, detail...)
 }
 
 // grant lets the observers named whom type until the session is reset.
@@ -52,5 +53,6 @@ func (c *conn) grant(whom string) {
 		c.send(*errorFrame("grant failed: " + err.Error()))
 		return
 	}
-	c.s.cfg.Audit.Event(audit.Grant, c.who, c.name, cl.Info().Session, "to", whom, "clients", n, "result", "ok")
+	inst, detail := auditAddr(c.name, "to", whom, "clients", n, "result", "ok")
+	c.s.cfg.Audit.Event(audit.Grant, c.who, inst, cl.Info().Session, detail...)
 }

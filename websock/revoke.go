@@ -52,7 +52,7 @@ func (c *conn) revokedNow() bool {
 	if c.allowed == nil {
 		return false
 	}
-	if err := c.allowed(c.name); err != nil {
+	if err := c.allowed(instanceOf(c.name)); err != nil {
 		c.revoked(&sessions.RevokedError{Reason: err.Error()})
 		return true
 	}

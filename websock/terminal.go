@@ -32,6 +32,11 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	name, err = sessionAddr(r, name) // name=: a named session of the instance
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	if s.isClosed() {
 		writeError(w, http.StatusServiceUnavailable, msgShuttingDown)
 		return

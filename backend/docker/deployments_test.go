@@ -18,7 +18,7 @@ import (
 func TestHeldDeploymentsStayApart(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
-	label := "termgate.deploy=" + randomHex(6) // HeldInstances sees this test's container only
+	label := "termgate.deploy=" + randomHex(6) // HeldSessions sees this test's container only
 	name, _ := runContainer(t, "--label", label)
 	a, _ := durableBackend(t, Config{Label: label, GatewayID: "tgdeploya", Durable: exechost.Durable{HolderSecret: []byte("deployment A's secret, 32 bytes!")}})
 	b, bLogs := durableBackend(t, Config{Label: label, GatewayID: "tgdeployb", Durable: exechost.Durable{HolderSecret: []byte("deployment B's secret, 32 bytes!")}})
@@ -39,20 +39,20 @@ func TestHeldDeploymentsStayApart(t *testing.T) {
 
 	// B does not adopt A's holder: the error says there is nothing of
 	// B's, and why (the registry then counts nothing and starts B's own).
-	if p, err := b.Adopt(testContext(t), inst); !errors.Is(err, sessions.ErrNotHeld) || !errors.Is(err, exechost.ErrForeign) {
+	if p, err := b.Adopt(testContext(t), inst, ""); !errors.Is(err, sessions.ErrNotHeld) || !errors.Is(err, exechost.ErrForeign) {
 		if p != nil {
 			_ = p.Release()
 		}
 		t.Fatalf("B's Adopt = %v, %v; want ErrNotHeld and ErrForeign", p, err)
 	}
-	if _, err := b.Adopt(testContext(t), inst); !errors.Is(err, exechost.ErrForeign) {
+	if _, err := b.Adopt(testContext(t), inst, ""); !errors.Is(err, exechost.ErrForeign) {
 		t.Fatalf("B's second Adopt = %v, want ErrForeign", err)
 	}
 	if n := strings.Count(bLogs.String(), "holder started by another deployment; leaving it alone"); n != 1 {
 		t.Errorf("B's log says so %d times, want once:\n%s", n, bLogs.String())
 	}
-	if held, err := b.HeldInstances(testContext(t)); err != nil || len(held) != 0 {
-		t.Fatalf("B's HeldInstances = %v, %v; want none (only A holds a session there)", held, err)
+	if held, err := b.HeldSessions(testContext(t)); err != nil || len(held) != 0 {
+		t.Fatalf("B's HeldSessions = %v, %v; want none (only A holds a session there)", held, err)
 	}
 
 	// B's own session: another holder, another directory, another shell.
@@ -85,9 +85,9 @@ func TestHeldDeploymentsStayApart(t *testing.T) {
 
 	// A (a restart: a new Backend with A's secret) still adopts its own.
 	a2, _ := durableBackend(t, Config{Label: label, GatewayID: "tgdeploya", Durable: exechost.Durable{HolderSecret: []byte("deployment A's secret, 32 bytes!")}})
-	held, err := a2.HeldInstances(testContext(t))
-	if err != nil || len(held) != 1 || held[0].Name != name {
-		t.Fatalf("A's HeldInstances = %v, %v; want %s", held, err, name)
+	held, err := a2.HeldSessions(testContext(t))
+	if err != nil || len(held) != 1 || held[0].Instance.Name != name {
+		t.Fatalf("A's HeldSessions = %v, %v; want %s", held, err, name)
 	}
 	tmA2, hA2 := adopt(t, a2, inst)
 	if got := shellPID(t, tmA2); got != pidA || hA2.Held().Session != sessionA {

@@ -111,7 +111,7 @@ func release(t *testing.T, tm *term, h sessions.HeldProcess) {
 
 func adopt(t *testing.T, b *Backend, inst sessions.Instance) (*term, sessions.HeldProcess) {
 	t.Helper()
-	h, err := b.Adopt(testContext(t), inst)
+	h, err := b.Adopt(testContext(t), inst, "")
 	if err != nil {
 		t.Fatalf("Adopt: %v", err)
 	}
@@ -129,7 +129,7 @@ func heldProcs(t *testing.T, name string) []proc {
 func TestHeldSessionOutlivesItsGateway(t *testing.T) {
 	needEngine(t)
 	t.Parallel()
-	label := "termgate.held=" + randomHex(6) // HeldInstances sees this test's container only
+	label := "termgate.held=" + randomHex(6) // HeldSessions sees this test's container only
 	name, _ := runContainer(t, "--label", label)
 	b1, _ := durableBackend(t, Config{Label: label})
 	inst := lookup(t, b1, name)
@@ -142,11 +142,11 @@ func TestHeldSessionOutlivesItsGateway(t *testing.T) {
 
 	// A new gateway (a new Backend value) adopts the same shell.
 	b2, _ := durableBackend(t, Config{Label: label, GatewayID: "tgother"})
-	held, err := b2.HeldInstances(testContext(t))
-	if err != nil || len(held) != 1 || held[0].Name != name {
-		t.Fatalf("HeldInstances = %v, %v; want just %s", held, err, name)
+	held, err := b2.HeldSessions(testContext(t))
+	if err != nil || len(held) != 1 || held[0].Instance.Name != name {
+		t.Fatalf("HeldSessions = %v, %v; want just %s", held, err, name)
 	}
-	tm2, h2 := adopt(t, b2, held[0])
+	tm2, h2 := adopt(t, b2, held[0].Instance)
 	st := h2.Held()
 	if st.Session != h1.Held().Session || st.Created.IsZero() || st.Size != sessions.DefaultSize {
 		t.Fatalf("adopted %+v, want session %s with its start time and size", st, h1.Held().Session)
@@ -179,7 +179,7 @@ func TestHeldKillEndsEverything(t *testing.T) {
 	if left := heldProcs(t, name); len(left) > 0 {
 		t.Fatalf("left after Kill: %v", left)
 	}
-	if _, err := b.Adopt(testContext(t), inst); !errors.Is(err, sessions.ErrNotHeld) {
+	if _, err := b.Adopt(testContext(t), inst, ""); !errors.Is(err, sessions.ErrNotHeld) {
 		t.Fatalf("Adopt after Kill = %v, want ErrNotHeld", err)
 	}
 }
@@ -242,7 +242,7 @@ func TestHeldIdleReapedWithoutGateway(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if _, err := b.Adopt(testContext(t), inst); !errors.Is(err, sessions.ErrNotHeld) {
+	if _, err := b.Adopt(testContext(t), inst, ""); !errors.Is(err, sessions.ErrNotHeld) {
 		t.Fatalf("Adopt after reaping = %v, want ErrNotHeld", err)
 	}
 }
@@ -436,7 +436,7 @@ func TestHeldOtherProtocolVersionLeftAlone(t *testing.T) {
 	b, _ := durableBackend(t, Config{})
 	inst := lookup(t, b, name)
 	var verr *holder.VersionError
-	if _, err := b.Adopt(testContext(t), inst); !errors.As(err, &verr) || verr.Theirs != 1 || !strings.Contains(err.Error(), "leaving that session alone") {
+	if _, err := b.Adopt(testContext(t), inst, ""); !errors.As(err, &verr) || verr.Theirs != 1 || !strings.Contains(err.Error(), "leaving that session alone") {
 		t.Fatalf("Adopt = %v, want a VersionError saying the session is left alone", err)
 	}
 	if _, err := b.Start(testContext(t), inst, sessions.StartSpec{SessionID: randomHex(8), Size: sessions.DefaultSize}); !errors.As(err, &verr) {
@@ -486,7 +486,7 @@ func TestMeasureHolder(t *testing.T) {
 		later += d
 		_ = p.(sessions.HeldProcess).Release()
 		t0 := time.Now()
-		h, err := b.Adopt(ctx, inst)
+		h, err := b.Adopt(ctx, inst, "")
 		if err != nil {
 			t.Fatal(err)
 		}

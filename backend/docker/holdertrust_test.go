@@ -93,7 +93,7 @@ func TestHeldNeverAdoptsAPlantedSocket(t *testing.T) {
 	})
 	inst := lookup(t, b, name)
 	// What a gateway does at start and on attach: adopt what is held.
-	if p, err := b.Adopt(testContext(t), inst); !errors.Is(err, sessions.ErrNotHeld) {
+	if p, err := b.Adopt(testContext(t), inst, ""); !errors.Is(err, sessions.ErrNotHeld) {
 		if p != nil {
 			_ = p.Release()
 		}

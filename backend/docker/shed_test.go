@@ -221,7 +221,7 @@ func TestAdoptAfterTheHolderDiedEndsItsJobs(t *testing.T) {
 	waitLive(t, name, 2, sleeps(heldSleeps...))
 	release(t, tm, h)
 	dockerCLI(t, "exec", name, "kill", "-9", strconv.Itoa(holderPID(t, name)))
-	if _, err := b.Adopt(testContext(t), inst); !errors.Is(err, sessions.ErrNotHeld) {
+	if _, err := b.Adopt(testContext(t), inst, ""); !errors.Is(err, sessions.ErrNotHeld) {
 		t.Fatalf("Adopt after the holder died = %v, want ErrNotHeld", err)
 	}
 	if left := live(t, name, sleeps(heldSleeps...)); len(left) != 0 {

@@ -4,25 +4,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/termgate/termgate/sessions"
 )
 
-// Adopt connects to the session the instance's holder holds. Without a
+// Adopt connects to the session name ("" the default one) that its holder
+// holds in the instance (each session has its own socket: SocketFor). Without a
 // live holder of this deployment the error wraps sessions.ErrNotHeld (and
 // ErrForeign when another deployment's holds one: left alone); a holder of
 // another protocol version gives a *holder.VersionError and is left alone.
 // A Host that is not durable holds nothing.
-func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.HeldProcess, error) {
+func (h *Host) Adopt(ctx context.Context, inst sessions.Instance, name string) (sessions.HeldProcess, error) {
 	if h.held == nil {
 		return nil, fmt.Errorf("instance %q: durable sessions are off: %w", inst.Name, sessions.ErrNotHeld)
 	}
 	if inst.ID == "" {
 		return nil, fmt.Errorf("adopt in %q: empty instance id: %w", inst.Name, sessions.ErrNotFound)
 	}
-	dirs, err := h.holderSockets(ctx, inst)
+	// An earlier run's shells go first: adopting leads to a start when
+	// nothing is held.
+	if err := h.waitSwept(ctx, inst); err != nil {
+		return nil, err
+	}
+	dirs, err := h.holderSockets(ctx, inst, name)
 	if err != nil {
 		if h.gone(context.WithoutCancel(ctx), inst) {
 			return nil, fmt.Errorf("adopt in %q: %w: %w", inst.Name, sessions.ErrNotFound, err)
@@ -31,7 +36,7 @@ func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.Held
 	}
 	var stale, foreign error
 	for _, dir := range h.foreignLast(inst, dirs) {
-		p, err := h.connect(ctx, inst, dir)
+		p, err := h.connect(ctx, inst, dir, name)
 		if errors.Is(err, ErrForeign) {
 			foreign = err
 			continue
@@ -59,11 +64,12 @@ func (h *Host) Adopt(ctx context.Context, inst sessions.Instance) (sessions.Held
 	return nil, fmt.Errorf("instance %q: %w", inst.Name, sessions.ErrNotHeld)
 }
 
-// holderSockets returns the HolderDirs whose socket exists, in order.
-func (h *Host) holderSockets(ctx context.Context, inst sessions.Instance) ([]string, error) {
+// holderSockets returns the HolderDirs where the socket of the session
+// name exists, in order.
+func (h *Host) holderSockets(ctx context.Context, inst sessions.Instance, name string) ([]string, error) {
 	paths := make([]string, len(HolderDirs))
 	for i, dir := range HolderDirs {
-		paths[i] = SocketIn(dir)
+		paths[i] = SocketFor(dir, name)
 	}
 	have, err := h.x.Exists(ctx, inst, paths)
 	if err != nil {
@@ -78,13 +84,17 @@ func (h *Host) holderSockets(ctx context.Context, inst sessions.Instance) ([]str
 	return dirs, nil
 }
 
-// HeldInstances lists the running instances with a holder's socket (a
-// holder that died by SIGKILL leaves one behind, and another deployment's
-// holder has one too: Adopt then says ErrNotHeld, which AdoptAll counts as
-// nothing). Telling the holders apart takes a connection to each, so only
-// the directories an Adopt already found another deployment's are left
-// out.
-func (h *Host) HeldInstances(ctx context.Context) ([]sessions.Instance, error) {
+// HeldSessions lists the default sessions of the running instances with a
+// holder's socket (a holder that died by SIGKILL leaves one behind, and
+// another deployment's holder has one too: Adopt then says ErrNotHeld,
+// which AdoptAll counts as nothing). Telling the holders apart takes a
+// connection to each, so only the directories an Adopt already found
+// another deployment's are left out. A named session's holder is not
+// listed (finding its socket would take a directory listing in the
+// instance, which may have no tools): it is adopted at its first attach,
+// or reset; one holder per instance (issue 36 item 4) will
+// list them all.
+func (h *Host) HeldSessions(ctx context.Context) ([]sessions.HeldSession, error) {
 	if h.held == nil {
 		return nil, nil
 	}
@@ -94,16 +104,16 @@ func (h *Host) HeldInstances(ctx context.Context) ([]sessions.Instance, error) {
 	}
 	var (
 		mu  sync.Mutex
-		out []sessions.Instance
+		out []sessions.HeldSession
 	)
 	err = h.each(list, func(inst sessions.Instance) error {
-		dirs, err := h.holderSockets(ctx, inst)
+		held, err := h.holds(ctx, inst)
 		if err != nil {
 			return fmt.Errorf("instance %q: %w", inst.Name, err)
 		}
-		if slices.ContainsFunc(dirs, func(d string) bool { return !h.knownForeign(inst, d) }) {
+		if held {
 			mu.Lock()
-			out = append(out, inst)
+			out = append(out, sessions.HeldSession{Instance: inst})
 			mu.Unlock()
 		}
 		return nil

@@ -44,7 +44,9 @@
 // count whenever it changes (Release stops and waits for it). A
 // PushStream owns one, running the backend's push call (Close ends and
 // waits for it). Sweep and HeldInstances run Config.SweepWorkers calls at
-// a time and wait for all. Other Streams' goroutines are the backend's.
+// a time and wait for all. StartUp's startup.Worker sweeps (and adopts)
+// in the background, SweepWorkers at a time, until its stop func; every
+// marked exec waits for its instance's sweep (gatedExecutor). Other Streams' goroutines are the backend's.
 // Every other call runs on its caller's goroutine.
 //
 // Locks: Shell.kmu and HeldShell.kmu serialize Kill (which does I/O under

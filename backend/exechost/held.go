@@ -24,6 +24,7 @@ type HeldShell struct {
 	h    *Host
 	inst sessions.Instance
 	dir  string // the holder's directory (one of HolderDirs)
+	name string // the session's name in the instance ("" the default)
 	x    *execConn
 
 	kmu    sync.Mutex // serializes Kill
@@ -53,20 +54,20 @@ func (p *HeldShell) Dir() string { return p.dir }
 // started). An error wrapping sessions.ErrNotHeld means no holder answers
 // there (ErrForeign too for another deployment's holder); a
 // *holder.VersionError, a holder of another protocol version (left alone).
-func (h *Host) connect(ctx context.Context, inst sessions.Instance, dir string) (*HeldShell, error) {
+func (h *Host) connect(ctx context.Context, inst sessions.Instance, dir, name string) (*HeldShell, error) {
 	run, install, err := h.holderCommand(ctx, inst, dir)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the holder in %q: %w", inst.Name, err)
 	}
-	cmd := append(run, "attach", SocketIn(dir))
+	cmd := append(run, "attach", SocketFor(dir, name))
 	if install != "" { // a holder another build started: bring ours for the attach
-		cmd = append(run, "attach", "--install-as", install, SocketIn(dir))
+		cmd = append(run, "attach", "--install-as", install, SocketFor(dir, name))
 	}
 	x, err := h.openExec(ctx, inst, cmd)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the holder in %q: %w", inst.Name, err)
 	}
-	return h.handshake(ctx, inst, dir, x, 0)
+	return h.handshake(ctx, inst, dir, name, x, 0)
 }
 
 // errUntrusted marks a holder directory, socket or listener that the
@@ -76,7 +77,7 @@ var errUntrusted = errors.New("refused: not the exec user's alone")
 // handshake says hello to the holder over x and reads the replay. clients
 // is the count the holder starts with for this gateway (see
 // HelloMsg.Clients).
-func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir string, x *execConn, clients int) (*HeldShell, error) {
+func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir, name string, x *execConn, clients int) (*HeldShell, error) {
 	stop := x.deadline(ctx)
 	x.keepOpen.Store(true)
 	c, rep, err := holder.DialClients(x, h.held.key(inst), h.gatewayID, "", 0, clients)
@@ -91,7 +92,7 @@ func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir string
 		// believed, and it is left alone; the exec has nothing to say.
 		x.shutdown()
 		h.foreignHolder(inst, dir)
-		return nil, fmt.Errorf("instance %q: %w: %w (%s)", inst.Name, sessions.ErrNotHeld, ErrForeign, SocketIn(dir))
+		return nil, fmt.Errorf("instance %q: %w: %w (%s)", inst.Name, sessions.ErrNotHeld, ErrForeign, SocketFor(dir, name))
 	}
 	if err != nil {
 		var werr error
@@ -109,9 +110,9 @@ func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir string
 			// process refused it: holder.CheckHome, SO_PEERCRED): never
 			// adopted; the session starts elsewhere.
 			h.log.Warn(h.name+": refused to connect to a holder that is not the exec user's", "instance", inst.Name, "dir", dir, "why", stderr)
-			return nil, fmt.Errorf("instance %q: %w: %w (%s: %s)", inst.Name, sessions.ErrNotHeld, errUntrusted, SocketIn(dir), stderr)
+			return nil, fmt.Errorf("instance %q: %w: %w (%s: %s)", inst.Name, sessions.ErrNotHeld, errUntrusted, SocketFor(dir, name), stderr)
 		case strings.Contains(stderr, "no holder answers"):
-			return nil, fmt.Errorf("instance %q: %w (stale socket %s)", inst.Name, sessions.ErrNotHeld, SocketIn(dir))
+			return nil, fmt.Errorf("instance %q: %w (stale socket %s)", inst.Name, sessions.ErrNotHeld, SocketFor(dir, name))
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("connect to the holder in %q: %w", inst.Name, ctx.Err())
 		case errors.Is(werr, ErrNoStatus): // the exec itself failed
@@ -120,7 +121,7 @@ func (h *Host) handshake(ctx context.Context, inst sessions.Instance, dir string
 		return nil, fmt.Errorf("connect to the holder in %q: %w %s", inst.Name, err, stderr)
 	}
 	h.ownHolder(inst, dir)
-	p := &HeldShell{h: h, inst: inst, dir: dir, x: x}
+	p := &HeldShell{h: h, inst: inst, dir: dir, name: name, x: x}
 	p.conn = newConn(inst.Name, h.gatewayID, c, rep, replay, clients, connHooks{Lost: p.lost, Exited: p.exited})
 	return p, nil
 }
@@ -151,7 +152,7 @@ func (p *HeldShell) lost() error {
 	case p.ending.Load():
 		return io.EOF
 	}
-	q, err := p.h.connect(ctx, p.inst, p.dir)
+	q, err := p.h.connect(ctx, p.inst, p.dir, p.name)
 	switch {
 	case err == nil:
 		alive := q.Held().Session == p.Held().Session
@@ -189,7 +190,7 @@ func (p *HeldShell) Kill(ctx context.Context) error {
 	// after a while, say it again through a new connection.
 	again := time.Now().Add(3 * time.Second)
 	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 250*time.Millisecond) {
-		live, err := p.h.x.Exists(ctx, p.inst, []string{SocketIn(p.dir)})
+		live, err := p.h.x.Exists(ctx, p.inst, []string{SocketFor(p.dir, p.name)})
 		switch {
 		case err != nil && p.h.gone(ctx, p.inst):
 			live = []bool{false}
@@ -240,7 +241,7 @@ func (p *HeldShell) endAgain(ctx context.Context) (done bool, err error) {
 		p.killed = true // the instance stopped: so did the holder
 		return true, nil
 	}
-	q, err := p.h.connect(ctx, p.inst, p.dir)
+	q, err := p.h.connect(ctx, p.inst, p.dir, p.name)
 	if errors.Is(err, sessions.ErrNotHeld) {
 		p.killed = true
 		return true, nil

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"path"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/termgate/termgate/backend/procmark"
+	"github.com/termgate/termgate/backend/startup"
 	"github.com/termgate/termgate/internal/holderbin"
 	"github.com/termgate/termgate/sessions"
 )
@@ -133,7 +135,8 @@ type Host struct {
 	site      *holderSite // the holder binary, for held sessions and tools
 	stopGrace time.Duration
 	workers   int
-	kills     procmark.Grouper[instKey] // one kill exec at a time per instance
+	kills     procmark.Grouper[instKey]      // one kill exec at a time per instance
+	gate      atomic.Pointer[startup.Worker] // the start-up sweep (StartUp); nil before
 }
 
 var gatewayIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -144,9 +147,10 @@ func New(x Executor, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("gateway id %q: use 1 to 64 letters, digits, '_' or '-'", cfg.GatewayID)
 	}
 	h := &Host{
-		x: x, name: cfg.Name, gatewayID: cfg.GatewayID, log: cfg.Logger,
+		name: cfg.Name, gatewayID: cfg.GatewayID, log: cfg.Logger,
 		shell: append([]string(nil), cfg.Shell...), stopGrace: cfg.StopGrace, workers: cfg.SweepWorkers,
 	}
+	h.x = gatedExecutor{Executor: x, h: h}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
@@ -181,8 +185,20 @@ const holderHome = ".termgate"
 // HomeIn is the holder's directory under dir.
 func HomeIn(dir string) string { return path.Join(dir, holderHome) }
 
-// SocketIn is the holder's socket under dir.
+// SocketIn is the socket under dir of the holder of an instance's default
+// session.
 func SocketIn(dir string) string { return path.Join(HomeIn(dir), "holder.sock") }
+
+// SocketFor is the socket under dir of the holder of the instance's
+// session name: SocketIn for the default session (""), holder+NAME.sock
+// for a named one, so that each named session has a holder of its own
+// (sessions.CheckSessionName keeps NAME to [a-z0-9_-]).
+func SocketFor(dir, name string) string {
+	if name == "" {
+		return SocketIn(dir)
+	}
+	return path.Join(HomeIn(dir), "holder+"+name+".sock")
+}
 
 func binaryIn(dir, hash string) string { return path.Join(HomeIn(dir), "holder-"+hash) }
 

@@ -239,7 +239,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 			why = append(why, err.Error())
 			continue
 		}
-		cmd := append(run, "serve", "--key-stdin", "--socket", SocketIn(dir), "--session", spec.SessionID, "--attach",
+		cmd := append(run, "serve", "--key-stdin", "--socket", SocketFor(dir, spec.Name), "--session", spec.SessionID, "--attach",
 			"--idle", h.held.idle.String(), "--buffer", strconv.Itoa(h.held.buffer),
 			"--cols", strconv.Itoa(sh.size.Cols), "--rows", strconv.Itoa(sh.size.Rows), "--env", "TERM="+sh.term)
 		if install != "" {
@@ -274,7 +274,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 				return nil, fmt.Errorf("start the holder in %q: %w", inst.Name, werr)
 			}
 		}
-		outcome, err := parseServe(res, SocketIn(dir))
+		outcome, err := parseServe(res, SocketFor(dir, spec.Name))
 		if err != nil {
 			if _, crashed := goCrash(res.Stderr); crashed {
 				h.log.Debug(h.name+": the holder's crash output", "instance", inst.Name, "output", res.Stderr)
@@ -294,7 +294,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		// A Start is for an attaching client: counted from the hello on,
 		// so a short idle timeout cannot reap the session before the
 		// registry says so.
-		p, err := h.handshake(ctx, inst, dir, x, 1)
+		p, err := h.handshake(ctx, inst, dir, spec.Name, x, 1)
 		if errors.Is(err, errUntrusted) || errors.Is(err, ErrForeign) {
 			// Not ours to use (another user's directory, or a live
 			// holder of another deployment): hold it elsewhere.
@@ -303,7 +303,7 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 			continue
 		}
 		if err != nil {
-			return h.heldStartFailed(ctx, inst, outcome, dir, err)
+			return h.heldStartFailed(ctx, inst, outcome, dir, spec.Name, err)
 		}
 		h.held.set(&h.held.worked, inst.ID, dir)
 		return p, nil

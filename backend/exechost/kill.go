@@ -175,7 +175,8 @@ func (h *Host) sweepMode() string {
 }
 
 // Sweep ends the marked shells (and their sessions' processes) in every
-// running instance: with the exec streams of an earlier gateway run gone,
+// running instance at once (a starting gateway uses StartUp, which does it
+// in the background): with the exec streams of an earlier gateway run gone,
 // nothing else would ever end them. It ends the jobs of holders that died
 // meanwhile too (procmark.Orphans): whoever started such a holder, its
 // session is over, and no gateway could reach them otherwise.
@@ -185,14 +186,8 @@ func (h *Host) Sweep(ctx context.Context) error {
 		return err
 	}
 	return h.each(list, func(inst sessions.Instance) error {
-		procs, err := h.runKill(ctx, killKey(inst), []string{h.sweepMode(), procmark.Orphans})
-		if err != nil {
+		if _, err := h.SweepInstance(ctx, inst); err != nil {
 			return fmt.Errorf("sweep %q: %w", inst.Name, err)
-		}
-		if len(procs) > 0 {
-			sessionIDs, pids := procmark.Summary(procs)
-			h.log.Info(h.name+": sweep ended shells left by an earlier run",
-				"instance", inst.Name, "sessions", sessionIDs, "processes", pids)
 		}
 		return nil
 	})

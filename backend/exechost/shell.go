@@ -24,6 +24,11 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 	if inst.ID == "" {
 		return nil, fmt.Errorf("start shell in %q: empty instance id: %w", inst.Name, sessions.ErrNotFound)
 	}
+	// Never beside an earlier run's shells (a held one's exec carries no
+	// marker for gatedExecutor to see).
+	if err := h.waitSwept(ctx, inst); err != nil {
+		return nil, err
+	}
 	sh, err := forStart(h.gatewayID, inst.Name, spec)
 	if err != nil {
 		return nil, err

@@ -21,11 +21,11 @@ const relistenWait = 3 * time.Second
 // again, into the same lock, and an attach would go round without an
 // answer. So the start waits (relistenWait at most) for the holder to
 // listen again and connects to it, else fails saying why.
-func (h *Host) heldStartFailed(ctx context.Context, inst sessions.Instance, outcome serveOutcome, dir string, err error) (sessions.Process, error) {
+func (h *Host) heldStartFailed(ctx context.Context, inst sessions.Instance, outcome serveOutcome, dir, name string, err error) (sessions.Process, error) {
 	if outcome != serveHeld || !errors.Is(err, sessions.ErrNotHeld) {
 		return nil, fmt.Errorf("start a held session in %q: %w", inst.Name, err)
 	}
-	sock := SocketIn(dir)
+	sock := SocketFor(dir, name)
 	t := time.NewTimer(relistenWait)
 	defer t.Stop()
 	tick := time.NewTicker(250 * time.Millisecond)
@@ -42,7 +42,7 @@ func (h *Host) heldStartFailed(ctx context.Context, inst sessions.Instance, outc
 		if have, err := h.x.Exists(ctx, inst, []string{sock}); err != nil || !have[0] {
 			continue
 		}
-		p, err := h.connect(ctx, inst, dir)
+		p, err := h.connect(ctx, inst, dir, name)
 		if err == nil {
 			h.log.Info(h.name+": the holder listens on its socket again after it was deleted", "instance", inst.Name, "socket", sock)
 			return p, nil

@@ -85,7 +85,7 @@ func adoptShell(t *testing.T, b *Backend, inst sessions.Instance) (*shell, sessi
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	h, err := b.Adopt(ctx, inst)
+	h, err := b.Adopt(ctx, inst, "")
 	if err != nil {
 		t.Fatalf("Adopt(%s): %v", inst.Name, err)
 	}
@@ -108,10 +108,10 @@ func heldPID(t *testing.T, s *shell) int {
 }
 
 // A held session outlives the Backend that started it: another adopts it
-// (HeldInstances finds it), with the replay and the same shell; a Kill
+// (HeldSessions finds it), with the replay and the same shell; a Kill
 // ends the shell, its jobs and the holder.
 //
-// Not parallel: HeldInstances lists the held sessions of every pod under
+// Not parallel: HeldSessions lists the held sessions of every pod under
 // the run's label, and it must find this one's alone.
 func TestHeldSessionOutlivesItsGatewayInAPod(t *testing.T) {
 	b1, logs := durableBackend(t)
@@ -136,9 +136,9 @@ func TestHeldSessionOutlivesItsGatewayInAPod(t *testing.T) {
 	b2, _ := durableBackend(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	held, err := b2.HeldInstances(ctx)
-	if err != nil || len(held) != 1 || held[0] != inst {
-		t.Fatalf("HeldInstances = %v, %v; want [%v]", held, err, inst)
+	held, err := b2.HeldSessions(ctx)
+	if err != nil || len(held) != 1 || held[0].Instance != inst || held[0].Name != "" {
+		t.Fatalf("HeldSessions = %v, %v; want [%v]", held, err, inst)
 	}
 	s2, h2 := adoptShell(t, b2, inst)
 	if got := h2.Held().Session; got == "" {
@@ -156,9 +156,9 @@ func TestHeldSessionOutlivesItsGatewayInAPod(t *testing.T) {
 	if strings.Contains(out, "sleep 4321") || strings.Contains(out, "holder.sock\n") {
 		t.Errorf("after Kill the pod still has:\n%s", out)
 	}
-	held, err = b2.HeldInstances(ctx)
+	held, err = b2.HeldSessions(ctx)
 	if err != nil || len(held) != 0 {
-		t.Errorf("HeldInstances after Kill = %v, %v; want none", held, err)
+		t.Errorf("HeldSessions after Kill = %v, %v; want none", held, err)
 	}
 }
 
@@ -257,11 +257,11 @@ func TestAdoptWithoutHolder(t *testing.T) {
 	inst := lookupPod(t, b, pod)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := b.Adopt(ctx, inst); !errors.Is(err, sessions.ErrNotHeld) {
+	if _, err := b.Adopt(ctx, inst, ""); !errors.Is(err, sessions.ErrNotHeld) {
 		t.Errorf("Adopt without a holder: %v, want ErrNotHeld", err)
 	}
 	deletePod(t, pod, true)
-	if _, err := b.Adopt(ctx, inst); !errors.Is(err, sessions.ErrNotFound) {
+	if _, err := b.Adopt(ctx, inst, ""); !errors.Is(err, sessions.ErrNotFound) {
 		t.Errorf("Adopt in a deleted pod: %v, want ErrNotFound", err)
 	}
 }

@@ -158,6 +158,8 @@ func TestCLIRefusesBadSettings(t *testing.T) {
 	}{
 		{nil, []string{"--idle-timeout", "5"}, `termgate: --idle-timeout "5" is not a duration: it needs a unit; use 5s, 5m or a duration such as 30m`},
 		{nil, []string{"--idle"}, "termgate: unknown flag --idle; did you mean --idle-timeout?"},
+		{nil, []string{"--ssh-addr", "2222"}, `termgate: --ssh-addr "2222" is a port, not an address: write :2222`},
+		{nil, []string{"--http-addr", "localhost"}, `termgate: --http-addr "localhost" is not an address: write HOST:PORT`},
 		{[]string{"TERMGATE_IDLE_TIMEOUT=soon"}, nil, `termgate: TERMGATE_IDLE_TIMEOUT="soon" is not a duration`},
 		{nil, []string{"--config", unknown}, "termgate: " + unknown + ` line 2: unknown key "idle-timout"; did you mean idle-timeout?`},
 		{nil, []string{"--config", bad}, "termgate: " + bad + ` line 4: idle-timeout: "5" is not a duration`},

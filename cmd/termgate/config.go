@@ -51,6 +51,16 @@ func readPolicies(path string, v *yaml.Node, o *options) error {
 				return fmt.Errorf("%s line %d: policies rule: unknown key %q (known: groups, emails, instances, read-only, port-forwarding, files)", path, item.Content[i].Line, k)
 			}
 		}
+		for i := 0; i+1 < len(item.Content); i += 2 {
+			k, v := item.Content[i].Value, item.Content[i+1]
+			if (k == "groups" || k == "emails" || k == "instances") && v.Kind != yaml.SequenceNode {
+				example := "ops"
+				if v.Kind == yaml.ScalarNode && v.Value != "" {
+					example = v.Value
+				}
+				return fmt.Errorf("%s line %d: policies rule: %s: takes a list, not one value: write %s: [%s] (or one \"- %s\" line each under %s:)", path, v.Line, k, k, example, example, k)
+			}
+		}
 		var r keys.PolicyRule
 		if err := item.Decode(&r); err != nil {
 			return fmt.Errorf("%s line %d: policies rule: %v", path, item.Line, err)
@@ -113,6 +123,9 @@ func readConfig(path string, data []byte, fs *pflag.FlagSet, o *options) ([]conf
 	case errors.Is(err, io.EOF):
 		return nil, nil // empty
 	case err != nil:
+		if line, key := indentedKeyLine(data); line > 0 {
+			return nil, fmt.Errorf("%s line %d: %s: is indented: keys start at the beginning of the line (remove the spaces before %s)", path, line, key, key)
+		}
 		return nil, fmt.Errorf("%s: not valid YAML: %w", path, err)
 	}
 	for {

@@ -190,3 +190,22 @@ func yamlExample(t *testing.T, file, heading string) string {
 	}
 	return block
 }
+
+// TestConfigErrorsNameTheLine (issue 40 item 2): an indented key is
+// reported on its own line, not where YAML's mapping began; policies
+// with one value where a list belongs gets a sentence, not YAML's
+// "cannot unmarshal !!str".
+func TestConfigErrorsNameTheLine(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"# a comment\nssh-addr: 127.0.0.1:2222\n#\n# more\n\n   instance-label: termgate\n",
+			`line 6: instance-label: is indented: keys start at the beginning of the line`},
+		{"policies:\n  - groups: ops\n    instances: [\"web*\"]\n",
+			`line 2: policies rule: groups: takes a list, not one value: write groups: [ops]`},
+	} {
+		p := writeConfig(t, tc.text)
+		_, err := parseFlags([]string{"--config", p}, env(nil))
+		if err == nil || !strings.Contains(err.Error(), p+" "+tc.want) {
+			t.Errorf("config %q: error %v, want %q", tc.text, err, tc.want)
+		}
+	}
+}

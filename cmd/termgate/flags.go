@@ -34,6 +34,8 @@ type options struct {
 	publicURL           string
 	policies            keys.Policies // the config file's policies:
 	maxKeep             time.Duration
+	maxPerInstance      int // --max-sessions-per-instance
+	maxNamedPerKey      int // --max-named-sessions
 	sizePolicy          string
 	notifyJoins         bool
 	bufferSize          int
@@ -106,8 +108,8 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	_ = fs.MarkHidden("help-man")
 
 	// Listeners.
-	str(&o.sshAddr, "ssh-addr", ":2222", "addr", "SSH listener address")
-	str(&o.httpAddr, "http-addr", ":8080", "addr", "HTTP + WebSocket listener address")
+	checked(&o.sshAddr, "ssh-addr", ":2222", "addr", listenAddr, "SSH listener address")
+	checked(&o.httpAddr, "http-addr", ":8080", "addr", listenAddr, "HTTP + WebSocket listener address")
 	str(&o.publicHost, "public-host", "", "list", "host names browsers and ssh reach the gateway by (comma-separated, each NAME or NAME:PORT); the first is printed in the SSH command and browser URL (default: localhost); logins and WebSockets are refused for any Host but these, localhost and IP addresses")
 	list(&o.allowedOrigins, "allowed-origins", "extra browser origins allowed to open WebSockets (comma-separated, e.g. https://ops.example.com)")
 	str(&o.tlsCert, "tls-cert", "", "file", "serve HTTPS with this PEM certificate (chain); needs --tls-key; reloaded on SIGHUP")
@@ -147,6 +149,8 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	checked(&sz.scrollback, "scrollback", "auto", "size", checkScrollback, "with --replay screen: scrollback kept per session, as drawn (bytes, or with a KiB/MiB suffix; auto: --buffer-size)")
 	dur(&o.shutdownTimeout, "shutdown-timeout", 9*time.Second, false, "how long SIGTERM waits for sessions to end")
 	dur(&o.maxKeep, "max-keep", 24*time.Hour, true, "the longest ssh HOST keep (or the page's Keep) may keep a session with no client attached")
+	fs.Var(newCount(&o.maxPerInstance, 8), "max-sessions-per-instance", "the most sessions one instance may have at once, its default session included (ssh -t INSTANCE+NAME@HOST opens a named one); past it a new one is refused")
+	fs.Var(newCount(&o.maxNamedPerKey, 32), "max-named-sessions", "the most named sessions one key, token or identity may have started and still running, across instances; past it a new one is refused")
 	checked(&o.sizePolicy, "size-policy", "latest", "policy", oneOf("a size policy", "latest, smallest or largest", flagChoices["size-policy"]...), "the shell's window size: latest (the read-write client that most recently attached, resized or typed), smallest or largest of the read-write clients'")
 	boolean(&o.notifyJoins, "notify-joins", false, "tell SSH clients with a [termgate] line when someone joins or leaves their session (the page always shows who is attached)")
 

@@ -51,11 +51,6 @@ func newKubernetesBackend(ctx context.Context, o *options, id backendIDs, log *s
 		return nil, nil, err
 	}
 	log.Info("kubernetes backend", "server", loaded.REST.Host, "namespace", ns, "in_cluster", loaded.InCluster)
-	sctx, cancel2 := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel2()
-	if err := b.Sweep(sctx); err != nil {
-		log.Warn("could not end shells left by an earlier run", "err", err)
-	}
 	return b, func() {}, nil
 }
 

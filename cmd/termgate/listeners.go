@@ -29,6 +29,7 @@ type wiring struct {
 	https       bool
 	signinState *oidc.Store
 	sshSignIn   *sshd.SignIn
+	stopStartUp func() // ends the start-up work (main.go: startUp)
 }
 
 // sshServer is the SSH listener's server. Every reload of keys, tokens or
@@ -41,6 +42,7 @@ func (w *wiring) sshServer() (*sshd.Server, error) {
 		Audit: w.audit, Registry: w.reg, Logger: w.log,
 		Remote: w.runner, Switches: w.switches,
 		ForwardIdleTimeout: forwardIdle(o.forwardIdleTimeout),
+		PublicHost:         publicHostName(o.publicHost),
 	})
 	if err != nil {
 		return nil, err

@@ -105,8 +105,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		// A holder's replay is kept up to the ring this gateway gives
 		// the holders it starts (and keeps per session itself).
 		holder.SetReplayLimit(o.bufferSize)
-		adoptHeld(ctx, reg)
 	}
+	// Before the listeners, so that no shell starts in an instance before
+	// its sweep; the work itself goes on in the background.
+	stopStartUp := sync.OnceFunc(startUp(ctx, o, backend, reg))
+	defer stopStartUp()
 	provider, https, err := signIn(o)
 	if err != nil {
 		return err
@@ -130,6 +133,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		https:       https,
 		signinState: signinState,
 		sshSignIn:   sshSignIn(o, provider, signinState),
+		stopStartUp: stopStartUp,
 	}
 	sshSrv, err := w.sshServer()
 	if err != nil {
@@ -150,13 +154,16 @@ func newRegistry(o *options, backend sessions.Backend, auditLog *audit.Log, reco
 		ClientQueue: clientQueue(o),
 		IdleTimeout: o.idleTimeout,
 		MaxKeep:     o.maxKeep,
-		SizePolicy:  sizePolicy(o.sizePolicy),
-		NotifyJoins: o.notifyJoins,
-		Shell:       shellArgv(o.shell),
-		OnEnd:       auditSessionEnd(auditLog),
-		NewReplayer: newReplayer(o),
-		Logger:      log,
-		Observe:     recorder.observe(),
+		// Named sessions: per instance, and per credential across them.
+		MaxPerInstance: o.maxPerInstance,
+		MaxNamedPerWho: o.maxNamedPerKey,
+		SizePolicy:     sizePolicy(o.sizePolicy),
+		NotifyJoins:    o.notifyJoins,
+		Shell:          shellArgv(o.shell),
+		OnEnd:          auditSessionEnd(auditLog),
+		NewReplayer:    newReplayer(o),
+		Logger:         log,
+		Observe:        recorder.observe(),
 	})
 }
 
@@ -190,6 +197,16 @@ func shutdown(timeout time.Duration, log *slog.Logger, reg *sessions.Registry, s
 				case <-reg.Done():
 				case <-sctx.Done():
 					return
+				}
+				// The SSH listener's commands, transfers and forwards
+				// tell their clients why they end (sftp's failure
+				// replies, an exit status) before it may cut them.
+				if d, ok := s.(interface{ Drained() <-chan struct{} }); ok {
+					select {
+					case <-d.Drained():
+					case <-sctx.Done():
+						return
+					}
 				}
 				select {
 				case <-time.After(closeGrace):
@@ -261,22 +278,30 @@ func newBackend(ctx context.Context, o *options, id backendIDs, log *slog.Logger
 		b.Close()
 		return nil, nil, err
 	}
-	sctx, cancel2 := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel2()
-	if err := b.Sweep(sctx); err != nil {
-		log.Warn("could not end shells left by an earlier run", "err", err)
-	}
 	return b, func() { b.Close() }, nil
 }
 
-// adoptHeld adopts the sessions that holders hold in the instances (left by
-// an earlier run, or served by another gateway too), so that list shows
-// them before anyone attaches. It never fails the start: a session not
-// adopted now is adopted at its first attach.
-func adoptHeld(ctx context.Context, reg *sessions.Registry) {
-	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	reg.AdoptAll(actx)
+// starter is a backend with start-up work (exechost.Host: Docker and
+// Kubernetes).
+type starter interface {
+	StartUp(ctx context.Context, adopt func(context.Context, sessions.Instance) (bool, error)) (stop func())
+}
+
+// startUp starts ending the shells an earlier run left and, with
+// --durable, adopting the sessions holders hold (so that list shows them
+// before anyone attaches), in the background, instance by instance; an
+// attach to an instance waits for that instance alone. The returned stop
+// ends that work and waits for it.
+func startUp(ctx context.Context, o *options, backend sessions.Backend, reg *sessions.Registry) (stop func()) {
+	s, ok := backend.(starter)
+	if !ok {
+		return func() {}
+	}
+	var adopt func(context.Context, sessions.Instance) (bool, error)
+	if o.durable {
+		adopt = reg.AdoptIn
+	}
+	return s.StartUp(ctx, adopt)
 }
 
 func shellArgv(s string) []string {

@@ -66,6 +66,8 @@ loop:
 			}
 		}
 	}
+	// No sweep or adoption may race the sessions' shutdown.
+	w.stopStartUp()
 	shutdown(o.shutdownTimeout, log, w.reg, sshSrv, webSrv)
 	wg.Wait()
 	return runErr

@@ -144,3 +144,19 @@ func (v *rateValue) Set(s string) error {
 	*v.p = f
 	return nil
 }
+
+// countValue is a positive whole number (a cap).
+type countValue struct{ p *int }
+
+func newCount(p *int, def int) *countValue { *p = def; return &countValue{p: p} }
+
+func (v *countValue) String() string { return strconv.Itoa(*v.p) }
+func (v *countValue) Type() string   { return "number" }
+func (v *countValue) Set(s string) error {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 1 {
+		return errors.New("must be a positive whole number, such as 8")
+	}
+	*v.p = n
+	return nil
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -309,14 +310,20 @@ func (e *env) teardown(logf func(string, ...any)) error {
 		if len(e.containers) > 0 {
 			logf("removing containers %s", strings.Join(e.containers, ", "))
 		}
-		for _, name := range e.containers {
+		// A few at a time: the memory phase has dozens.
+		var mu sync.Mutex
+		_ = forEach(context.Background(), len(e.containers), func(_ context.Context, i int) error {
+			name := e.containers[i]
 			ctx, cancel := context.WithTimeout(context.Background(), removeWait)
 			err := e.docker.ContainerRemove(ctx, name, container.RemoveOptions{Force: true})
 			cancel()
 			if err != nil && !cerrdefs.IsNotFound(err) {
+				mu.Lock()
 				errs = append(errs, fmt.Errorf("remove container %s: %w (remove it with: docker rm -f %s)", name, err, name))
+				mu.Unlock()
 			}
-		}
+			return nil
+		})
 		e.containers = nil
 		_ = e.docker.Close()
 		e.docker = nil

@@ -52,6 +52,9 @@ type config struct {
 	// slowReaders is how many clients read at 100 KB/s in the catching-up
 	// phase (catchup.go).
 	slowReaders int
+	// memSessions is how many sessions (one container each) the memory
+	// phase creates per gateway (memory.go; 0: skip it).
+	memSessions int
 }
 
 type listFlag []string
@@ -77,6 +80,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	pace := fs.String("fanout-pace", "400KB", "the paced fan-out's pace: the shell prints pace/100 bytes every 10 ms, with one client alone and with -fanout clients (KB, MB: 10^3, 10^6 bytes per second; 0: skip it)")
 	fs.DurationVar(&c.paceFor, "fanout-pace-for", 5*time.Second, "how long the shell prints in each paced fan-out run")
 	fs.IntVar(&c.slowReaders, "slow-readers", 100, "clients reading at 100 KB/s in the catching-up phase (WebSocket, past 40 SSH), 1..100")
+	fs.IntVar(&c.memSessions, "mem-sessions", 50, "sessions (one container each) the memory phase creates in a fresh gateway, ordinary and then --durable, for the gateway's memory per session and the holder's per instance (0: skip it)")
 	fs.IntVar(&c.scale, "scale-clients", 0, "SSH clients to attach at once, spread over the two benchmark sessions, for the scale measurement (e.g. 1000; 0: skip it)")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Minute, "bound on the measurements (setup and cleanup are bounded separately, about 30 s each at worst)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary state directory and the gateway's log")
@@ -117,6 +121,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		return nil, fmt.Errorf("-fanout-pace-for %s: use %s..%s", c.paceFor, minPaceFor, maxPaceFor)
 	case c.scale < 0 || c.scale > maxScale:
 		return nil, fmt.Errorf("-scale-clients %d: use 0..%d", c.scale, maxScale)
+	case c.memSessions < 0 || c.memSessions > maxMemSessions:
+		return nil, fmt.Errorf("-mem-sessions %d: use 0..%d (each is a container)", c.memSessions, maxMemSessions)
 	case c.slowReaders < 1 || c.slowReaders > 100:
 		return nil, fmt.Errorf("-slow-readers %d: use 1..100", c.slowReaders)
 	case c.timeout <= 0:

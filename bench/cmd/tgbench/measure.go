@@ -139,6 +139,12 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 		logf("attach creating a new session: %d each", min(cfg.attaches, 5))
 		attachNew(ctx, e, cfg, rep)
 	})
+	if cfg.memSessions > 0 {
+		phase(append(memMetrics, holderMetrics...), memPaths(cfg), func() {
+			logf("memory: %d sessions in a fresh gateway, ordinary then --durable", cfg.memSessions)
+			memory(ctx, cfg, rep, logf)
+		})
+	}
 	rep.computeRatios()
 	rep.computeOverheads()
 	rep.Host.LoadEnd = loadAvg()

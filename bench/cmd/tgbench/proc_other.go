@@ -17,3 +17,7 @@ func procCPU(int) (time.Duration, error) {
 func procRSS(int) (int64, error) {
 	return 0, errors.New("the gateway's memory is read from /proc: Linux only")
 }
+
+func procPSS(int) (int64, error) {
+	return 0, errors.New("memory is read from /proc: Linux only")
+}

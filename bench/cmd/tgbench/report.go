@@ -132,6 +132,11 @@ var metricOrder = []struct{ name, title, unit, better string }{
 	{"scale_idle_cpu", "scale, gateway CPU while idle", "%", "lower"},
 	{"scale_broadcast_p50", "scale, output to each client p50", "ms", "lower"},
 	{"scale_broadcast_max", "scale, output to the last client", "ms", "lower"},
+	{"mem_session_rss", "memory, gateway RSS per idle session", "KiB", "lower"},
+	{"mem_session_pss", "memory, gateway PSS per idle session", "KiB", "lower"},
+	{"mem_session_heap", "memory, gateway heap in use per idle session", "KiB", "lower"},
+	{"mem_holder_pss", "memory, holder PSS per instance", "KiB", "lower"},
+	{"mem_holder_procs", "memory, holder processes per instance", "procs", "lower"},
 }
 
 func metricInfo(name string) (title, unit, better string) {
@@ -189,8 +194,11 @@ func round(v float64) float64 {
 // except for the CPU metric, whose reference is the docker CLI relaying the
 // same stream.
 func refPath(metric string) string {
-	if metric == "cpu_per_gb" {
+	switch {
+	case metric == "cpu_per_gb":
 		return pathCLI
+	case strings.HasPrefix(metric, "mem_session"):
+		return pathMemOrdinary // a durable session against an ordinary one
 	}
 	return pathDirect
 }
@@ -220,7 +228,7 @@ func (r *Report) direct(metric string) (Result, bool) {
 		return Result{}, false
 	case metric == "catchup_lone":
 		return Result{}, false // the shell's nominal pace is the reference
-	case metric == "skip_cost" || metric == "catchup_mem":
+	case metric == "skip_cost" || metric == "catchup_mem" || strings.HasPrefix(metric, "mem_holder"):
 		return Result{}, false // absolute
 	case metric == "attach_new":
 		metric = "attach"
@@ -279,7 +287,7 @@ func printTable(w io.Writer, r *Report) {
 		directCol := "-"
 		if haveDirect {
 			directCol = formatValue(d.Value, d.Unit)
-		} else if dr := r.find(m.name, pathDirect); dr != nil && dr.Error != "" {
+		} else if dr := r.find(m.name, refPath(m.name)); dr != nil && dr.Error != "" {
 			directCol = "failed"
 		}
 		if haveDirect && d.Metric == m.name {
@@ -309,6 +317,7 @@ func printTable(w io.Writer, r *Report) {
 	fmt.Fprintln(w, "throughput, higher is better (1 = as fast as docker exec); latency, attach and CPU, lower is better.")
 	fmt.Fprintln(w, "Paired ratios divide each run by the reference's run of the same round. Fan-out compares with one client")
 	fmt.Fprintln(w, "alone on the session (fanout_lone; that one with direct throughput). Scale has no reference (bench/README.md).")
+	fmt.Fprintln(w, "Memory per session: a durable session against an ordinary one (issue 34's target: at most 1.5, not enforced).")
 	printPacedNotes(w, r)
 	printRelayFloor(w, r)
 	printOverheads(w, r)

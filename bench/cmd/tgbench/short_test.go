@@ -40,7 +40,7 @@ func TestShortBench(t *testing.T) {
 	out := filepath.Join(dir, "results.json")
 	cfg, err := parseFlags([]string{"-termgate", bin, "-out", out, "-q", "-runs", "1", "-bytes", "200000",
 		"-cpu-bytes", "200000", "-keystrokes", "10", "-attaches", "1", "-fanout", "3", "-fanout-pace-for", "1s", "-scale-clients", "6", "-slow-readers", "2",
-		"-openssh=false", "-durable=false", "-timeout", "3m"}, io.Discard)
+		"-mem-sessions", "2", "-openssh=false", "-durable=false", "-timeout", "3m"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,8 +74,8 @@ func TestShortBench(t *testing.T) {
 		}
 	}
 	// The paced fan-out (on by default) beside the full-speed one.
-	// And the catching-up rows.
-	for _, m := range append(append(append(append([]string{"throughput", "cpu_per_gb", "echo_p50", "attach", "attach_new", "skip_cost"}, fanoutMetrics...), pacedMetrics...), scaleMetrics...), catchupMetrics...) {
+	// And the catching-up and memory rows.
+	for _, m := range append(append(append(append(append([]string{"throughput", "cpu_per_gb", "echo_p50", "attach", "attach_new", "skip_cost"}, fanoutMetrics...), pacedMetrics...), scaleMetrics...), catchupMetrics...), memMetrics...) {
 		if !got[m] {
 			t.Errorf("metric %s not measured", m)
 		}

@@ -244,8 +244,13 @@ type wsTerm struct {
 }
 
 func dialWS(ctx context.Context, e *env, instance string) (*wsTerm, error) {
+	return dialWSWindow(ctx, e, instance, benchCols, benchRows)
+}
+
+// dialWSWindow is dialWS with a window of cols x rows.
+func dialWSWindow(ctx context.Context, e *env, instance string, cols, rows int) (*wsTerm, error) {
 	u := url.URL{Scheme: "ws", Host: e.webAddr, Path: "/api/instances/" + instance + "/terminal",
-		RawQuery: fmt.Sprintf("cols=%d&rows=%d", benchCols, benchRows)}
+		RawQuery: fmt.Sprintf("cols=%d&rows=%d", cols, rows)}
 	d := websocket.Dialer{HandshakeTimeout: dialTimeout, ReadBufferSize: 64 << 10, WriteBufferSize: 4 << 10}
 	c, resp, err := d.DialContext(ctx, u.String(), http.Header{"Authorization": {"Bearer " + e.token}})
 	if err != nil {

@@ -6,6 +6,7 @@
 //	hostileholder SOCKET huge KEY          every replay announces 2^62 bytes
 //	hostileholder SOCKET reset-loop KEY    an empty replay, then a reset 50 ms later, forever
 //	hostileholder SOCKET reset-then-huge KEY  the first connection resets after 6 s; then huge
+//	hostileholder SOCKET silent KEY        reads the gateway's hello, never answers (round 4, L4)
 //
 // KEY (hex) is the instance's holder key, which root in the instance can
 // read from its genuine holder's memory: with it this holder proves itself
@@ -17,6 +18,7 @@ package main
 import (
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync/atomic"
@@ -68,6 +70,10 @@ func serve(c net.Conn, mode string, i int64, key []byte) {
 	r := holder.NewReader(c)
 	f, err := r.ReadFrame() // the gateway's hello
 	if err != nil {
+		return
+	}
+	if mode == "silent" { // red team round 4, L4: accept, never answer
+		_, _ = io.Copy(io.Discard, c)
 		return
 	}
 	var gw holder.HelloMsg

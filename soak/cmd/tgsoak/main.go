@@ -54,6 +54,9 @@ type counts struct {
 	PasteSizes      []int         // bytes of each paste; alternating SSH and WebSocket
 	DurableSessions int           // streaming durable sessions through a gateway SIGKILL
 	StormFor        time.Duration // how long one client sends resizes as fast as it can
+	// RestartInstances: containers with a session each through a gateway
+	// SIGKILL and restart (restart-at-scale; -restart-instances overrides).
+	RestartInstances int
 }
 
 var (
@@ -63,6 +66,7 @@ var (
 		DockerSessions: 3, Streamers: 4, LocalSessions: 50,
 		PasteSizes:      []int{1 << 20, 1 << 20},
 		DurableSessions: 3, StormFor: 3 * time.Second,
+		RestartInstances: 20,
 	}
 	fullCounts = counts{
 		Cycles: 10_000, OpenSSHKills: 20, Resets: 300, ResetWorkers: 8,
@@ -70,6 +74,7 @@ var (
 		DockerSessions: 20, Streamers: 20, LocalSessions: 1000,
 		PasteSizes:      []int{1 << 20, 1 << 20, 2 << 20, 2 << 20, 3 << 20, 3 << 20, 5 << 20, 5 << 20, 7 << 20, 7 << 20, 10 << 20, 10 << 20},
 		DurableSessions: 50, StormFor: 10 * time.Second,
+		RestartInstances: 300,
 	}
 )
 
@@ -87,10 +92,11 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.BoolVar(&c.engine, "engine", true, "run the cases that start and kill a private dockerd (needs root and dockerd)")
 	fs.BoolVar(&c.keep, "keep", false, "keep the temporary directory (gateway logs, state)")
 	fs.BoolVar(&c.quiet, "q", false, "no progress on stderr")
-	var cycles, resets, locals int
+	var cycles, resets, locals, restarts int
 	fs.IntVar(&cycles, "cycles", 0, "attach/detach cycles (default: the mode's count)")
 	fs.IntVar(&resets, "resets", 0, "resets in the storm (default: the mode's count)")
 	fs.IntVar(&locals, "local-sessions", 0, "local sessions at SIGTERM (default: the mode's count)")
+	fs.IntVar(&restarts, "restart-instances", 0, "containers through restart-at-scale (default: 300, 20 with -short)")
 	list := fs.Bool("list", false, "list the cases and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -117,7 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	for _, o := range []struct {
 		v   int
 		dst *int
-	}{{cycles, &c.Cycles}, {resets, &c.Resets}, {locals, &c.LocalSessions}} {
+	}{{cycles, &c.Cycles}, {resets, &c.Resets}, {locals, &c.LocalSessions}, {restarts, &c.RestartInstances}} {
 		if o.v < 0 || o.v > 1_000_000 {
 			return nil, fmt.Errorf("a count of %d: use 1..1000000", o.v)
 		}

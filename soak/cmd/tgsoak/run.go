@@ -27,6 +27,7 @@ var allCases = []soakCase{
 	{name: "never-reading", what: "clients that never read while output streams: dropped and released, the shell not slowed, RSS bounded", run: caseNeverReading},
 	{name: "paste", what: "pastes of 1-10 MiB over SSH and WebSocket arrive byte-exact (sha256sum in the container)", run: casePaste},
 	{name: "container-kill", what: "docker kill of an attached container: clients told and disconnected, session gone, nothing leaked", run: caseContainerKill},
+	{name: "restart-at-scale", what: "gateway SIGKILL under a session in each of many containers (300; 20 with -short), restart: listening within 2 s, every old shell ended in the background, an attach at once gets one shell", run: caseRestartAtScale},
 	{name: "gateway-kill", what: "gateway SIGKILL and restart: the old shells and jobs are swept, a reattach gets one fresh shell", run: caseGatewayKill},
 	{name: "sigterm-docker", what: "SIGTERM with idle sessions and streaming clients (Docker): exit within 10 s, no process left; per-session cost", run: caseSigtermDocker},
 	{name: "sigterm-local", what: "SIGTERM with many local sessions (half with a background job): exit within 10 s, no process left; per-session cost", run: caseSigtermLocal},
