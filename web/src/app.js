@@ -1009,9 +1009,11 @@ function setupTabs(conn, term) {
   }, 5000);
 
   // "+": the name, checked as the gateway checks it; the login picker
-  // only when the credential may use more than one login (GET /api/whoami
-  // "logins": its logins in order, '*' for any; without them, the default
-  // login and no picker).
+  // only when the credential may use more than one login. The logins are
+  // GET /api/whoami's "logins" (the credential's, in its order, '*' for
+  // any: issue 36 item 2 serves them); without that field, as from a
+  // gateway without logins, there is no picker and the gateway's default
+  // login applies.
   const dialog = $('new-session-dialog');
   const nameIn = $('new-session-name');
   const err = $('new-session-error');
@@ -1025,13 +1027,17 @@ function setupTabs(conn, term) {
   $('new-session-login').replaceChildren(...listed.map((l) => new Option(l, l)));
   $('new-session-login-any').value = listed[0] || '';
   $('new-session-instance').textContent = conn.name;
+  const chosen = () => (pick ? (anyLogin ? $('new-session-login-any').value.trim() : $('new-session-login').value) : '');
   const check = () => {
     const name = nameIn.value.trim();
-    for (const el of document.querySelectorAll('.new-session-addr')) el.textContent = `${conn.name}+${name || 'NAME'}`;
+    const login = chosen();
+    for (const el of document.querySelectorAll('.new-session-addr')) el.textContent = `${login ? `${login}@` : ''}${conn.name}+${name || 'NAME'}`;
     if (!name) return 'Give the session a name.';
     if (!SESSION.test(name)) return `"${name.slice(0, 40)}" is not a session name: use lowercase letters, digits, '_' and '-' (at most 32, starting with a letter or digit).`;
     return '';
   };
+  $('new-session-login').addEventListener('change', check);
+  $('new-session-login-any').addEventListener('input', check);
   nameIn.addEventListener('input', () => {
     const msg = nameIn.value ? check() : '';
     err.textContent = msg;
@@ -1058,7 +1064,7 @@ function setupTabs(conn, term) {
     const name = nameIn.value.trim();
     // An existing session opens as it is, with its own login.
     const existing = known.find((s) => s.name === name);
-    const login = existing ? existing.login : pick ? (anyLogin ? $('new-session-login-any').value.trim() : $('new-session-login').value) : '';
+    const login = existing ? existing.login : chosen();
     dialog.close();
     location.assign(sessionURL(conn.name, name, login));
   });
