@@ -17,7 +17,7 @@ import (
 //     logs at its own address, with its own shell (another $$);
 //   - switching tabs shows each session's own screen;
 //   - Reset on a tab resets only that session: the other's shell keeps
-//     its pid;
+//     its pid; Keep and Pin size act on the tab's session only;
 //   - the instance list shows the named sessions under their instance
 //     (no default session: "no session"), each linked to its tab;
 //   - at a phone's width the tabs and "+" stay reachable.
@@ -102,6 +102,17 @@ func TestBrowserSessionTabs(t *testing.T) {
 	b.typeKeys("echo still=$$\r")
 	if still := b.waitMatch(`(?m)^still=(\d+)\s*$`)[1]; still != buildPID {
 		t.Errorf("Reset on the logs tab reset build too: its pid %s became %s", buildPID, still)
+	}
+
+	// ---- Keep and Pin size on the build tab: build's, not logs'.
+	b.do(chromedp.Click(chromedp.ID("keep")))
+	b.waitFunc("the keep's outcome", `(window.termgateFiles || {}).text && termgateFiles.text.startsWith('kept until')`)
+	b.do(chromedp.Click(chromedp.ID("pin-size")))
+	b.waitFunc("the pin", `document.getElementById('pin-size').textContent === 'Unpin size'`)
+	state := eval[string](b, fmt.Sprintf(`fetch('/api/sessions').then(r => r.json()).then(l => l.filter(s => s.instance === %q)
+		.map(s => s.name + ':' + (s.keep_until ? 'kept' : '-') + ':' + (s.size_pinned ? 'pinned' : '-')).sort().join(' '))`, name))
+	if state != "build:kept:pinned logs:-:-" {
+		t.Errorf("after Keep and Pin size on the build tab the sessions are %q, want build:kept:pinned logs:-:-", state)
 	}
 
 	// ---- At a phone's width: the tabs scroll, "+" stays on screen.
