@@ -271,12 +271,11 @@ async function refreshInstances() {
   const list = (await res.json()).sort((a, b) => a.name.localeCompare(b.name));
   const body = $('instances').tBodies[0];
   body.replaceChildren();
-  window.termgateSessions = list.flatMap((i) => (i.sessions || []).map((x) => `${i.name}+${x.name}`)); // for the browser test
   for (const { name, session: s, sessions, image, status, labels, read_only: ro } of list) {
     const row = body.insertRow();
     row.dataset.instance = name;
     const a = document.createElement('a');
-    a.href = `/t/${encodeURIComponent(name)}`;
+    a.href = sessionURL(name, '', s && s.login);
     a.textContent = name;
     if (ro) a.title = 'your token may only watch this instance: it opens read-only';
     cell(row, a);
