@@ -135,8 +135,8 @@ type halfCloser interface {
 
 // dial connects to addr and copies in to the connection and the
 // connection to out until both directions ended: in's EOF half-closes the
-// connection; the peer's EOF (or a failed read) is sent in a frame, then
-// out is closed. The frame, not out's close, is what the gateway sees: a
+// connection; the peer's EOF (or a failed read) is sent in a frame, and
+// out is closed once both ended. The frame, not out's close, is what the gateway sees: a
 // Docker exec's stream ends only with the exec, which goes on as long as
 // in does.
 func dial(addr string, in io.Reader, out io.WriteCloser) error {
@@ -160,11 +160,13 @@ func dial(addr string, in io.Reader, out io.WriteCloser) error {
 		up <- err
 	}()
 	derr := holder.NewDialWriter(out).CopyFrom(conn)
-	_ = out.Close()
 	// The upload side may go on (the peer half-closed only its own
 	// side); it ends with the gateway's EOF on stdin, which comes at the
-	// latest when the gateway drops the exec.
-	return errors.Join(derr, ignoreClosed(<-up))
+	// latest when the gateway drops the exec. out stays open until then:
+	// the kubelet ends an exec's whole stream once its output ends.
+	uerr := <-up
+	_ = out.Close()
+	return errors.Join(derr, ignoreClosed(uerr))
 }
 
 func ignoreClosed(err error) error {

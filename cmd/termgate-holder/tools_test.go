@@ -148,6 +148,9 @@ func TestDialReportsAReset(t *testing.T) {
 		if err != nil {
 			return
 		}
+		// The reset comes after the client's first byte: a reset during
+		// the connect would fail the dial itself.
+		_, _ = c.Read(make([]byte, 1))
 		_ = c.(*net.TCPConn).SetLinger(0) // close sends RST
 		_ = c.Close()
 	}()
@@ -155,7 +158,11 @@ func TestDialReportsAReset(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- dial(ln.Addr().String(), inR, outW) }()
-	_, err = io.ReadAll(holder.NewDialReader(readyFirst(t, outR)))
+	r := holder.NewDialReader(readyFirst(t, outR))
+	if _, err := inW.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(r)
 	var pe *holder.DialPeerError
 	if !errors.As(err, &pe) || !strings.Contains(pe.Reason, "reset") {
 		t.Fatalf("read after a reset: %v, want a DialPeerError", err)
