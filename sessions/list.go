@@ -14,10 +14,14 @@ type Lister interface {
 // ErrNoListing: the backend cannot list its instances.
 var ErrNoListing = errors.New("this backend cannot list its instances")
 
-// InstanceInfo is one instance with its session, if it has one.
+// InstanceInfo is one instance with its default session, if it has one,
+// and all its sessions, named ones included.
 type InstanceInfo struct {
 	Name    string `json:"name"`
 	Session *Info  `json:"session"`
+	// Sessions are the instance's sessions, oldest first, the default one
+	// included (the page lists the named ones and opens them as tabs).
+	Sessions []Info `json:"sessions"`
 	// From the backend's listing, when it has them.
 	Image  string            `json:"image,omitempty"`
 	Status string            `json:"status,omitempty"`
@@ -47,11 +51,20 @@ func (r *Registry) Instances(ctx context.Context, may func(string) bool) ([]Inst
 		if byName[s.Instance] == nil {
 			byName[s.Instance] = &InstanceInfo{Name: s.Instance}
 		}
-		byName[s.Instance].Session = &s
+		in := byName[s.Instance]
+		in.Sessions = append(in.Sessions, s)
+		if s.Name == "" {
+			// Only the default session: "session" meant the instance's one
+			// session before there were named ones, and still does.
+			in.Session = &s
+		}
 	}
 	out := make([]InstanceInfo, 0, len(byName))
 	for name, in := range byName {
 		if may == nil || may(name) {
+			if in.Sessions == nil {
+				in.Sessions = []Info{}
+			}
 			out = append(out, *in)
 		}
 	}

@@ -525,3 +525,41 @@ func TestBrokenStreamEndsSessionAsBackendLost(t *testing.T) {
 		t.Fatalf("attach after the loss %+v: want a new session", c2.Info())
 	}
 }
+
+// An instance's "session" is its default session only; "sessions" has
+// them all, named ones included (the page's list and tabs).
+func TestInstancesListsNamedSessions(t *testing.T) {
+	fb := newFakeBackend()
+	r, err := New(Config{Backend: listingBackend{fb, []string{"web1", "web2", "db1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Shutdown(context.Background())
+	for _, addr := range []string{"web1+build", "web2", "web2+logs"} {
+		c := attach(t, r, addr, AttachOptions{})
+		defer c.Detach()
+	}
+	list, err := r.Instances(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]InstanceInfo{}
+	for _, in := range list {
+		got[in.Name] = in
+	}
+	names := func(in InstanceInfo) (out []string) {
+		for _, s := range in.Sessions {
+			out = append(out, s.Name)
+		}
+		return out
+	}
+	if w1 := got["web1"]; w1.Session != nil || len(w1.Sessions) != 1 || w1.Sessions[0].Name != "build" {
+		t.Errorf("web1 (only a named session): session %+v, sessions %q; want none and [build]", w1.Session, names(w1))
+	}
+	if w2 := got["web2"]; w2.Session == nil || w2.Session.Name != "" || len(w2.Sessions) != 2 {
+		t.Errorf("web2: session %+v, sessions %q; want the default one and two", w2.Session, names(w2))
+	}
+	if db := got["db1"]; db.Session != nil || db.Sessions == nil || len(db.Sessions) != 0 {
+		t.Errorf("db1 (no session): session %+v, sessions %#v; want none and an empty list", db.Session, db.Sessions)
+	}
+}

@@ -17,12 +17,19 @@ type relayResult struct {
 	cause                string
 }
 
+// closeDrainWait bounds how long the client's channel close waits for the
+// bytes it sent before it to reach the target.
+const closeDrainWait = 10 * time.Second
+
 // relayForward copies bytes between the channel and the stream into the
 // instance until both directions ended, then closes both. An end of input
 // on one side is passed on as a half-close (the channel's EOF, the
 // stream's CloseWrite), as OpenSSH does; the client closing the channel,
 // an error either way or ForwardIdleTimeout without a byte moved closes
-// everything. Each direction copies through one 32 KiB buffer and blocks
+// everything. The client's close comes right after its last bytes and its
+// EOF (OpenSSH's -L once the target ended first): the copy still carrying
+// them is let finish (closeDrainWait at most, for a target that does not
+// read), else the target would lose the end of what the client sent. Each direction copies through one 32 KiB buffer and blocks
 // while its reader is slow: x/crypto's channel window bounds what a peer
 // that never reads costs, and only its own channel stalls.
 func (s *Server) relayForward(ch gossh.Channel, reqs <-chan *gossh.Request, conn remote.Conn) relayResult {
@@ -51,9 +58,11 @@ func (s *Server) relayForward(ch gossh.Channel, reqs <-chan *gossh.Request, conn
 			closeAll("both sides closed")
 		}
 	}
+	upDone := make(chan struct{})
 	wg.Add(3)
 	go func() { // client → instance
 		defer wg.Done()
+		defer close(upDone)
 		_, err := io.Copy(activityWriter{conn, &toTarget, &last}, ch)
 		if err != nil {
 			closeAll("copy to the target failed: " + err.Error())
@@ -78,6 +87,12 @@ func (s *Server) relayForward(ch gossh.Channel, reqs <-chan *gossh.Request, conn
 			if req.WantReply {
 				_ = req.Reply(false, nil)
 			}
+		}
+		t := time.NewTimer(closeDrainWait)
+		defer t.Stop()
+		select {
+		case <-upDone: // the channel's buffer reaches its EOF after a close
+		case <-t.C:
 		}
 		closeAll("the client closed the channel")
 	}()

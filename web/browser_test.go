@@ -278,11 +278,12 @@ func TestBrowser(t *testing.T) {
 	}
 	b.shot("08-reset")
 
-	// Back to the list: the session, with the SSH client still attached;
+	// Back to the list: the session, with the SSH client still attached
+	// (named in the list: who is attached, and how);
 	// its link opens the terminal again.
 	b.do(chromedp.Click(chromedp.ID("back")), chromedp.WaitVisible(chromedp.ID("picker")))
 	b.waitFunc("the session in the list", fmt.Sprintf(
-		`[...document.querySelectorAll('#instances tbody tr')].some(r => r.cells[0].textContent === %q && r.cells[1].textContent === 'attached: 1 client')`, name))
+		`[...document.querySelectorAll('#instances tbody tr')].some(r => r.cells[0].textContent === %q && /^attached: [^,]+ \(ssh\)$/.test(r.cells[1].textContent))`, name))
 	if title := eval[string](b, `document.title`); title != "termgate" {
 		t.Errorf("the list's title = %q", title)
 	}

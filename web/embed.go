@@ -1,5 +1,6 @@
 // Package web is termgate's browser terminal: a page (sign-in form, session
-// list, and a full-window xterm.js terminal at /t/NAME) served from the
+// list, and a full-window xterm.js terminal at /t/NAME, with a tab per
+// session of the instance, /t/NAME+SESSION) served from the
 // binary. Its JavaScript and CSS are bundled from src/ into dist/ by
 // `make build` (npm ci, then node build.mjs); a binary built without that
 // step serves a page that says how to bundle them.
@@ -58,10 +59,13 @@ func Built() bool { return assets != nil }
 const csp = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
 	"connect-src 'self'; img-src 'self' data:; font-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// pagePath matches the page's addresses: / and /t/NAME.
-var pagePath = regexp.MustCompile(`^/(t/` + names.Expr + `)?$`)
+// pagePath matches the page's addresses: /, /t/NAME (the instance's
+// default session) and /t/NAME+SESSION (its named session SESSION), so
+// that a session's tab can be bookmarked.
+var pagePath = regexp.MustCompile(`^/(t/` + names.Expr + `(\+` + names.SessionExpr + `)?)?$`)
 
-// Handler serves the page at / and /t/NAME, and the assets at /assets/.
+// Handler serves the page at /, /t/NAME and /t/NAME+SESSION, and the
+// assets at /assets/.
 // It needs no authentication: the page holds no data and signs in through
 // the API.
 func Handler() http.Handler {

@@ -36,7 +36,7 @@ func fakeAssets() map[string]asset {
 
 func TestPageAddresses(t *testing.T) {
 	withAssets(t, fakeAssets())
-	for _, path := range []string{"/", "/t/web1", "/t/a.b_c-d", "/?token=x"} {
+	for _, path := range []string{"/", "/t/web1", "/t/a.b_c-d", "/?token=x", "/t/web1+build", "/t/web1%2Bbuild", "/t/web1+a_b-9?login=app"} {
 		w := get(t, path)
 		if w.Code != http.StatusOK {
 			t.Errorf("GET %s: %d, want 200", path, w.Code)
@@ -62,7 +62,7 @@ func TestPageAddresses(t *testing.T) {
 			t.Errorf("GET %s: Cache-Control %q, want no-store", path, cc)
 		}
 	}
-	for _, path := range []string{"/t/", "/t/-web", "/t/a/b", "/t/bad%20name", "/index.html", "/favicon.ico", "/assets/", "/assets/other.js"} {
+	for _, path := range []string{"/t/", "/t/-web", "/t/a/b", "/t/bad%20name", "/t/web1+", "/t/web1+Build", "/t/web1+b.c", "/t/web1+a+b", "/t/web1+" + strings.Repeat("a", 33), "/index.html", "/favicon.ico", "/assets/", "/assets/other.js"} {
 		if w := get(t, path); w.Code != http.StatusNotFound {
 			t.Errorf("GET %s: %d, want 404", path, w.Code)
 		}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/termgate/termgate/holder"
 	"github.com/termgate/termgate/internal/names"
 	"github.com/termgate/termgate/remote"
 	"github.com/termgate/termgate/sessions"
@@ -72,7 +73,9 @@ func (h *Host) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFT
 }
 
 // Dial connects to host:port from inside the instance's network namespace
-// through the holder (termgate-holder dial). Kubernetes has its own.
+// through the holder (termgate-holder dial). Kubernetes has its own. Read
+// ends with io.EOF when the peer ended its side, while writes go on until
+// CloseWrite (the exec's stdin): both directions half-close on their own.
 func (h *Host) Dial(ctx context.Context, inst sessions.Instance, host string, port int) (remote.Conn, error) {
 	if port < 1 || port > 65535 {
 		return nil, fmt.Errorf("dial: port %d out of range", port)
@@ -84,8 +87,18 @@ func (h *Host) Dial(ctx context.Context, inst sessions.Instance, host string, po
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &dialStream{Stream: s, r: holder.NewDialReader(s)}, nil
 }
+
+// dialStream is the dial tool's stream, its output unframed: the peer's
+// end is a frame (holder.DialWriter), because the exec's own stream ends
+// only when the exec does, and that waits for the gateway's side too.
+type dialStream struct {
+	Stream
+	r *holder.DialReader
+}
+
+func (d *dialStream) Read(p []byte) (int, error) { return d.r.Read(p) }
 
 // boundStream is a Stream that ctx's end closes.
 type boundStream struct {

@@ -42,10 +42,11 @@ var Recommended = []Permission{
 	{"get", "pods", "exec"},
 }
 
-// ForwardNeeded is what forwarded connections (ssh -L, -D, -W: Dial) need:
-// the SPDY port-forward is a POST, authorized as create on
-// pods/portforward. Without it the gateway still serves shells; forwards
-// are refused naming the permission. deploy/kubernetes also grants get,
+// ForwardNeeded is what forwarded connections (ssh -L, -D, -W: Dial) need
+// in pods where termgate's helper cannot run (Dial's fallback): the SPDY
+// port-forward is a POST, authorized as create on pods/portforward.
+// Without it the gateway still serves shells and forwards through the
+// helper; forwards in the other pods are refused naming the permission. deploy/kubernetes also grants get,
 // which a WebSocket port-forward would be authorized as.
 var ForwardNeeded = []Permission{
 	{"create", "pods", "portforward"},
@@ -65,7 +66,7 @@ func (b *Backend) CheckAccess(ctx context.Context) error {
 		b.log.Warn("kubernetes RBAC: every exec falls back from WebSocket to SPDY", "err", err)
 	}
 	if err := b.checkAccess(ctx, ForwardNeeded); err != nil {
-		b.log.Warn("kubernetes RBAC: port forwarding (ssh -L, -D, -W) into pods will be refused", "err", err)
+		b.log.Warn("kubernetes RBAC: port forwarding (ssh -L, -D, -W) into pods will be refused where termgate's helper cannot run (read-only root, noexec)", "err", err)
 	}
 	return nil
 }

@@ -32,20 +32,44 @@ const forwardRefusalWait = 300 * time.Millisecond
 // writes one line; the pod's node is not trusted with more).
 const forwardErrLimit = 4 << 10
 
-// Dial connects to port in the instance's pod through the API server's
-// pods/portforward (SPDY, a POST: RBAC create on pods/portforward), as
-// kubectl port-forward does. The kubelet connects to the pod's own
-// loopback, so only 127.0.0.1, ::1, localhost or the pod's IP can be
-// reached this way; other hosts are refused with a reason. Every
-// forwarded connection is an API connection of its own: closing it ends
-// everything it holds.
+// Dial connects to host:port from inside the instance's pod. It runs
+// termgate's helper in the pod first (exechost's Dial: termgate-holder
+// dial over an exec, as on Docker): any host the pod can reach, and each
+// side's end (a half-close either way) passed on at once. Where the helper
+// cannot run (a read-only root, only noexec directories) it falls back to
+// the API server's pods/portforward, which reaches the pod's own loopback
+// or IP only and whose half-close is the runtime's (portForward).
 func (b *Backend) Dial(ctx context.Context, inst sessions.Instance, host string, port int) (remote.Conn, error) {
+	if port < 1 || port > 65535 {
+		return nil, &remote.Unavailable{Why: fmt.Sprintf("invalid port %d", port)}
+	}
+	c, err := b.Host.Dial(ctx, inst, host, port)
+	var cannot *remote.Unavailable
+	if !errors.As(err, &cannot) {
+		return c, err
+	}
+	b.log.Debug("kubernetes: forwarding through pods/portforward: termgate's helper cannot run in the pod", "instance", inst.Name, "reason", cannot.Why)
+	return b.portForwardDial(ctx, inst, host, port)
+}
+
+// portForwardDial connects to port in the instance's pod through the API
+// server's pods/portforward (SPDY, a POST: RBAC create on
+// pods/portforward), as kubectl port-forward does. The kubelet connects to
+// the pod's own loopback, so only 127.0.0.1, ::1, localhost or the pod's
+// IP can be reached this way; other hosts are refused with a reason.
+// Every forwarded connection is an API connection of its own: closing it
+// ends everything it holds.
+//
+// The protocol has a half-close each way, but the runtime ends the whole
+// forward about a second after either direction ends (containerd's
+// PortForward; the kubelet then closes the data stream): the pod's close
+// reaches the client within that second, and what the client sends after
+// the pod's half-close, or what the pod answers later than a second after
+// the client's half-close, is lost without an error.
+func (b *Backend) portForwardDial(ctx context.Context, inst sessions.Instance, host string, port int) (remote.Conn, error) {
 	t, err := parseID(inst)
 	if err != nil {
 		return nil, err
-	}
-	if port < 1 || port > 65535 {
-		return nil, &remote.Unavailable{Why: fmt.Sprintf("invalid port %d", port)}
 	}
 	if err := b.forwardHost(ctx, t, host, port); err != nil {
 		return nil, err

@@ -26,18 +26,23 @@ func echoPod(t *testing.T) string {
 	})
 }
 
-// dialEcho dials the pod's echo port, retrying while nc is not listening
-// yet.
-func dialEcho(t *testing.T, b *Backend, pod string) remote.Conn {
+// dialEcho dials the pod's echo port (through the helper, or with
+// portForward through pods/portforward alone), retrying while nc is not
+// listening yet.
+func dialEcho(t *testing.T, b *Backend, pod string, portForward bool) remote.Conn {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel) // the helper's stream lives under ctx
 	inst, err := b.Lookup(ctx, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for {
-		c, err := b.Dial(ctx, inst, "127.0.0.1", 8080)
+		dial := b.Dial
+		if portForward {
+			dial = b.portForwardDial
+		}
+		c, err := dial(ctx, inst, "127.0.0.1", 8080)
 		if err == nil {
 			return c
 		}
@@ -74,12 +79,14 @@ func echoExact(t *testing.T, c remote.Conn, payload []byte) {
 
 func TestDialPortForward(t *testing.T) {
 	t.Parallel()
+	needHolder(t)
 	pod := echoPod(t)
 	b := clusterBackend(t, Config{})
 	payload := make([]byte, 2<<20)
 	_, _ = rand.Read(payload)
-	echoExact(t, dialEcho(t, b, pod), payload)
-	echoExact(t, dialEcho(t, b, pod), []byte("second connection\n"))
+	echoExact(t, dialEcho(t, b, pod, false), payload)
+	echoExact(t, dialEcho(t, b, pod, true), payload)
+	echoExact(t, dialEcho(t, b, pod, true), []byte("second connection\n"))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -88,10 +95,10 @@ func TestDialPortForward(t *testing.T) {
 		t.Fatal(err)
 	}
 	var un *remote.Unavailable
-	if _, err := b.Dial(ctx, inst, "10.255.255.1", 8080); !errors.As(err, &un) || !strings.Contains(un.Why, "forward to 127.0.0.1:8080") {
+	if _, err := b.portForwardDial(ctx, inst, "10.255.255.1", 8080); !errors.As(err, &un) || !strings.Contains(un.Why, "forward to 127.0.0.1:8080") {
 		t.Errorf("Dial to another host: %v, want refused naming 127.0.0.1:8080", err)
 	}
-	if _, err := b.Dial(ctx, inst, "127.0.0.1", 8081); !errors.As(err, &un) || !strings.Contains(un.Why, "refused port 8081") {
+	if _, err := b.portForwardDial(ctx, inst, "127.0.0.1", 8081); !errors.As(err, &un) || !strings.Contains(un.Why, "refused port 8081") {
 		t.Errorf("Dial to a closed port: %v, want the kubelet's refusal", err)
 	}
 }
@@ -114,7 +121,7 @@ func TestDialPortForwardRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := noFwd.Dial(ctx, inst, "127.0.0.1", 8080); err == nil || !strings.Contains(err.Error(), `"create" on "pods/portforward"`) {
+	if _, err := noFwd.portForwardDial(ctx, inst, "127.0.0.1", 8080); err == nil || !strings.Contains(err.Error(), `"create" on "pods/portforward"`) {
 		t.Errorf("Dial without pods/portforward: %v, want an RBAC error naming it", err)
 	}
 
@@ -122,5 +129,5 @@ func TestDialPortForwardRBAC(t *testing.T) {
 	rules = append(rules, rulesFor("pods/portforward", "create")...)
 	fwd := limitedBackend(t, rules, nil)
 	waitAllowed(t, fwd, ForwardNeeded[0])
-	echoExact(t, dialEcho(t, fwd, pod), bytes.Repeat([]byte("least rbac "), 1000))
+	echoExact(t, dialEcho(t, fwd, pod, true), bytes.Repeat([]byte("least rbac "), 1000))
 }

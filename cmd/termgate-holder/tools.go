@@ -24,7 +24,9 @@ import (
 //	termgate-holder dial [--install-as PATH] HOST:PORT
 //	    connects to HOST:PORT (TCP, 10 s to connect) from the instance's
 //	    network namespace and copies stdin to it and it to stdout, each
-//	    direction half-closed when its source ends.
+//	    direction half-closed when its source ends; stdout is framed
+//	    (holder.DialWriter) so that the peer's end reaches the gateway
+//	    while its stdin still runs.
 //
 // Each writes holder.ToolReady and a newline first, once it runs (dial:
 // once connected), so the gateway tells "cannot run here" from the tool's
@@ -133,7 +135,10 @@ type halfCloser interface {
 
 // dial connects to addr and copies in to the connection and the
 // connection to out until both directions ended: in's EOF half-closes the
-// connection, the peer's EOF closes out.
+// connection; the peer's EOF (or a failed read) is sent in a frame, and
+// out is closed once both ended. The frame, not out's close, is what the gateway sees: a
+// Docker exec's stream ends only with the exec, which goes on as long as
+// in does.
 func dial(addr string, in io.Reader, out io.WriteCloser) error {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("dial %q: want HOST:PORT: %w", addr, err)
@@ -154,12 +159,14 @@ func dial(addr string, in io.Reader, out io.WriteCloser) error {
 		}
 		up <- err
 	}()
-	_, derr := io.Copy(out, conn)
-	_ = out.Close() // the gateway reads EOF
+	derr := holder.NewDialWriter(out).CopyFrom(conn)
 	// The upload side may go on (the peer half-closed only its own
 	// side); it ends with the gateway's EOF on stdin, which comes at the
-	// latest when the gateway drops the exec.
-	return errors.Join(derr, ignoreClosed(<-up))
+	// latest when the gateway drops the exec. out stays open until then:
+	// the kubelet ends an exec's whole stream once its output ends.
+	uerr := <-up
+	_ = out.Close()
+	return errors.Join(derr, ignoreClosed(uerr))
 }
 
 func ignoreClosed(err error) error {

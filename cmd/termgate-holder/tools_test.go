@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/rand"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -81,7 +82,7 @@ func TestDialCopiesBothWaysWithHalfClose(t *testing.T) {
 	outR, outW := io.Pipe()
 	done := make(chan error, 1)
 	go func() { done <- dial(ln.Addr().String(), bytes.NewReader(data), outW) }()
-	got, err := io.ReadAll(readyFirst(t, outR))
+	got, err := io.ReadAll(holder.NewDialReader(readyFirst(t, outR)))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("echoed %d bytes of %d (err %v)", len(got), len(data), err)
 	}
@@ -89,6 +90,87 @@ func TestDialCopiesBothWaysWithHalfClose(t *testing.T) {
 		t.Fatalf("dial: %v", err)
 	}
 	<-served
+}
+
+// TestDialPassesThePeersEndFirst: the peer answers and ends its side
+// before the gateway's stdin ends; the gateway reads the answer and then
+// EOF (the frame) while stdin stays open, and what it sends afterwards
+// still reaches the peer, whose read ends with stdin's EOF.
+func TestDialPassesThePeersEndFirst(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	heard := make(chan []byte, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			heard <- nil
+			return
+		}
+		defer c.Close()
+		_, _ = io.WriteString(c, "answer")
+		_ = c.(*net.TCPConn).CloseWrite()
+		b, _ := io.ReadAll(c)
+		heard <- b
+	}()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- dial(ln.Addr().String(), inR, outW) }()
+	got, err := io.ReadAll(holder.NewDialReader(readyFirst(t, outR)))
+	if err != nil || string(got) != "answer" {
+		t.Fatalf("read %q (err %v), want the answer and EOF", got, err)
+	}
+	if _, err := io.WriteString(inW, "after the peer's end"); err != nil {
+		t.Fatal(err)
+	}
+	_ = inW.Close()
+	if b := <-heard; string(b) != "after the peer's end" {
+		t.Fatalf("the peer read %q", b)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("dial: %v", err)
+	}
+}
+
+// TestDialReportsAReset: a peer that resets the connection is reported in
+// an error frame, which the gateway's reader returns as a DialPeerError.
+func TestDialReportsAReset(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		// The reset comes after the client's first byte: a reset during
+		// the connect would fail the dial itself.
+		_, _ = c.Read(make([]byte, 1))
+		_ = c.(*net.TCPConn).SetLinger(0) // close sends RST
+		_ = c.Close()
+	}()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- dial(ln.Addr().String(), inR, outW) }()
+	r := holder.NewDialReader(readyFirst(t, outR))
+	if _, err := inW.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	_, err = io.ReadAll(r)
+	var pe *holder.DialPeerError
+	if !errors.As(err, &pe) || !strings.Contains(pe.Reason, "reset") {
+		t.Fatalf("read after a reset: %v, want a DialPeerError", err)
+	}
+	_ = inW.Close()
+	if err := <-done; err == nil {
+		t.Fatal("dial after a reset: no error")
+	}
 }
 
 // TestDialFailureSaysWhy: nothing listens, so dial fails with the address

@@ -1,7 +1,8 @@
 // termgate's browser terminal: a sign-in form, the list of the instances the
 // token may reach (with their sessions) and a field to open any other by
 // name, and a full-window terminal at /t/NAME that stays attached to the
-// instance's persistent session. The protocol is described
+// instance's persistent session, with a tab for each of its sessions (a
+// named one at /t/NAME+SESSION) and a "+" that opens a new one. The protocol is described
 // in ../../websock/doc.go and the README ("HTTP and WebSocket").
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
@@ -9,6 +10,9 @@ import { parseCast, Player } from './player.js';
 
 const $ = (id) => document.getElementById(id);
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
+// A named session's name (CONTRACT.md "Named sessions and logins"); a test
+// keeps it equal to internal/names.SessionExpr.
+const SESSION = /^[a-z0-9][a-z0-9_-]{0,31}$/;
 const isMac = /Mac|iPhone|iPad/.test(navigator.platform);
 
 function show(view) {
@@ -171,15 +175,34 @@ function cell(row, content, className) {
   return td;
 }
 
-// sessionState describes an instance's session: none, attached (how many
-// clients), or idle since when.
+// sessionURL is the page's address of a session: /t/INSTANCE for the
+// default one, /t/INSTANCE+NAME for a named one (bookmarkable), with
+// ?login=LOGIN when its shell runs as another user than the default: an
+// attach with another login than the session's is refused.
+function sessionURL(instance, name, login) {
+  return `/t/${encodeURIComponent(instance)}${name ? `+${name}` : ''}${login ? `?login=${encodeURIComponent(login)}` : ''}`;
+}
+
+// attachedWho lists who is attached: "alice (web), bob (ssh)".
+function attachedWho(list) {
+  const via = (v) => (v === 'websocket' ? 'web' : v);
+  return list.map((a) => `${a.who || '?'} (${via(a.via)})`).join(', ');
+}
+
+// sessionState describes an instance's session: none, attached (who, or
+// how many clients), or idle since when and when it is reaped; the login
+// its shell runs as first, when it is not the default user.
 function sessionState(s) {
   if (!s) return ['no session', 'none'];
-  if (s.clients > 0) return [`attached: ${s.clients} ${s.clients === 1 ? 'client' : 'clients'}`, 'attached'];
+  const as = s.login ? `as ${s.login} · ` : '';
+  if (s.clients > 0) {
+    const who = s.attached && s.attached.length ? attachedWho(s.attached) : `${s.clients} ${s.clients === 1 ? 'client' : 'clients'}`;
+    return [`${as}attached: ${who}`, 'attached'];
+  }
   // reap_at: when the gateway reaps it (the idle timeout, or a keep).
   const reap = s.reap_at ? ` · reaped in ${until(s.reap_at)}${s.keep_until && s.keep_until >= s.reap_at ? ' (kept)' : ''}` : '';
-  if (s.idle_since) return [`idle for ${ago(s.idle_since)}${reap}`, 'idle'];
-  return [`idle${reap}`, 'idle'];
+  if (s.idle_since) return [`${as}idle for ${ago(s.idle_since)}${reap}`, 'idle'];
+  return [`${as}idle${reap}`, 'idle'];
 }
 
 // labelsOf is an instance's labels as "key=value" strings (only the
@@ -196,15 +219,15 @@ function matches(row, query) {
 }
 
 // applyFilter hides the rows of both lists that the search box does not
-// match, and says how many are shown.
+// match, and says how many instances are shown (a named session's row,
+// below its instance's, is not one).
 function applyFilter() {
   const q = $('instances-filter').value;
   let shown = 0;
-  const rows = [...$('instances').tBodies[0].rows];
-  for (const row of rows) {
-    row.hidden = !matches(row, q);
-    if (!row.hidden) shown++;
-  }
+  const all = [...$('instances').tBodies[0].rows];
+  for (const row of all) row.hidden = !matches(row, q);
+  const rows = all.filter((r) => r.dataset.instance);
+  for (const row of rows) if (!row.hidden) shown++;
   $('instances-count').textContent = q.trim() && rows.length ? `${shown} of ${rows.length}` : '';
   // Recordings come grouped by instance: the name heads each group's
   // first row still shown.
@@ -248,11 +271,11 @@ async function refreshInstances() {
   const list = (await res.json()).sort((a, b) => a.name.localeCompare(b.name));
   const body = $('instances').tBodies[0];
   body.replaceChildren();
-  for (const { name, session: s, image, status, labels, read_only: ro } of list) {
+  for (const { name, session: s, sessions, image, status, labels, read_only: ro } of list) {
     const row = body.insertRow();
     row.dataset.instance = name;
     const a = document.createElement('a');
-    a.href = `/t/${encodeURIComponent(name)}`;
+    a.href = sessionURL(name, '', s && s.login);
     a.textContent = name;
     if (ro) a.title = 'your token may only watch this instance: it opens read-only';
     cell(row, a);
@@ -292,11 +315,46 @@ async function refreshInstances() {
       cell(row, '', 'access');
     }
     row.dataset.search = [name, image, status, state, ro ? 'read-only' : '', ...labelList].join(' ').toLowerCase();
+    for (const ns of (sessions || []).filter((x) => x.name)) sessionRow(body, name, ns, ro, row.dataset.search);
   }
   $('instances').hidden = list.length === 0;
   $('instances-empty').hidden = list.length !== 0;
   applyFilter();
   return true;
+}
+
+// sessionRow adds, below its instance's row, a row for the instance's
+// named session s: its name (linked: it opens its tab), login, who is
+// attached or when it is reaped, its age, output and recording. It is
+// found by the instance's words too.
+function sessionRow(body, instance, s, ro, search) {
+  const row = body.insertRow();
+  row.className = 'session-row';
+  row.dataset.of = instance;
+  row.dataset.name = s.name;
+  const a = document.createElement('a');
+  a.href = sessionURL(instance, s.name, s.login);
+  a.textContent = `+${s.name}`;
+  a.title = `the session ${s.name} of ${instance} (over SSH: ssh -t ${s.login ? `${s.login}@` : ''}${instance}+${s.name}@HOST)`;
+  cell(row, a, 'session-name');
+  const [state, kind] = sessionState(s);
+  const td = cell(row, state, `state ${kind}`);
+  if (s.reap_at && !s.clients) td.title = `reaped at ${new Date(s.reap_at).toLocaleString()} unless a client attaches`;
+  cell(row, `${ago(s.created)} ago`);
+  cell(row, bytes(s.bytes_out));
+  if (s.recording) {
+    const rec = document.createElement('a');
+    rec.href = `/#play=${encodeURIComponent(instance)}/${encodeURIComponent(s.session)}`;
+    rec.className = 'recording';
+    rec.textContent = 'recording';
+    rec.title = `play the recording of the session ${s.name}`;
+    cell(row, rec);
+  } else {
+    cell(row, '');
+  }
+  for (const c of ['image', 'status-text', 'labels', 'access']) cell(row, '', c);
+  if (ro) row.classList.add('observer');
+  row.dataset.search = `${search} +${s.name} ${instance}+${s.name} ${state}`.toLowerCase();
 }
 
 // refreshRecordings redraws the recordings list from GET /api/recordings
@@ -402,6 +460,7 @@ function setReadOnly(term, ro) {
   $('download').hidden = ro;
   $('pin-size').hidden = ro;
   $('keep').hidden = ro;
+  $('new-session').hidden = ro;
   $('paste').hidden = ro;
   $('raise-hand').hidden = !ro;
   $('readonly').textContent = 'read-only';
@@ -446,11 +505,15 @@ function showAway(ev) {
   $('away').hidden = false;
 }
 
-// Connection keeps one terminal attached to an instance's session: it
-// reconnects with backoff and resumes where the output stopped.
+// Connection keeps one terminal attached to one session of an instance
+// (its default one, or the named session sessName, run as login when
+// given): it reconnects with backoff and resumes where the output stopped.
 class Connection {
-  constructor(name, term) {
+  constructor(name, sessName, login, term) {
     this.name = name;
+    this.sessName = sessName; // '' the default session
+    this.login = login; // '' the credential's default login
+    this.onAttached = () => {};
     this.term = term;
     this.ws = null;
     this.attached = false; // the current socket got its "attached" event
@@ -500,6 +563,8 @@ class Connection {
     // attaches or leaves (the status bar's list).
     const want = this.size.want || { cols: this.term.cols, rows: this.term.rows };
     const q = new URLSearchParams({ cols: want.cols, rows: want.rows, clients: 1 });
+    if (this.sessName) q.set('name', this.sessName);
+    if (this.login) q.set('login', this.login);
     if (this.session && this.pos >= 0) {
       q.set('session', this.session);
       q.set('since', this.pos);
@@ -546,6 +611,7 @@ class Connection {
         // session's attach.
         if (this.resetting && ev.new) this.resetDone();
         this.told(ev.cols, ev.rows, this.size.pinned);
+        this.onAttached();
         break;
       }
       case 'size':
@@ -752,10 +818,11 @@ async function pasteClipboard(term) {
   term.focus();
 }
 
-function showTerminal(name) {
+async function showTerminal(name, sessName, login) {
   show('terminal');
-  document.title = `${name} · termgate`;
-  $('term-name').textContent = name;
+  const addr = sessName ? `${name}+${sessName}` : name;
+  document.title = `${addr} · termgate`;
+  $('term-name').textContent = addr;
 
   const term = new Terminal({
     cursorBlink: true,
@@ -771,7 +838,7 @@ function showTerminal(name) {
   term.focus();
 
   setReadOnly(term, !!(window.termgateIdentity && window.termgateIdentity.read_only));
-  const conn = new Connection(name, term);
+  const conn = new Connection(name, sessName, login, term);
   window.termgate = { term, conn }; // for the browser test, and for the console
   setupFiles(name, conn, term);
   const enc = new TextEncoder();
@@ -779,8 +846,9 @@ function showTerminal(name) {
   term.onBinary((d) => conn.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
   setupSize(term, fit, conn);
   term.onTitleChange((t) => {
-    document.title = t ? `${name}: ${t} · termgate` : `${name} · termgate`;
+    document.title = t ? `${addr}: ${t} · termgate` : `${addr} · termgate`;
   });
+  const tabs = setupTabs(conn, term);
 
 
   // Ctrl+Shift+C copies, Ctrl+Shift+V pastes (the browser's paste event,
@@ -800,7 +868,7 @@ function showTerminal(name) {
     }
     return e.code !== 'KeyV';
   });
-  $('keep').addEventListener('click', () => keepSession(name, term));
+  $('keep').addEventListener('click', () => keepSession(conn, term));
   $('raise-hand').addEventListener('click', () => {
     if (conn.attached) conn.send(JSON.stringify({ type: 'raise-hand' }));
     setFilesResult('', 'hand raised: the writers are asked to let you type');
@@ -823,13 +891,13 @@ function showTerminal(name) {
     term.focus();
   });
   $('reset').addEventListener('click', async () => {
-    const ok = confirm(`Reset the session of ${name}?\n\nThis kills the shell and every process it started in the instance, then starts a fresh shell.`);
+    const ok = confirm(`Reset the session ${addr}?\n\nThis kills its shell and every process that shell started in the instance, then starts a fresh shell. The instance's other sessions are left alone.`);
     if (ok && conn.attached) {
       conn.startReset();
       conn.send(JSON.stringify({ type: 'reset' }));
     } else if (ok) {
       conn.startReset();
-      const res = await fetch(`/api/instances/${encodeURIComponent(name)}/terminal/reset`, { method: 'POST' }).catch(() => null);
+      const res = await fetch(`/api/instances/${encodeURIComponent(name)}/terminal/reset${sessionQuery(conn)}`, { method: 'POST' }).catch(() => null);
       if (res && res.ok) {
         conn.restart();
       } else {
@@ -863,17 +931,167 @@ function showTerminal(name) {
     conn.tick();
   }, 1000);
 
+  // Without ?login=, attach as the session's own login when it has one:
+  // the first list says (waited for briefly: the attach goes on without).
+  if (!login) await Promise.race([tabs.first, new Promise((r) => setTimeout(r, 1500))]);
   conn.connect();
 }
 
-// keepSession asks how long to keep the session with no client attached
-// (POST .../keep?for=D, up to the gateway's --max-keep) and says the outcome
-// in the status bar.
-async function keepSession(name, term) {
-  const d = prompt(`Keep the session of ${name} running with no client attached for how long?\n\nA duration such as 8h or 90m (at most the gateway's --max-keep), or off.`, '8h');
+// ---- tabs: the instance's sessions, and "+" for a new one ------------------
+
+// setupTabs keeps the tab bar: a tab per session of conn's instance (from
+// GET /api/sessions after each attach and every 5 s while the page is
+// visible), the default one first and named by its instance, the tab's own
+// marked; each tab is a link to its session's address, so switching tabs
+// attaches to that session (its screen replayed as on any reattach) and
+// every tab can be bookmarked or opened in a browser tab of its own. "+"
+// asks for a new session's name (and for its login when the credential may
+// use more than one) and opens it. It returns {first}: the first list.
+function setupTabs(conn, term) {
+  let known = []; // the instance's sessions, oldest first, as last listed
+  let shown = 0; // how many tabs the bar has
+  const tab = (s) => {
+    const a = document.createElement('a');
+    a.className = 'tab';
+    a.href = sessionURL(conn.name, s.name, s.login);
+    a.dataset.name = s.name;
+    a.textContent = s.name || conn.name;
+    if (!s.name) a.classList.add('default');
+    if (s.name === conn.sessName) {
+      a.classList.add('current');
+      a.setAttribute('aria-current', 'page');
+    }
+    if (s.login) {
+      const l = document.createElement('span');
+      l.className = 'tab-login';
+      l.textContent = s.login;
+      a.append(l);
+    }
+    if (s.clients > 0 && s.name !== conn.sessName) a.classList.add('busy');
+    if (s.pending) a.classList.add('pending');
+    const [state] = s.pending ? [s.pending] : sessionState(s);
+    a.title = `${s.name ? `the session ${s.name}` : 'the default session'} of ${conn.name}: ${state}`;
+    return a;
+  };
+  const render = () => {
+    const items = [...known];
+    // This tab's session before the gateway lists it (being opened), and
+    // the default session's tab always: attaching starts it.
+    if (!known.some((s) => s.name === conn.sessName)) items.push({ name: conn.sessName, login: conn.login, clients: 0, pending: 'opening' });
+    if (!items.some((s) => !s.name)) items.push({ name: '', clients: 0, pending: 'not started: opening it starts it' });
+    items.sort((a, b) => Number(b.name === '') - Number(a.name === '')); // stable: the default first
+    $('tab-list').replaceChildren(...items.map(tab));
+    // Bring this tab into view when the tabs change, not at every
+    // refresh: the user may be scrolling them.
+    if (items.length !== shown) $('tab-list').querySelector('.current')?.scrollIntoView({ block: 'nearest', inline: 'nearest' });
+    shown = items.length;
+    window.termgateTabs = items.map((s) => s.name); // for the browser test
+  };
+  const refresh = async () => {
+    let res;
+    try {
+      res = await fetch('/api/sessions', { cache: 'no-store' });
+    } catch {
+      return; // the connection's status says why
+    }
+    if (!res.ok) return;
+    known = (await res.json()).filter((s) => s.instance === conn.name);
+    const mine = known.find((s) => s.name === conn.sessName);
+    if (mine && mine.login && !conn.login && !conn.attempts) conn.login = mine.login;
+    render();
+  };
+  render();
+  const first = refresh();
+  conn.onAttached = refresh;
+  setInterval(() => {
+    if (!document.hidden) refresh();
+  }, 5000);
+
+  // "+": the name, checked as the gateway checks it; the login picker
+  // only when the credential may use more than one login. The logins are
+  // GET /api/whoami's "logins" (the credential's, in its order, '*' for
+  // any: issue 36 item 2 serves them); without that field, as from a
+  // gateway without logins, there is no picker and the gateway's default
+  // login applies.
+  const dialog = $('new-session-dialog');
+  const nameIn = $('new-session-name');
+  const err = $('new-session-error');
+  const logins = ((window.termgateIdentity || {}).logins || []).filter((l) => typeof l === 'string' && l);
+  const anyLogin = logins.includes('*');
+  const listed = logins.filter((l) => l !== '*');
+  const pick = anyLogin || listed.length > 1;
+  $('new-session-login-row').hidden = !pick;
+  $('new-session-login').hidden = anyLogin;
+  $('new-session-login-any').hidden = !anyLogin;
+  $('new-session-login').replaceChildren(...listed.map((l) => new Option(l, l)));
+  $('new-session-login-any').value = listed[0] || '';
+  $('new-session-instance').textContent = conn.name;
+  const chosen = () => (pick ? (anyLogin ? $('new-session-login-any').value.trim() : $('new-session-login').value) : '');
+  const check = () => {
+    const name = nameIn.value.trim();
+    const login = chosen();
+    for (const el of document.querySelectorAll('.new-session-addr')) el.textContent = `${login ? `${login}@` : ''}${conn.name}+${name || 'NAME'}`;
+    if (!name) return 'Give the session a name.';
+    if (!SESSION.test(name)) return `"${name.slice(0, 40)}" is not a session name: use lowercase letters, digits, '_' and '-' (at most 32, starting with a letter or digit).`;
+    return '';
+  };
+  $('new-session-login').addEventListener('change', check);
+  $('new-session-login-any').addEventListener('input', check);
+  nameIn.addEventListener('input', () => {
+    const msg = nameIn.value ? check() : '';
+    err.textContent = msg;
+    err.hidden = !msg;
+  });
+  $('new-session').addEventListener('click', () => {
+    nameIn.value = '';
+    err.hidden = true;
+    check();
+    dialog.showModal();
+    nameIn.focus();
+  });
+  $('new-session-cancel').addEventListener('click', () => dialog.close());
+  dialog.addEventListener('close', () => term.focus());
+  $('new-session-form').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const msg = check();
+    if (msg) {
+      err.textContent = msg;
+      err.hidden = false;
+      nameIn.focus();
+      return;
+    }
+    const name = nameIn.value.trim();
+    // An existing session opens as it is, with its own login.
+    const existing = known.find((s) => s.name === name);
+    const login = existing ? existing.login : chosen();
+    dialog.close();
+    location.assign(sessionURL(conn.name, name, login));
+  });
+  return { first };
+}
+
+// sessionQuery is the query that addresses conn's session in the API's
+// per-session routes (reset, keep): name= for a named one.
+function sessionQuery(conn, extra = {}) {
+  const q = new URLSearchParams(extra);
+  if (conn.sessName) q.set('name', conn.sessName);
+  const t = q.toString();
+  return t ? `?${t}` : '';
+}
+
+// sessionLabel names conn's session for people: "web1" or "web1+build".
+function sessionLabel(conn) {
+  return conn.sessName ? `${conn.name}+${conn.sessName}` : conn.name;
+}
+
+// keepSession asks how long to keep the tab's session with no client
+// attached (POST .../keep?for=D[&name=S], up to the gateway's --max-keep)
+// and says the outcome in the status bar.
+async function keepSession(conn, term) {
+  const d = prompt(`Keep the session ${sessionLabel(conn)} running with no client attached for how long?\n\nA duration such as 8h or 90m (at most the gateway's --max-keep), or off.`, '8h');
   term.focus();
   if (!d) return;
-  const res = await fetch(`/api/instances/${encodeURIComponent(name)}/keep?for=${encodeURIComponent(d.trim())}`, { method: 'POST' }).catch(() => null);
+  const res = await fetch(`/api/instances/${encodeURIComponent(conn.name)}/keep${sessionQuery(conn, { for: d.trim() })}`, { method: 'POST' }).catch(() => null);
   if (!res) return setFilesResult('bad', 'keep failed: the gateway is unreachable');
   if (res.status === 401) return expired();
   if (!res.ok) return setFilesResult('bad', `keep failed: ${await errorOf(res)}`);
@@ -1192,9 +1410,18 @@ async function main() {
   if (play) return showPlayer(...play);
   const m = location.pathname.match(/^\/t\/([^/]+)$/);
   if (!m) return showPicker();
-  const name = decodeURIComponent(m[1]);
-  if (!NAME.test(name)) return showPicker();
-  showTerminal(name);
+  // /t/INSTANCE or /t/INSTANCE+SESSION ('+' never in an instance name).
+  let addr;
+  try {
+    addr = decodeURIComponent(m[1]);
+  } catch {
+    return showPicker();
+  }
+  const plus = addr.indexOf('+');
+  const name = plus < 0 ? addr : addr.slice(0, plus);
+  const sessName = plus < 0 ? '' : addr.slice(plus + 1);
+  if (!NAME.test(name) || (plus >= 0 && !SESSION.test(sessName))) return showPicker();
+  showTerminal(name, sessName, new URLSearchParams(location.search).get('login') || '');
 }
 
 // A signed-in tab given a new #token=… address only sees the hash change.
