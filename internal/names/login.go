@@ -25,9 +25,10 @@ func ValidLogin(login string) bool {
 	return !allDigits(login)
 }
 
-// LoginUID reads a numeric login: its uid, and whether login is one.
+// LoginUID reads a numeric login (decimal, no leading zero): its uid, and
+// whether login is one.
 func LoginUID(login string) (uint32, bool) {
-	if !allDigits(login) {
+	if !allDigits(login) || len(login) > 1 && login[0] == '0' { // canonical: one spelling per uid
 		return 0, false
 	}
 	n, err := strconv.ParseUint(login, 10, 32)

@@ -11,7 +11,7 @@ func TestValidLogin(t *testing.T) {
 		{"4294967294", true}, {"root", true}, {"abcdefghijklmnopqrstuvwxyz012345", true},
 		{"", false}, {"-x", false}, {".hidden", false}, {"a:b", false}, {"a\nb", false}, {"a b", false},
 		{"a@b", false}, {"a+b", false}, {"a/b", false}, {"4294967295", false}, {"99999999999", false},
-		{"abcdefghijklmnopqrstuvwxyz0123456", false}, {"é", false},
+		{"abcdefghijklmnopqrstuvwxyz0123456", false}, {"é", false}, {"007", false}, {"00000000000", false},
 	} {
 		if got := ValidLogin(tt.login); got != tt.ok {
 			t.Errorf("ValidLogin(%q) = %v, want %v", tt.login, got, tt.ok)
