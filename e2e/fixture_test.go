@@ -45,8 +45,8 @@ const (
 	// keyLogins may use every instance as the logins app (its default),
 	// bob and uid 1234 (CONTRACT "Named sessions and logins").
 	keyLogins = "logins"
-	tokAdmin    = "admin"
-	tokWeb      = "web"
+	tokAdmin  = "admin"
+	tokWeb    = "web"
 )
 
 // options configure a gateway fixture.
