@@ -91,6 +91,9 @@ type Who struct {
 	Name   string // key comment or token name
 	Key    string // key fingerprint (SSH)
 	Remote string // client address
+	// Login is the instance user the request ran as, when not the
+	// instance's default user (CONTRACT "Named sessions and logins").
+	Login string
 }
 
 func (w Who) attrs() []any {
@@ -100,6 +103,9 @@ func (w Who) attrs() []any {
 	}
 	if w.Key != "" {
 		a = append(a, "key", w.Key)
+	}
+	if w.Login != "" {
+		a = append(a, "login", w.Login)
 	}
 	return a
 }

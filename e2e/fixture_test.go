@@ -42,8 +42,11 @@ const (
 	keyAdmin    = "admin"
 	keyWeb      = "web"
 	keyStranger = "stranger"
-	tokAdmin    = "admin"
-	tokWeb      = "web"
+	// keyLogins may use every instance as the logins app (its default),
+	// bob and uid 1234 (CONTRACT "Named sessions and logins").
+	keyLogins = "logins"
+	tokAdmin  = "admin"
+	tokWeb    = "web"
 )
 
 // options configure a gateway fixture.
@@ -152,7 +155,7 @@ func (g *gateway) writeState(t *testing.T) {
 	keyDir := t.TempDir()
 	web := g.prefix + "web-*"
 	var ak strings.Builder
-	for _, name := range []string{keyAdmin, keyWeb, keyStranger} {
+	for _, name := range []string{keyAdmin, keyWeb, keyStranger, keyLogins} {
 		_, priv, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {
 			t.Fatal(err)
@@ -174,6 +177,8 @@ func (g *gateway) writeState(t *testing.T) {
 			fmt.Fprintf(&ak, "%s %s\n", pub, name)
 		case keyWeb:
 			fmt.Fprintf(&ak, "instances=%q %s %s\n", web, pub, name)
+		case keyLogins:
+			fmt.Fprintf(&ak, "logins=\"app,bob,1234\" %s %s\n", pub, name)
 		}
 	}
 	writeFile(t, filepath.Join(g.stateDir, "authorized_keys"), []byte(ak.String()))

@@ -115,7 +115,7 @@ func TestNamedSessions(t *testing.T) {
 	for _, tc := range []struct{ user, want string }{
 		{name + "+Bad@127.0.0.1", "invalid session name"},
 		{name + "+@127.0.0.1", "empty name after '+'"},
-		{"app@" + name + "@127.0.0.1", "logins (LOGIN@INSTANCE) are not supported yet"},
+		{"app@" + name + "@127.0.0.1", `login refused: this key may not be login "app"`},
 	} {
 		r := start("-tt", tc.user)
 		_ = r.stdin.Close()

@@ -91,9 +91,15 @@ func (g *gateway) openssh(t *testing.T, sshBin, home string, args ...string) *op
 // that outlasts waitFor, such as a stall).
 func (g *gateway) opensshWithin(t *testing.T, within time.Duration, sshBin, home string, args ...string) *opensshRun {
 	t.Helper()
+	return g.opensshAs(t, keyAdmin, within, sshBin, home, args...)
+}
+
+// opensshAs is opensshWithin with the key named key.
+func (g *gateway) opensshAs(t *testing.T, key string, within time.Duration, sshBin, home string, args ...string) *opensshRun {
+	t.Helper()
 	_, port, _ := net.SplitHostPort(g.sshAddr)
 	base := []string{"-F", "/dev/null", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
-		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", g.keyFiles[keyAdmin], "-p", port}
+		"-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-o", "LogLevel=ERROR", "-i", g.keyFiles[key], "-p", port}
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	cmd := exec.CommandContext(ctx, sshBin, append(base, args...)...)
 	cmd.Env = append(sshEnv(home), "TERM=xterm")

@@ -156,7 +156,7 @@ func (c *conn) serve() {
 	c.nonce, c.peerNonce = newNonce(), peer.Nonce
 	c.h.mu.Lock()
 	hello := HelloMsg{Proto: c.h.cfg.Proto, Build: c.h.cfg.Build, Session: c.h.session, Offset: c.h.ring.End(),
-		Cols: c.h.cols, Rows: c.h.rows, Created: c.h.created.UnixMilli(),
+		Cols: c.h.cols, Rows: c.h.rows, Created: c.h.created.UnixMilli(), Login: c.h.cfg.Login,
 		Nonce: c.nonce, Proof: HolderProof(c.h.cfg.Key, c.peerNonce, c.nonce)}
 	if c.h.shell != nil {
 		hello.PID = c.h.shell.cmd.Process.Pid

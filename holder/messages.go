@@ -23,6 +23,10 @@ type HelloMsg struct {
 	// Created is when the held session's shell started, in Unix
 	// milliseconds (holder → gateway only; 0: unknown).
 	Created int64 `json:"created,omitempty"`
+	// Login is the instance user the held shell runs as (holder →
+	// gateway only; "" the instance's default user): a session runs as
+	// one login for its life, and an adopting gateway must know which.
+	Login string `json:"login,omitempty"`
 	// Gateway names the gateway (gateway → holder), for the holder's log.
 	Gateway string `json:"gateway,omitempty"`
 	// Clients is the gateway's client count from the start (gateway →

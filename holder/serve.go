@@ -32,6 +32,9 @@ type ServeConfig struct {
 	// after that long with no client on any gateway.
 	BufferSize  int
 	IdleTimeout time.Duration
+	// Login is the instance user Shell runs as ("" the default user), for
+	// the Hello: Shell itself becomes it (termgate-holder as LOGIN).
+	Login string
 	// Build names this holder's build in its Hello.
 	Build  string
 	Logger *slog.Logger

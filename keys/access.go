@@ -85,6 +85,9 @@ type Grant struct {
 	PermitOpen []string
 	// Files limits file transfers (files="download").
 	Files Files
+	// Logins are the instance's users the grant may be (logins.go):
+	// nil the default user only, AnyLogin any.
+	Logins []string
 }
 
 // Switches are the gateway-wide flags that take a right from every
@@ -166,7 +169,8 @@ type Access struct {
 	// ReadFiles and WriteFiles: file transfers each way.
 	ReadFiles, WriteFiles bool
 
-	sw Switches
+	sw     Switches
+	logins loginSet
 	// noForwardWhy says why a writer may not forward (the options that
 	// refuse it), for the refusal.
 	noForwardWhy string
@@ -190,6 +194,7 @@ func (id Identity) On(instance string, sw Switches) Access {
 		}
 		a.Use = true
 		a.PTY = a.PTY || !g.NoPTY
+		a.logins.add(g)
 		if g.ReadOnly {
 			continue
 		}

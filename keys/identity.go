@@ -32,7 +32,7 @@ func (id Identity) clone() Identity {
 	id.Grants = slices.Clone(id.Grants)
 	for i := range id.Grants {
 		g := &id.Grants[i]
-		g.Instances, g.PermitOpen = slices.Clone(g.Instances), slices.Clone(g.PermitOpen)
+		g.Instances, g.PermitOpen, g.Logins = slices.Clone(g.Instances), slices.Clone(g.PermitOpen), slices.Clone(g.Logins)
 	}
 	return id
 }
@@ -187,6 +187,7 @@ func Describe(id Identity) string {
 		if g.NoPTY {
 			what += ", no terminal"
 		}
+		what += describeLogins(g)
 		parts = append(parts, where+": "+what)
 	}
 	if len(parts) == 0 {

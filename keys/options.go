@@ -19,6 +19,8 @@ type keyOptions struct {
 	permitOpen       []string
 	// files is termgate's files="download" (OpenSSH has no such option).
 	files Files
+	// logins is termgate's logins="app,deploy" (logins.go).
+	logins []string
 }
 
 // keyReadOnly is termgate's own authorized_keys option (OpenSSH has no such
@@ -104,7 +106,7 @@ func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
 			continue
 		}
 		switch name {
-		case "instances", "from", "files":
+		case "instances", "from", "files", "logins":
 		default:
 			return o, nil, fmt.Errorf("unsupported option %q", displayName(name, 40))
 		}
@@ -127,6 +129,12 @@ func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
 		}
 		if name == "files" {
 			if o.files, err = parseFiles(v); err != nil {
+				return o, nil, err
+			}
+			continue
+		}
+		if name == "logins" {
+			if o.logins, err = parseLogins(v); err != nil {
 				return o, nil, err
 			}
 			continue

@@ -30,6 +30,9 @@ type PolicyRule struct {
 	// Files is "download" to allow reading files but not writing them;
 	// empty allows both.
 	Files string `yaml:"files"`
+	// Logins are the instances' users the rule allows (logins.go); "*"
+	// any; empty the default user only.
+	Logins []string `yaml:"logins"`
 }
 
 // Check refuses rules that can never match or hold a bad pattern; the
@@ -42,6 +45,11 @@ func (p Policies) Check() error {
 		for _, pat := range r.Instances {
 			if _, err := path.Match(pat, "x"); err != nil {
 				return fmt.Errorf("policies rule %d: instance pattern %q: %v", i+1, pat, err)
+			}
+		}
+		if len(r.Logins) > 0 {
+			if _, err := parseLogins(strings.Join(r.Logins, ",")); err != nil {
+				return fmt.Errorf("policies rule %d: %v", i+1, err)
 			}
 		}
 		if r.Files != "" {
@@ -69,7 +77,7 @@ func (p Policies) Identity(email string, groups []string, emailVerified bool) (I
 		}
 		files, _ := parseFiles(r.Files) // FilesAll when empty; Check refused a bad value
 		id.Grants = append(id.Grants, Grant{Instances: slices.Clone(r.Instances), ReadOnly: r.ReadOnly,
-			NoPortForwarding: r.PortForwarding != nil && !*r.PortForwarding, Files: files})
+			NoPortForwarding: r.PortForwarding != nil && !*r.PortForwarding, Files: files, Logins: slices.Clone(r.Logins)})
 	}
 	if len(id.Grants) == 0 {
 		return Identity{}, false

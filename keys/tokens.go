@@ -85,7 +85,7 @@ func NewToken() (string, error) {
 }
 
 // tokenFormat is the token line syntax, shown with every refused line.
-const tokenFormat = "TOKEN [NAME] [instances=PAT,...] [read-only] [files=download]"
+const tokenFormat = "TOKEN [NAME] [instances=PAT,...] [read-only] [files=download] [logins=LOGIN,...]"
 
 // ParseTokens parses a token file: one "TOKEN [NAME] [instances=PAT,...]
 // [read-only] [files=download]" per line (fields separated by blanks, the options in any
@@ -157,7 +157,7 @@ func parseTokenLine(line string) (tok string, id Identity, err error) {
 	fields := strings.Fields(line)
 	first := fields[0]
 	switch {
-	case strings.HasPrefix(first, "instances=") || strings.HasPrefix(first, "files=") || first == tokenReadOnly:
+	case strings.HasPrefix(first, "instances=") || strings.HasPrefix(first, "files=") || strings.HasPrefix(first, "logins=") || first == tokenReadOnly:
 		return "", id, errors.New("the line starts with an option instead of a token")
 	case !printableASCII(first):
 		return "", id, errors.New("the token has characters other than printable ASCII")
@@ -168,8 +168,18 @@ func parseTokenLine(line string) (tok string, id Identity, err error) {
 	id.Kind = KindToken
 	var g Grant
 	defer func() { id.Grants = []Grant{g} }()
-	sawInstances, sawFiles := false, false
+	sawInstances, sawFiles, sawLogins := false, false, false
 	for _, f := range fields[1:] {
+		if v, ok := strings.CutPrefix(f, "logins="); ok {
+			if sawLogins {
+				return tok, id, errors.New("logins= given twice")
+			}
+			sawLogins = true
+			if g.Logins, err = parseLogins(v); err != nil {
+				return tok, id, err
+			}
+			continue
+		}
 		if v, ok := strings.CutPrefix(f, "instances="); ok {
 			if sawInstances {
 				return tok, id, errors.New("instances= given twice")
@@ -201,7 +211,7 @@ func parseTokenLine(line string) (tok string, id Identity, err error) {
 			return tok, id, err
 		}
 		if id.Name != "" {
-			return tok, id, fmt.Errorf("unexpected %s after the name %q (only one NAME; options are instances=, read-only and files=download)", showField(f), id.Name)
+			return tok, id, fmt.Errorf("unexpected %s after the name %q (only one NAME; options are instances=, read-only, files=download and logins=)", showField(f), id.Name)
 		}
 		id.Name = displayName(f, 64)
 	}
@@ -228,7 +238,7 @@ func parseTokenInstances(v string) ([]string, error) {
 // the token unrestricted.
 func checkTokenName(f string) error {
 	if key, _, ok := strings.Cut(f, "="); ok {
-		hint := "the only options are instances=PAT,..., read-only and files=download; a NAME may not contain '='"
+		hint := "the only options are instances=PAT,..., read-only, files=download and logins=LOGIN,...; a NAME may not contain '='"
 		if strings.EqualFold(strings.Trim(key, `"'`), "instances") || strings.EqualFold(strings.Trim(key, `"'`), "instance") {
 			hint = "did you mean instances= (lower case, no quotes around it)?"
 		}

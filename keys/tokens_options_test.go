@@ -25,7 +25,7 @@ func TestTokenOptionTyposAreRefused(t *testing.T) {
 		{"ops instance=web*", `unknown option "instance="`},
 		{`ops "instances=web*"`, `unknown option "\"instances="`},
 		{"instances=web* Instances=db", `unknown option "Instances="`},
-		{"name=ops", `unknown option "name=" (the only options are instances=PAT,..., read-only and files=download; a NAME may not contain '=')`},
+		{"name=ops", `unknown option "name=" (the only options are instances=PAT,..., read-only, files=download and logins=LOGIN,...; a NAME may not contain '=')`},
 		{"ops=web", `unknown option "ops="`},
 		{"read-only=yes", `unknown option "read-only="`},
 		{"instances= web*", "instances= is empty"},
@@ -64,7 +64,7 @@ func TestTokenOptionTyposAreRefused(t *testing.T) {
 				t.Fatalf("warnings = %q, want the refused line and its repeat", warnings)
 			}
 			if !strings.HasPrefix(warnings[0], "line 2: refused: ") || !strings.Contains(warnings[0], tt.want) ||
-				!strings.Contains(warnings[0], "does not work until you fix the line (format: TOKEN [NAME] [instances=PAT,...] [read-only] [files=download])") {
+				!strings.Contains(warnings[0], "does not work until you fix the line (format: TOKEN [NAME] [instances=PAT,...] [read-only] [files=download] [logins=LOGIN,...])") {
 				t.Errorf("warning %q, want line 2 refused with %q and what to do", warnings[0], tt.want)
 			}
 			if !strings.HasPrefix(warnings[1], "line 3: skipped: same token as line 2, which is refused: fix line 2") {

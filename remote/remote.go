@@ -22,6 +22,9 @@ type Command struct {
 	Term string
 	// Env is KEY=VALUE for the process (the listener filtered it).
 	Env []string
+	// Login is the instance's user the process runs as ("" its default
+	// user): see sessions.StartSpec.Login.
+	Login string
 	// Stderr receives the process's stderr (without a TTY; nil
 	// discards it).
 	Stderr io.Writer
@@ -88,6 +91,10 @@ type SFTPOptions struct {
 	// credential: files="download"). Servers that cannot refuse writes
 	// must not be used for it.
 	ReadOnly bool
+	// Login is the instance's user the server runs as, from that user's
+	// home ("" the default user); a backend that cannot refuses with a
+	// *sessions.LoginError.
+	Login string
 }
 
 // ErrUnsupported: this backend cannot do what was asked.

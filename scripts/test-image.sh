@@ -23,6 +23,7 @@ fi
 
 root=$(mktemp -d)
 trap 'rm -rf "$root"' EXIT
+chmod 755 "$root" # the image's /: mktemp's 0700 would shut every user but root out
 
 mkdir -p "$root/bin" "$root/proc" "$root/root" "$root/etc" "$root/dev" "$root/sys"
 install -d -m 1777 "$root/tmp"
@@ -31,8 +32,11 @@ for applet in $("$busybox" --list); do
 	[[ "$applet" == busybox ]] && continue
 	ln -s busybox "$root/bin/$applet"
 done
-echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
-echo 'root:x:0:' >"$root/etc/group"
+# app is the second user logins are tested with (app@INSTANCE).
+printf '%s\n' 'root:x:0:0:root:/root:/bin/sh' 'app:x:1000:1000:app:/home/app:/bin/sh' >"$root/etc/passwd"
+printf '%s\n' 'root:x:0:' 'app:x:1000:' >"$root/etc/group"
+# (its home is made by the tests that use it: the archive's owners are
+# the builder's, not uid 1000)
 
 tar -C "$root" -c . | docker import \
 	--change 'ENV PATH=/bin' \

@@ -76,3 +76,24 @@ func (e *TooManySessionsError) Error() string {
 	}
 	return fmt.Sprintf("%s already started %d named sessions, the most one credential may keep (--max-named-sessions); end one first (ssh HOST list)", e.Who, e.Max)
 }
+
+// WrongLoginError refuses a read-write attach with another login than
+// the one the session runs as (a session runs as one login for its life).
+type WrongLoginError struct {
+	Addr  string // the session, INSTANCE[+NAME]
+	Login string // what it runs as ("" the instance's default user)
+	Asked string // what the client asked for
+}
+
+func (e *WrongLoginError) Error() string {
+	asked := "the instance's default user"
+	if e.Asked != "" {
+		asked = fmt.Sprintf("%q", e.Asked)
+	}
+	if e.Login == "" {
+		return fmt.Sprintf("session %s runs as the instance's default user, not as %s: attach to it without LOGIN@ (%s@HOST), or open a session of your own as %s (LOGIN@%s+NAME@HOST)",
+			e.Addr, asked, e.Addr, asked, strings.SplitN(e.Addr, "+", 2)[0])
+	}
+	return fmt.Sprintf("session %s runs as %q, not as %s: attach to it as %s@%s@HOST, or open a session of your own (LOGIN@%s+NAME@HOST)",
+		e.Addr, e.Login, asked, e.Login, e.Addr, strings.SplitN(e.Addr, "+", 2)[0])
+}

@@ -100,7 +100,7 @@ func (r *Registry) AdoptAll(ctx context.Context) int {
 	sem := make(chan struct{}, adoptParallel)
 	for _, h := range held {
 		inst := h.Instance
-		sl, created, err := r.slotFor(inst, h.Name, "")
+		sl, created, err := r.slotFor(inst, h.Name, "", "")
 		if errors.Is(err, ErrClosed) {
 			break // shutting down
 		}
@@ -139,7 +139,7 @@ func (r *Registry) AdoptIn(ctx context.Context, inst Instance) (adopted bool, er
 	if _, ok := r.cfg.Backend.(Adopter); !ok {
 		return false, nil
 	}
-	sl, created, err := r.slotFor(inst, "", "")
+	sl, created, err := r.slotFor(inst, "", "", "")
 	if err != nil || !created {
 		return false, err
 	}

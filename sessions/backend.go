@@ -80,6 +80,11 @@ type StartSpec struct {
 	// Name is the session's name in its instance ("" the default
 	// session): a backend that holds sessions keeps each name's apart.
 	Name string
+	// Login is the instance's user the shell runs as (a name in its
+	// /etc/passwd or a numeric uid, checked by keys.DecideLogin); "" the
+	// instance's default user. A backend that cannot become it refuses
+	// with a *LoginError and starts nothing.
+	Login string
 	// Shell is the command to run; empty means "bash if present, else sh".
 	Shell []string
 	// Term is the TERM value for the shell.
@@ -87,6 +92,13 @@ type StartSpec struct {
 	// Size is the initial window size (always valid).
 	Size Size
 }
+
+// LoginError: the shell cannot run as the login asked for (no such user
+// in the instance, or an instance that cannot change user): Why is the
+// sentence the user reads.
+type LoginError struct{ Login, Why string }
+
+func (e *LoginError) Error() string { return e.Why }
 
 // Process is one running shell with its terminal. Read and Write may be
 // called concurrently with each other and with Resize; Write may be called

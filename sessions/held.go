@@ -37,6 +37,9 @@ type HeldState struct {
 	Replay []byte
 	// Size is the terminal's current window size (zero: unknown).
 	Size Size
+	// Login is the instance user the shell runs as ("" the default
+	// user): an adopted session keeps the login it was started with.
+	Login string
 }
 
 // HeldProcess is a Process whose shell is held outside the gateway.

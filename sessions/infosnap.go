@@ -15,7 +15,7 @@ import "slices"
 // clients, the idle time, the recording, the holder or the size.
 func (s *Session) publishLocked() {
 	in := &Info{
-		Instance: s.inst.Name, Name: s.name, Session: s.id, Created: s.created, Clients: len(s.clients),
+		Instance: s.inst.Name, Name: s.name, Login: s.login, Session: s.id, Created: s.created, Clients: len(s.clients),
 		Recording: s.recording, Durable: s.held != nil, Attached: attachedList(s.clients),
 		Size: s.size.String(), SizePinned: !s.pin.IsZero(),
 	}

@@ -107,6 +107,10 @@ type slot struct {
 	sess    *Session // set before ready is closed; nil with err
 	err     error
 	adopted bool // sess was adopted from its holder, not started
+	// login is the instance user a start runs the shell as (the
+	// starter's AttachOptions.Login, or the reset session's); an adopted
+	// session's is its holder's (Session.login).
+	login string
 }
 
 // ended reports whether the slot's start has finished (successfully or not).
@@ -201,7 +205,7 @@ func (r *Registry) Attach(ctx context.Context, addr string, opts AttachOptions) 
 		}
 	}
 	for tries := 1; ; tries++ {
-		sl, created, err := r.slotFor(inst, a.Name, opts.Who)
+		sl, created, err := r.slotFor(inst, a.Name, opts.Who, opts.Login)
 		if err != nil {
 			return nil, err
 		}
@@ -223,6 +227,10 @@ func (r *Registry) Attach(ctx context.Context, addr string, opts AttachOptions) 
 		}
 		if sl.err != nil {
 			return nil, sl.err
+		}
+		// One login for the session's life; observers watch any.
+		if !opts.ReadOnly && sl.sess.login != opts.Login {
+			return nil, &WrongLoginError{Addr: a.String(), Login: sl.sess.login, Asked: opts.Login}
 		}
 		c, err := sl.sess.attach(opts, created && !sl.adopted)
 		if errors.Is(err, errSessionClosing) {
@@ -253,7 +261,7 @@ const maxNotHeldTries = 3
 
 // slotFor returns the slot of the instance's session name, creating an
 // empty one (started by who) when none and the caps allow.
-func (r *Registry) slotFor(inst Instance, name, who string) (*slot, bool, error) {
+func (r *Registry) slotFor(inst Instance, name, who, login string) (*slot, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -266,7 +274,7 @@ func (r *Registry) slotFor(inst Instance, name, who string) (*slot, bool, error)
 	if err := r.capLocked(k, inst.Name, who); err != nil {
 		return nil, false, err
 	}
-	sl := &slot{key: k, who: who, ready: make(chan struct{})}
+	sl := &slot{key: k, who: who, login: login, ready: make(chan struct{})}
 	r.putLocked(sl)
 	return sl, true, nil
 }
@@ -282,7 +290,7 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
-	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Shell: r.cfg.Shell, Term: term, Size: size}, how)
+	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Login: sl.login, Shell: r.cfg.Shell, Term: term, Size: size}, how)
 	if err != nil {
 		sl.err = err
 		r.forget(sl)
@@ -294,6 +302,10 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	}
 	sl.adopted = adopted
 	sl.sess = newSession(id, inst, sl.key.name, proc, size, term, &r.cfg, func(s *Session) { r.forget(sl) })
+	sl.sess.login = sl.login
+	if held {
+		sl.sess.login = hp.Held().Login // what the holder's shell runs as
+	}
 	sl.sess.onReset = func(s *Session, reset *ResetError, clients []*Client) { r.follow(s, sl, reset, clients) }
 	if held {
 		sl.sess.hold(hp)
@@ -348,7 +360,7 @@ func (r *Registry) Reset(ctx context.Context, addr, by string) (*Session, error)
 	}
 	sl := &slot{key: k, ready: make(chan struct{})}
 	if old != nil {
-		sl.who = old.who // the session's starter still counts it
+		sl.who, sl.login = old.who, old.login // the starter still counts it
 	} else if err := r.capLocked(k, inst.Name, ""); err != nil {
 		r.mu.Unlock()
 		return nil, err
@@ -361,6 +373,7 @@ func (r *Registry) Reset(ctx context.Context, addr, by string) (*Session, error)
 		<-old.ready
 		if old.sess != nil {
 			size, term = old.sess.currentSize(), old.sess.term
+			sl.login = old.sess.login // an adopted one's is its holder's
 			old.sess.Close(&ResetError{OldSession: old.sess.id, NewSession: id, By: by})
 			select {
 			case <-old.sess.tornDown: // then it moves its clients to sl

@@ -37,6 +37,7 @@ type Session struct {
 	id      string
 	inst    Instance
 	name    string // the session's name in its instance; "" the default (addr.go)
+	login   string // the instance user the shell runs as, for its life ("" the default)
 	proc    Process
 	created time.Time
 	clock   clockwork.Clock
@@ -127,7 +128,7 @@ type Info struct {
 	// Name is the session's name in its instance ("" the default one).
 	Name string `json:"name"`
 	// Login is the instance user the shell runs as; "" is the instance's
-	// default user (logins are not supported yet).
+	// default user.
 	Login     string     `json:"login"`
 	Session   string     `json:"session"`
 	Created   time.Time  `json:"created"`
@@ -402,6 +403,11 @@ type AttachOptions struct {
 	// Who (a key's or token's name), Via ("ssh", "websocket") and Remote
 	// (the client's address) describe the client in Info.Attached.
 	Who, Via, Remote string
+	// Login is the instance user the client runs as ("" the default
+	// user): a new session's shell runs as it, and a read-write client
+	// may join only a session of its login (*WrongLoginError); an
+	// observer joins any.
+	Login string
 	// ReadOnly attaches an observer: it gets the replay and all output,
 	// but its input is refused (ErrReadOnly) and its window size never
 	// changes the shell's.

@@ -23,9 +23,14 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	if !ok {
 		return 1
 	}
+	login, ok := s.login(sess, id, acc, name, audit.Attach)
+	if !ok {
+		return 1
+	}
 	// Output goes to the channel byte for byte: sess.Write would turn
 	// "\n" into "\r\n", which breaks full-screen programs in raw mode.
 	r := &relay{srv: s, sess: sess, reg: s.cfg.Registry, name: name, out: sess.ch, who: who(id, sess.remote)}
+	r.who.Login = login
 	var size sessions.Size
 	term := ""
 	if sess.pty != nil {
@@ -39,7 +44,7 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	r.size = size
 	r.opts = sessions.AttachOptions{Term: term, Label: "ssh " + sess.remote.String(),
 		Allowed: s.stillAllowed(sess, sess.key),
-		Who:     id.Name, Via: "ssh", Remote: sess.remote.String(), ReadOnly: !acc.Write,
+		Who:     id.Name, Via: "ssh", Remote: sess.remote.String(), ReadOnly: !acc.Write, Login: login,
 		Prefetch: sess.conn.prefetched()}
 	c, err := r.attach(sess.ctx)
 	if err != nil {

@@ -82,6 +82,11 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 	if !ok {
 		return 1
 	}
+	login, ok := s.login(sess, id, acc, name, audit.Command, "argv", clip(line, 1024))
+	if !ok {
+		return 1
+	}
+	w.Login = login
 	if s.cfg.Remote == nil {
 		return deny("backend runs no commands", "termgate: this gateway's backend cannot run commands in instances")
 	}
@@ -107,7 +112,7 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 		}
 		return s.commandFailed(sess, w, name, line, err)
 	}
-	rc := remote.Command{Line: line, TTY: tty, Env: append([]string(nil), sess.env...)}
+	rc := remote.Command{Line: line, TTY: tty, Env: append([]string(nil), sess.env...), Login: login}
 	if tty {
 		rc.Term, rc.Size = sess.pty.term, sess.win.latest()
 		if !rc.Size.Valid() {

@@ -28,6 +28,9 @@ func (s *Server) who(sess *session, id keys.Identity, name string) int {
 		_, _ = fmt.Fprintf(sess, "nobody is attached to %s\n", name)
 		return 0
 	}
+	if login := s.sessionLogin(name); login != "" {
+		_, _ = fmt.Fprintf(sess, "%s runs as %s\n", name, login)
+	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(sess, 0, 0, 2, ' ', 0)
 	_, _ = fmt.Fprintln(tw, "WHO\tVIA\tACCESS\tSINCE\tLAST TYPED\tREMOTE")
@@ -101,4 +104,19 @@ func plural(n int, word string) string {
 		return word
 	}
 	return word + "s"
+}
+
+// sessionLogin is the login the session at addr runs as ("" the
+// instance's default user, or no such session).
+func (s *Server) sessionLogin(addr string) string {
+	a, err := sessions.ParseAddr(addr)
+	if err != nil {
+		return ""
+	}
+	for _, in := range s.cfg.Registry.Sessions() {
+		if in.Instance == a.Instance && in.Name == a.Name {
+			return in.Login
+		}
+	}
+	return ""
 }

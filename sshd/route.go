@@ -116,6 +116,22 @@ func (s *Server) decide(sess *session, id keys.Identity, name, auditAction strin
 	return a, false
 }
 
+// login is the decision's login column for the user name's LOGIN@
+// (keys.Access.DecideLogin): the login the request runs as ("" the
+// instance's default user), or false once the client, the log and the
+// audit trail were told why not.
+func (s *Server) login(sess *session, id keys.Identity, acc keys.Access, name, auditAction string, extra ...any) (string, bool) {
+	login, r := acc.DecideLogin(sess.raw.login)
+	if r == nil {
+		return login, true
+	}
+	w := who(id, sess.remote)
+	w.Login = clip(sess.raw.login, 64)
+	inst, detail := auditAddr(name, extra...)
+	s.refused(sess, w, inst, auditAction, r, detail...)
+	return "", false
+}
+
 // refused tells the client, the log and the audit trail about a refusal
 // of the decision.
 func (s *Server) refused(sess *session, w audit.Who, name, auditAction string, r *keys.Refusal, extra ...any) {
@@ -174,10 +190,12 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 	// REAPED (when an idle session is reaped, relative) only when one is
 	// idle.
 	// NAME (the session's name; "-" for the default one) only when an
-	// instance has a named session.
-	recorded, durable, idle, named := false, false, false, false
+	// instance has a named session; LOGIN (the instance user its shell
+	// runs as; "-" the default user) only when a session has a login.
+	recorded, durable, idle, named, logins := false, false, false, false, false
 	for _, in := range rows {
 		named = named || in.Name != ""
+		logins = logins || in.Login != ""
 		recorded = recorded || in.Recording != ""
 		durable = durable || in.Durable
 		idle = idle || in.ReapAt != nil
@@ -186,6 +204,9 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 	header := "INSTANCE\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES"
 	if named {
 		header = "INSTANCE\tNAME\tSESSION\tCLIENTS\tIDLE SINCE\tBYTES"
+	}
+	if logins {
+		header += "\tLOGIN"
 	}
 	if idle {
 		header += "\tREAPED"
@@ -208,6 +229,9 @@ func (s *Server) list(sess *session, id keys.Identity) int {
 			_, _ = fmt.Fprintf(tw, "%s\t", listCell(in.Name))
 		}
 		_, _ = fmt.Fprintf(tw, "%s\t%d\t%s\t%d", in.Session, in.Clients, idleSince, in.BytesOut)
+		if logins {
+			_, _ = fmt.Fprintf(tw, "\t%s", listCell(in.Login)) // "-": the default user
+		}
 		if idle {
 			_, _ = fmt.Fprintf(tw, "\t%s", reapCell(in, time.Now()))
 		}
@@ -266,7 +290,12 @@ func listCell(s string) string {
 func (s *Server) userError(sess *session, what, name string, err error) string {
 	var tooLong *sessions.KeepTooLongError
 	var tooMany *sessions.TooManySessionsError
+	var badLogin *sessions.LoginError
+	var wrongLogin *sessions.WrongLoginError
 	switch {
+	case errors.As(err, &badLogin), errors.As(err, &wrongLogin):
+		return err.Error() // says which login to use
+
 	case errors.Is(err, sessions.ErrNotFound):
 		inst, _, _ := strings.Cut(name, "+")
 		return sessions.NotFoundMessage(inst)

@@ -58,6 +58,12 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 		sess.discardInput()
 		return 1
 	}
+	login, ok := s.login(sess, id, acc, name, audit.Transfer)
+	if !ok {
+		sess.discardInput()
+		return 1
+	}
+	w.Login = login
 	if s.cfg.Remote == nil {
 		return refuse(noRemote, "no remote runner")
 	}
@@ -82,7 +88,7 @@ func (s *Server) subsystem(sess *session, id keys.Identity) int {
 		// A download-only credential gets a server that refuses every
 		// write (files="download"); ctx bounds the stream's life, not
 		// only its start.
-		conn, err = s.cfg.Remote.SFTP(ctx, inst, remote.SFTPOptions{ReadOnly: acc.Decide(keys.WriteFiles) != nil})
+		conn, err = s.cfg.Remote.SFTP(ctx, inst, remote.SFTPOptions{ReadOnly: acc.Decide(keys.WriteFiles) != nil, Login: login})
 	}
 	lcancel()
 	if err != nil {

@@ -1,6 +1,7 @@
 package sshd
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/termgate/termgate/sessions"
@@ -34,17 +35,20 @@ func (u sshUser) addr() string {
 	return sessions.Addr{Instance: u.instance, Name: u.name}.String()
 }
 
-// problem is why the user name cannot be used, "" when it can: a login
-// (not supported yet: the shell runs as the instance's default user) or
-// a session name outside the contract's syntax. The user termgate and
+// problem is why the user name cannot be used, "" when it can: an empty
+// LOGIN before '@', or a session name outside the contract's syntax (a
+// login's own syntax and whether the credential may use it are the access
+// decision's: keys.Access.DecideLogin). The user termgate and
 // names with neither '@' nor '+' (the client's login name, for the
 // gateway's own commands) have none.
 func (u sshUser) problem() string {
 	switch {
 	case u.raw == gatewayUser:
 		return ""
-	case u.login != "" || strings.HasSuffix(u.raw, "@"):
-		return "termgate: logins (LOGIN@INSTANCE) are not supported yet; connect as " + clip(u.addr(), 170) + "@HOST to use the instance's default user"
+	case strings.HasSuffix(u.raw, "@"):
+		return "termgate: no instance after the last '@' in the user name " + strconv.Quote(clip(u.raw, 170)) + "; write [LOGIN@]INSTANCE[+NAME]@HOST"
+	case strings.Contains(u.raw, "@") && u.login == "":
+		return "termgate: empty LOGIN before '@'; connect as " + clip(u.addr(), 170) + "@HOST for the credential's default login"
 	case u.named:
 		if err := sessions.CheckSessionName(u.name); err != nil {
 			return "termgate: " + err.Error()

@@ -154,7 +154,11 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request, c caller, auditA
 func (s *Server) attachFailure(ctx context.Context, name string, err error) (int, string) {
 	var revoked *sessions.RevokedError
 	var tooMany *sessions.TooManySessionsError
+	var badLogin *sessions.LoginError
+	var wrongLogin *sessions.WrongLoginError
 	switch {
+	case errors.As(err, &badLogin), errors.As(err, &wrongLogin):
+		return http.StatusForbidden, err.Error() // names the login to use
 	case errors.As(err, &revoked): // the token was removed between the check and the attach
 		return http.StatusForbidden, revoked.Error()
 	case errors.As(err, &tooMany):

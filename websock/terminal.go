@@ -37,6 +37,16 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	// login=: the instance user (the one decision's login column).
+	login, ref := c.access.DecideLogin(r.URL.Query().Get("login"))
+	if ref != nil {
+		who := s.who(r, c)
+		who.Login = truncateRunes(r.URL.Query().Get("login"), 64)
+		s.cfg.Audit.Event(audit.Attach, who, instanceOf(name), "", "result", "denied", "reason", ref.Reason)
+		writeError(w, http.StatusForbidden, ref.Message)
+		return
+	}
+	opts.Login = login
 	if s.isClosed() {
 		writeError(w, http.StatusServiceUnavailable, msgShuttingDown)
 		return
@@ -63,6 +73,7 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	log.Debug("websocket opened", "conn", id, "remote", r.RemoteAddr, "instance", name)
 	cn := newConn(s, r.Context(), ws, name, resetBy(c), opts, log)
 	cn.who = s.who(r, c)
+	cn.who.Login = login
 	cn.wantClients = r.URL.Query().Get("clients") == "1"
 	cn.caller = c
 	if !s.track(cn) {

@@ -52,7 +52,7 @@ func newConn(name, gatewayID string, c *holder.Client, rep holder.ReplayMsg, rep
 		wake: make(chan struct{}, 1), stop: make(chan struct{}),
 		state: sessions.HeldState{
 			Session: rep.Session, Offset: rep.Start, Replay: replay,
-			Size: sessions.Size{Cols: h.Cols, Rows: h.Rows},
+			Size: sessions.Size{Cols: h.Cols, Rows: h.Rows}, Login: h.Login,
 		},
 	}
 	if h.Created > 0 {

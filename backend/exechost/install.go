@@ -245,6 +245,9 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		if install != "" {
 			cmd = append(cmd, "--install-as", install)
 		}
+		if spec.Login != "" {
+			cmd = append(cmd, "--login", spec.Login)
+		}
 		cmd = append(append(cmd, "--"), h.command(spec.Shell)...)
 		x, err := h.openExec(ctx, inst, cmd)
 		if err != nil {

@@ -28,6 +28,9 @@ func (h *Host) Run(ctx context.Context, inst sessions.Instance, cmd remote.Comma
 	if err != nil {
 		return nil, err
 	}
+	if argv, err = h.loginArgv(ctx, inst, cmd.Login, argv); err != nil {
+		return nil, fmt.Errorf("run in %q: %w", inst.Name, err)
+	}
 	marker := h.oneOffMarker("c")
 	opts := ExecOptions{Stdin: true, TTY: cmd.TTY}
 	opts.Env = append(append(opts.Env, cmd.Env...), procmark.EnvSession+"="+marker)

@@ -28,6 +28,14 @@ var sftpServers = []string{
 // sftp-server; a *remote.Unavailable says why neither can.
 func (h *Host) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFTPOptions) (remote.Conn, error) {
 	args := []string{"sftp"}
+	if opts.Login != "" {
+		// Checked first: a refused login reads as one, not as a
+		// server that failed to start.
+		if err := h.checkLogin(ctx, inst, opts.Login); err != nil {
+			return nil, fmt.Errorf("file transfer: %w", err)
+		}
+		args = append(args, "--login", opts.Login)
+	}
 	if opts.ReadOnly {
 		args = append(args, "--read-only")
 	}
@@ -44,6 +52,9 @@ func (h *Host) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFT
 			return nil, fmt.Errorf("file transfer: %w", err)
 		}
 		return s, nil
+	}
+	if opts.Login != "" { // checkLogin ran the holder: this is a passing fault
+		return nil, fmt.Errorf("file transfer as %q in %q: %w", opts.Login, inst.Name, cannot)
 	}
 	have, err := h.x.Exists(ctx, inst, sftpServers)
 	if err != nil {

@@ -33,6 +33,13 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 	if err != nil {
 		return nil, err
 	}
+	if spec.Login != "" {
+		// Before anything starts: a login the instance cannot be
+		// starts nothing (a held session's serve checks again).
+		if err := h.checkLogin(ctx, inst, spec.Login); err != nil {
+			return nil, err
+		}
+	}
 	if h.held != nil {
 		p, err := h.startHeld(ctx, inst, spec, sh)
 		var cannot *CannotHold
@@ -42,7 +49,13 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 		h.log.Warn(h.name+": this instance cannot hold a durable session; starting an ordinary one, which ends with the gateway",
 			"instance", inst.Name, "reason", cannot.Why)
 	}
-	s, err := h.x.Exec(ctx, inst, h.command(spec.Shell), ExecOptions{
+	argv := h.command(spec.Shell)
+	if spec.Login != "" {
+		if argv, err = h.asCommand(ctx, inst, spec.Login, argv); err != nil {
+			return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
+		}
+	}
+	s, err := h.x.Exec(ctx, inst, argv, ExecOptions{
 		TTY: true, Stdin: true, Size: sh.size,
 		Env: []string{"TERM=" + sh.term, procmark.EnvSession + "=" + sh.marker},
 	})

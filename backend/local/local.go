@@ -51,6 +51,9 @@ func (b *Backend) Lookup(_ context.Context, name string) (sessions.Instance, err
 
 // Start starts the shell on a new PTY in its own session.
 func (b *Backend) Start(_ context.Context, inst sessions.Instance, spec sessions.StartSpec) (sessions.Process, error) {
+	if err := noLogins(spec.Login); err != nil {
+		return nil, err
+	}
 	argv := spec.Shell
 	if len(argv) == 0 {
 		argv = autoShell()

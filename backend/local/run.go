@@ -25,6 +25,9 @@ import (
 // kills every process of that session, as Kill does for a shell: a
 // command's background and job-control jobs included.
 func (b *Backend) Run(_ context.Context, inst sessions.Instance, rc remote.Command) (remote.Process, error) {
+	if err := noLogins(rc.Login); err != nil {
+		return nil, err
+	}
 	cmd := exec.Command("/bin/sh", "-c", rc.Line)
 	cmd.Dir = b.cfg.Dir
 	cmd.Env = append(append(os.Environ(), rc.Env...), "TERMGATE_INSTANCE="+inst.Name)

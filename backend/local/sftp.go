@@ -21,6 +21,9 @@ import (
 // pipe whose other end is returned. The server's goroutine ends when the
 // Conn is closed, or ctx ends.
 func (b *Backend) SFTP(ctx context.Context, inst sessions.Instance, opts remote.SFTPOptions) (remote.Conn, error) {
+	if err := noLogins(opts.Login); err != nil {
+		return nil, err
+	}
 	if _, err := b.Lookup(ctx, inst.Name); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,8 @@
 //	    take them (see holder.Attach), until either side ends;
 //	termgate-holder sftp | dial HOST:PORT
 //	    the tools beside sessions (see tools.go);
+//	termgate-holder login LOGIN | as LOGIN -- CMD [ARGS...]
+//	    run as the instance's user LOGIN (see login.go);
 //	termgate-holder version
 //	    prints the protocol version and build.
 //
@@ -82,9 +84,23 @@ func main() {
 		if err == nil {
 			err = attach(args[0], os.Stdin, os.Stdout)
 		}
-	case "sftp":
+	case "login":
 		var args []string
 		if args, err = toolArgs(os.Args[2:]); err == nil {
+			err = loginCheck(args)
+		}
+	case "as":
+		var args []string
+		if args, err = toolArgs(os.Args[2:]); err == nil {
+			err = runAs(args)
+		}
+	case "sftp":
+		var args []string
+		if args, err = toolArgs(os.Args[2:]); err == nil && len(args) >= 2 && args[0] == "--login" {
+			_, err = becomeLogin(args[1])
+			args = args[2:]
+		}
+		if err == nil {
 			dir := workDir()
 			readOnly := len(args) > 0 && args[0] == "--read-only"
 			if readOnly {
@@ -127,7 +143,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--read-only] [--cwd-of SESSION] | dial [--install-as PATH] HOST:PORT | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--login LOGIN] [--read-only] [--cwd-of SESSION] | login [--install-as PATH] LOGIN | as [--install-as PATH] LOGIN -- CMD [ARGS...] | dial [--install-as PATH] HOST:PORT | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
 	os.Exit(2)
 }
 
@@ -142,6 +158,7 @@ func serve(args []string) error {
 	attachToo := fs.Bool("attach", false, "after the status line, bridge stdin/stdout to the socket as attach does (one exec instead of two)")
 	installAs := fs.String("install-as", "", "first rename this binary to PATH (atomically: an upload under a temporary name never leaves a half-written PATH for a racing gateway to run)")
 	keyStdin := fs.Bool("key-stdin", false, "first read the holder's key from stdin: 64 hex digits and a newline (required)")
+	login := fs.String("login", "", "run the shell as the instance's user LOGIN (see login.go)")
 	var env multiFlag
 	fs.Var(&env, "env", "KEY=VALUE for the shell (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -170,6 +187,17 @@ func serve(args []string) error {
 		if err != nil {
 			return err
 		}
+		if *login != "" {
+			// Refused before anything starts: the shell's "as" would
+			// fail inside a session that then ends at once.
+			u, err := lookupLogin(*login)
+			if err == nil {
+				err = mayBecome(u, *login)
+			}
+			if err != nil {
+				return err
+			}
+		}
 		// Exactly the key line: what follows is the attach's stream.
 		key, err := holder.ReadKeyLine(os.Stdin)
 		if err != nil {
@@ -187,6 +215,16 @@ func serve(args []string) error {
 		return attach(*sock, os.Stdin, os.Stdout)
 	}
 	os.Unsetenv(daemonEnv)
+	if *login != "" {
+		// The daemon stays the exec's user (its socket and directory
+		// are that user's: CONTRACT "Durable sessions" 6); the shell
+		// becomes the login through this same checked binary.
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		shell = append([]string{self, "as", *login, "--"}, shell...)
+	}
 	// One P: the daemon only moves bytes between a terminal and its
 	// gateways' pipes, a goroutine handing each chunk to the next. With
 	// more Ps every handoff wakes another thread, which spins (futex,
@@ -225,7 +263,7 @@ func serve(args []string) error {
 	defer stop()
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	err = holder.Serve(ctx, holder.ServeConfig{
-		Socket: *sock, Session: *session, Shell: shell, Env: env,
+		Socket: *sock, Session: *session, Shell: shell, Env: env, Login: *login,
 		Cols: *cols, Rows: *rows, BufferSize: *buffer, IdleTimeout: *idle, Build: build,
 		Logger: logger, Proto: protoVersion(), NoPassing: !passing(), Key: key,
 		Ready: func() {
