@@ -125,7 +125,15 @@ func (s *Server) mayForward(cs *connState, name, host string, port int) (id keys
 	if sessions.CheckName(name) != nil {
 		return id, fmt.Sprintf("termgate: log in as the instance to forward into (ssh -L PORT:HOST:PORT INSTANCE@GATEWAY); %q is not an instance name", clip(name, 64)), "invalid instance name"
 	}
-	if r := id.On(name, s.cfg.Switches).DecideOpen(host, port); r != nil {
+	acc := id.On(name, s.cfg.Switches)
+	r := acc.DecideOpen(host, port)
+	if r == nil && cs.target.login != "" {
+		// A forward dials from the instance's network, not as a user;
+		// still, LOGIN@ names a login the credential must hold, as it
+		// does for every other request.
+		_, r = acc.DecideLogin(cs.target.login)
+	}
+	if r != nil {
 		if r.Hidden {
 			return id, "termgate: " + sessions.NotFoundMessage(name), r.Reason
 		}

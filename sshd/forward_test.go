@@ -177,6 +177,17 @@ func TestForwardRefusals(t *testing.T) {
 		}
 		conn.Close()
 	})
+	t.Run("a login the key may not use", func(t *testing.T) {
+		f.setKeys(t, map[string]string{"admin": ""})
+		wantRefused(t, f.dial(t, "admin", "app@web1"), port, gossh.Prohibited, "login")
+		f.setKeys(t, map[string]string{"admin": `logins="app" `})
+		conn, err := openForward(t, f.dial(t, "admin", "app@web1"), port)
+		if err != nil {
+			t.Fatalf("forward as a login the key lists: %v", err)
+		}
+		conn.Close()
+		f.setKeys(t, map[string]string{"admin": ""})
+	})
 	t.Run("malformed host", func(t *testing.T) {
 		c := f.dial(t, "admin", "web1")
 		for _, host := range []string{"a b", "x\x00y", strings.Repeat("a", 256), "\x1b[31m"} {
