@@ -56,8 +56,17 @@ func TestLoginsWebSocket(t *testing.T) {
 	d := g.wsAttach(t, tokLogins, name, "name=dflt")
 	d.send("echo DFLT-$(id -un)-.")
 	d.expect(`DFLT-app-\.`)
+
+	// A reset of a session that does not exist yet starts it as the
+	// caller's default login, over HTTP and over SSH.
+	if code, body := g.request(t, http.MethodPost, "/api/instances/"+name+"/terminal/reset?name=fresh", tokLogins, nil); code != http.StatusOK {
+		t.Fatalf("reset of a new session: %d %s", code, body)
+	}
+	if out, errOut, code := g.sshRun(t, needOpenSSH(t), keyLogins, nil, "termgate@127.0.0.1", "reset "+name+"+fresh2"); code != 0 {
+		t.Fatalf("ssh reset of a new session: %d %s %s", code, out, errOut)
+	}
 	code, body := g.request(t, "GET", "/api/sessions", tokAdmin, nil)
-	if code != 200 || strings.Count(string(body), `"login":"app"`) != 2 {
-		t.Errorf("/api/sessions: %d %s; want both sessions as app", code, body)
+	if code != 200 || strings.Count(string(body), `"login":"app"`) != 4 {
+		t.Errorf("/api/sessions: %d %s; want tab, dflt, fresh and fresh2 as app", code, body)
 	}
 }
