@@ -57,6 +57,28 @@ func TestLoginsWebSocket(t *testing.T) {
 	d.send("echo DFLT-$(id -un)-.")
 	d.expect(`DFLT-app-\.`)
 
+	// The HTTP files routes run as the token's default login, or as
+	// login= when the token may use it.
+	put, err := http.NewRequest(http.MethodPut, g.baseURL+"/api/instances/"+name+"/files?path=/tmp/put-as-app", strings.NewReader("x\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	put.Header.Set("Authorization", "Bearer "+g.tokens[tokLogins])
+	resp, err := g.http.Do(put)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("PUT as app: %s", resp.Status)
+	}
+	if got := dockerExec(t, g.prefix+"web-wslogin", "stat -c %U /tmp/put-as-app"); got != "app\n" {
+		t.Errorf("PUT by a token with logins=app wrote a file of %q, want app's", got)
+	}
+	if code, body := g.request(t, http.MethodGet, "/api/instances/"+name+"/files?path=/etc/hostname&login=root", tokLogins, nil); code != http.StatusForbidden || !strings.Contains(string(body), "login refused") {
+		t.Errorf("GET with login=root: %d %s; want 403 login refused", code, body)
+	}
+
 	// A reset of a session that does not exist yet starts it as the
 	// caller's default login, over HTTP and over SSH.
 	if code, body := g.request(t, http.MethodPost, "/api/instances/"+name+"/terminal/reset?name=fresh", tokLogins, nil); code != http.StatusOK {
