@@ -47,6 +47,8 @@ const (
 	keyLogins = "logins"
 	tokAdmin  = "admin"
 	tokWeb    = "web"
+	// tokLogins may use every instance as the login app only.
+	tokLogins = "logins"
 )
 
 // options configure a gateway fixture.
@@ -184,8 +186,9 @@ func (g *gateway) writeState(t *testing.T) {
 	writeFile(t, filepath.Join(g.stateDir, "authorized_keys"), []byte(ak.String()))
 	g.tokens[tokAdmin] = randomHex(t, 24)
 	g.tokens[tokWeb] = randomHex(t, 24)
+	g.tokens[tokLogins] = randomHex(t, 24)
 	writeFile(t, filepath.Join(g.stateDir, "api_token"), fmt.Appendf(nil,
-		"%s admin\n%s limited instances=%s\n", g.tokens[tokAdmin], g.tokens[tokWeb], web))
+		"%s admin\n%s limited instances=%s\n%s apps logins=app\n", g.tokens[tokAdmin], g.tokens[tokWeb], web, g.tokens[tokLogins]))
 }
 
 // start runs the gateway on ports the OS picks and waits until /healthz

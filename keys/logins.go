@@ -135,3 +135,19 @@ func describeLogins(g Grant) string {
 	}
 	return ", logins " + strings.Join(g.Logins, ",")
 }
+
+// Logins lists the logins the identity's grants allow anywhere, for the
+// page's new-session picker (GET /api/whoami): the listed ones in grant
+// order, then AnyLogin when a grant allows any; empty when every grant is
+// the default user only. Per instance, DecideLogin still decides.
+func (id Identity) Logins() []string {
+	var s loginSet
+	for _, g := range id.Grants {
+		s.add(g)
+	}
+	out := append([]string{}, s.listed...)
+	if s.any {
+		out = append(out, AnyLogin)
+	}
+	return out
+}

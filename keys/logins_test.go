@@ -93,3 +93,23 @@ func TestLoginsOptions(t *testing.T) {
 		t.Errorf("Describe: %q", d)
 	}
 }
+
+// TestIdentityLogins: what GET /api/whoami lists for the page's picker.
+func TestIdentityLogins(t *testing.T) {
+	cases := []struct {
+		grants []Grant
+		want   string
+	}{
+		{nil, ""},
+		{[]Grant{{}}, ""},
+		{[]Grant{{Logins: []string{"app", "deploy"}}}, "app,deploy"},
+		{[]Grant{{Logins: []string{"*"}}}, "*"},
+		{[]Grant{{Instances: []string{"web*"}, Logins: []string{"app", "*"}}, {Logins: []string{"deploy", "app"}}, {}}, "app,deploy,*"},
+	}
+	for _, tc := range cases {
+		got := Identity{Kind: KindKey, Grants: tc.grants}.Logins()
+		if got == nil || strings.Join(got, ",") != tc.want {
+			t.Errorf("Logins of %+v = %#v, want [%s]", tc.grants, got, tc.want)
+		}
+	}
+}

@@ -337,8 +337,15 @@ func nameAttr(instance, name string) []any {
 // Reset kills the shell of the session at addr (INSTANCE or
 // INSTANCE+NAME) and everything it started, and starts a fresh session;
 // attached clients are moved to it (see move.go). With no session yet, it
-// just starts one (within the instance's cap).
+// just starts one (within the instance's cap), as the default user.
 func (r *Registry) Reset(ctx context.Context, addr, by string) (*Session, error) {
+	return r.ResetAs(ctx, addr, by, "")
+}
+
+// ResetAs is Reset by a caller whose default login (keys.Access.Login)
+// is login: a session that does not exist yet starts as login, as its
+// first attach would; an existing one keeps its own.
+func (r *Registry) ResetAs(ctx context.Context, addr, by, login string) (*Session, error) {
 	a, err := ParseAddr(addr)
 	if err != nil {
 		return nil, err
@@ -364,6 +371,8 @@ func (r *Registry) Reset(ctx context.Context, addr, by string) (*Session, error)
 	} else if err := r.capLocked(k, inst.Name, ""); err != nil {
 		r.mu.Unlock()
 		return nil, err
+	} else {
+		sl.login = login
 	}
 	r.putLocked(sl)
 	r.mu.Unlock()

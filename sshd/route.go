@@ -149,12 +149,13 @@ func (s *Server) refused(sess *session, w audit.Who, name, auditAction string, r
 
 // reset kills the instance's shell and starts a fresh one.
 func (s *Server) reset(sess *session, id keys.Identity, name string) int {
-	if _, ok := s.decide(sess, id, name, audit.Reset, keys.Reset); !ok {
+	acc, ok := s.decide(sess, id, name, audit.Reset, keys.Reset)
+	if !ok {
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(sess.ctx, s.cfg.CommandTimeout)
 	defer cancel()
-	ns, err := s.cfg.Registry.Reset(ctx, name, resetBy(id))
+	ns, err := s.cfg.Registry.ResetAs(ctx, name, resetBy(id), acc.Login())
 	if err != nil {
 		sess.errorf(s.userError(sess, "reset", name, err))
 		inst, detail := auditAddr(name, "result", "failed", "reason", err.Error())

@@ -46,6 +46,7 @@ const (
 	actRead    act = "read"  // sftp get, GET files
 	actWrite   act = "write" // sftp put, PUT files
 	actForward act = "forward"
+	actLogin   act = "login" // be the instance's user app (a named session over WebSocket)
 )
 
 var sshActs = []act{actType, actCommand, actReset, actKeep, actPin, actGrant, actRead, actWrite, actForward}
@@ -88,8 +89,10 @@ func TestAccessMatrix(t *testing.T) {
 	gw, base := startSSOGatewayEnv(t, holderEnv, issuer,
 		"  - {groups: [termgate-admins], instances: [\"web-*\"]}\n"+
 			"  - {groups: [termgate-users], instances: [\"db-*\"], read-only: true}\n"+
-			"  - {groups: [termgate-users], instances: [\"dl-*\"], files: download, port-forwarding: false}\n")
+			"  - {groups: [termgate-users], instances: [\"dl-*\"], files: download, port-forwarding: false}\n"+
+			"  - {groups: [termgate-admins], instances: [\"ap-*\"], logins: [app]}\n")
 	web, db, dl := startInstance(t, gw.label), namedInstance(t, gw.label, "db-"), namedInstance(t, gw.label, "dl-")
+	ap := namedInstance(t, gw.label, "ap-")
 
 	m := &matrix{t: t, gw: gw, base: base}
 	keyFor := func(options string) string {
@@ -104,6 +107,8 @@ func TestAccessMatrix(t *testing.T) {
 	adminTok := m.firstToken()
 	roTok, dlTok := m.addToken("read-only"), m.addToken("files=download")
 	m.waitReload(roKey, roTok)
+	appKey, appTok := keyFor(`logins="app" `), m.addToken("logins=app")
+	m.waitReload(appKey, appTok)
 
 	// Alice signs in in a browser (here an HTTP client through Dex's
 	// form) and approves a new key over SSH.
@@ -168,6 +173,88 @@ func TestAccessMatrix(t *testing.T) {
 			}
 		})
 	}
+
+	// Logins (issue 36 item 2): whether a credential may be the
+	// instance's user app, over SSH (app@INSTANCE@HOST) and WebSocket
+	// (login=app): only with logins= on a key or token, or logins: on
+	// the policy rule that covers the instance; and GET /api/whoami
+	// lists them for the page's picker.
+	for _, inst := range []string{web, ap} {
+		loginReady(t, inst)
+	}
+	loginSSH := []struct {
+		cred, key, inst string
+		want            bool
+	}{
+		{"key", adminKey, web, false},
+		{"key with logins=app", appKey, web, true},
+		{"sign-in, rule without logins", aliceKey, web, false},
+		{"sign-in, rule with logins: [app]", aliceKey, ap, true},
+	}
+	for _, row := range loginSSH {
+		t.Run("ssh/login/"+row.cred, func(t *testing.T) {
+			m.seq++
+			mark := fmt.Sprintf("/tmp/matrix-login-%d", m.seq)
+			out, err := m.ssh(row.key, "app@"+row.inst, "touch "+mark)
+			if allowed := err == nil && owner(row.inst, mark) == "app"; allowed != row.want {
+				t.Errorf("app@%s over SSH: allowed %v, want %v (%v %s)", row.inst, allowed, row.want, err, out)
+			}
+			if !row.want && !strings.Contains(out, "login refused") {
+				t.Errorf("app@%s over SSH: %q does not say the login is refused", row.inst, out)
+			}
+		})
+	}
+	loginWeb := []struct {
+		cred   string
+		who    webCred
+		inst   string
+		want   bool
+		logins string // GET /api/whoami's
+	}{
+		{"token", bearer(adminTok), web, false, `[]`},
+		{"token with logins=app", bearer(appTok), web, true, `["app"]`},
+		{"sign-in, rule without logins", alice, web, false, `["app"]`},
+		{"sign-in, rule with logins: [app]", alice, ap, true, `["app"]`},
+	}
+	for _, row := range loginWeb {
+		t.Run("web/login/"+row.cred, func(t *testing.T) {
+			m.seq++
+			mark := fmt.Sprintf("/tmp/matrix-login-web-%d", m.seq)
+			allowed, detail := m.wsDo(t, row.who, row.inst, actLogin, mark)
+			if allowed != row.want {
+				t.Errorf("login=app on %s over WebSocket: allowed %v, want %v (%s)", row.inst, allowed, row.want, detail)
+			}
+			if !row.want && !strings.Contains(detail, "login refused") {
+				t.Errorf("login=app on %s over WebSocket: %q does not say the login is refused", row.inst, detail)
+			}
+			code, body := m.http(row.who, "GET", "/api/whoami", nil)
+			var me struct{ Logins json.RawMessage }
+			if err := json.Unmarshal([]byte(body), &me); code != http.StatusOK || err != nil || string(me.Logins) != row.logins {
+				t.Errorf("whoami: %d %s; want logins %s", code, body, row.logins)
+			}
+		})
+	}
+}
+
+// loginReady gives inst the user app (uid 1000, home /home/app) unless
+// its image has it (scripts/test-image.sh adds it since logins), and lets
+// it run programs (images built before have a 0700 root directory).
+func loginReady(t *testing.T, inst string) {
+	t.Helper()
+	script := `grep -q '^app:' /etc/passwd || { echo 'app:x:1000:1000:app:/home/app:/bin/sh' >>/etc/passwd; echo 'app:x:1000:' >>/etc/group; }
+		chmod 755 / && mkdir -p /home/app && chown 1000:1000 /home/app`
+	if out, err := exec.Command("docker", "exec", inst, "sh", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("prepare %s for app: %v %s", inst, err, out)
+	}
+}
+
+// owner is the user name owning path in inst ("" when it is missing).
+func owner(inst, path string) string {
+	out, err := exec.Command("docker", "exec", inst, "stat", "-c", "%U", path).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // matrix is the gateway under test and what the cells need.
@@ -500,6 +587,9 @@ func (m *matrix) webDo(t *testing.T, w webCred, inst string, a act) (bool, strin
 func (m *matrix) wsDo(t *testing.T, w webCred, inst string, a act, mark string) (bool, string) {
 	t.Helper()
 	u := "ws" + strings.TrimPrefix(m.base, "http") + "/api/instances/" + inst + "/terminal?cols=80&rows=24"
+	if a == actLogin {
+		u += fmt.Sprintf("&name=login%d&login=app", m.seq)
+	}
 	h := http.Header{}
 	d := websocket.Dialer{HandshakeTimeout: 20 * time.Second}
 	if w.token != "" {
@@ -510,11 +600,12 @@ func (m *matrix) wsDo(t *testing.T, w webCred, inst string, a act, mark string) 
 	}
 	ws, resp, err := d.Dial(u, h)
 	if err != nil {
-		status := 0
+		status, body := 0, []byte(nil)
 		if resp != nil {
 			status = resp.StatusCode
+			body, _ = io.ReadAll(resp.Body)
 		}
-		return false, fmt.Sprintf("dial: %v (%d)", err, status)
+		return false, fmt.Sprintf("dial: %v (%d %s)", err, status, body)
 	}
 	defer ws.Close()
 	events := make(chan map[string]any, 64)
@@ -565,6 +656,18 @@ func (m *matrix) wsDo(t *testing.T, w webCred, inst string, a act, mark string) 
 			}
 		}
 		return false, "neither typed nor refused"
+	case actLogin:
+		_ = ws.WriteMessage(websocket.BinaryMessage, []byte("touch "+mark+"\r"))
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			if o := owner(inst, mark); o != "" {
+				return o == "app", "touched as " + o
+			}
+			if ev := next("error", 100*time.Millisecond); ev != nil {
+				return false, fmt.Sprint(ev["message"])
+			}
+		}
+		return false, "nothing touched"
 	case actPin:
 		_ = ws.WriteJSON(map[string]any{"type": "pin-size", "cols": 82, "rows": 22})
 	case actGrant:

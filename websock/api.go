@@ -31,7 +31,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		tooMany(w, err.retry, err.Error())
 		return
 	}
-	sess, err := s.cfg.Registry.Reset(r.Context(), name, resetBy(c))
+	sess, err := s.cfg.Registry.ResetAs(r.Context(), name, resetBy(c), c.access.Login())
 	if err != nil {
 		status, msg := s.attachFailure(r.Context(), name, err)
 		writeError(w, status, msg)

@@ -97,7 +97,14 @@ func (s *Server) filesTarget(w http.ResponseWriter, r *http.Request, dir string)
 	// transfer (a backend may end it with the context it was opened under).
 	// Only PUT writes; a download-only credential's GET never could,
 	// but its server refuses writes all the same.
-	opts := remote.SFTPOptions{CwdOf: session, ReadOnly: c.access.Decide(keys.WriteFiles) != nil}
+	// login=: the instance user the transfer runs as (the one
+	// decision's login column); without it, the credential's default.
+	login, ref := c.access.DecideLogin(r.URL.Query().Get("login"))
+	if ref != nil {
+		deny(http.StatusForbidden, ref.Reason, ref.Message)
+		return c, "", "", nil, nil, false
+	}
+	opts := remote.SFTPOptions{CwdOf: session, ReadOnly: c.access.Decide(keys.WriteFiles) != nil, Login: login}
 	if path.IsAbs(p) {
 		opts.CwdOf = "" // nothing to resolve: no /proc scan in the instance
 	}
@@ -175,6 +182,8 @@ func (s *Server) filesFailed(w http.ResponseWriter, r *http.Request, c caller, n
 		status, msg = http.StatusNotFound, sessions.NotFoundMessage(name)
 	case errors.Is(err, remote.ErrUnsupported):
 		status, msg = http.StatusNotImplemented, "this backend does not serve files"
+	case errors.As(err, new(*sessions.LoginError)):
+		status, msg = http.StatusForbidden, err.Error()
 	}
 	s.log.Warn("file transfer failed to start", "instance", name, "err", err)
 	s.cfg.Audit.Event(audit.Transfer, s.who(r, c), name, "", "path", clipPath(p), "direction", dir, "result", "failed", "reason", err.Error())

@@ -31,6 +31,10 @@ type whoami struct {
 	// so a signed-in identity read-write on some instances and read-only
 	// on others reads correctly.
 	Access string `json:"access"`
+	// Logins are the instance users it may be (keys.Identity.Logins):
+	// listed ones in order, "*" for any, [] for the default user only.
+	// The page's new-session login picker offers them.
+	Logins []string `json:"logins"`
 	// SameLogin is set when a bearer request also carries a valid login
 	// cookie: whether the cookie is a login of that same token. The page
 	// asks this with the token of a sign-in link, so that it can open the
@@ -42,7 +46,7 @@ type whoami struct {
 func (s *Server) handleWhoami(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
 	out := whoami{Name: c.id.Name, Who: c.id.Name, Instances: c.id.Scope(), Via: c.method.String(),
-		ReadOnly: c.id.ReadOnlyEverywhere(), Access: keys.Describe(c.id)}
+		ReadOnly: c.id.ReadOnlyEverywhere(), Access: keys.Describe(c.id), Logins: c.id.Logins()}
 	if c.signin != nil {
 		out.Groups, out.Expires = c.signin.Groups, &c.signin.Expires
 	}

@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+
+	"github.com/termgate/termgate/keys"
 )
 
 func (e *env) whoami(h http.Header) (int, whoami) {
@@ -56,5 +58,32 @@ func TestWhoami(t *testing.T) {
 	// Asking never signs anyone in or out: the cookie is alice's still.
 	if resp := e.do("GET", "/api/whoami", h, nil); len(resp.Cookies()) != 0 {
 		t.Errorf("whoami set cookies: %v", resp.Cookies())
+	}
+}
+
+// TestWhoamiLogins: GET /api/whoami lists the credential's logins, which
+// the page's new-session picker offers (issue 36 item 2): listed ones in
+// order, "*" for any, [] for the default user only.
+func TestWhoamiLogins(t *testing.T) {
+	const (
+		tokApp = "app-0123456789abcdef0123456789"
+		tokAny = "any-0123456789abcdef0123456789"
+	)
+	toks := fakeTokens{
+		tokAll: testTokens[tokAll],
+		tokApp: {Name: "apps", Kind: keys.KindToken, Grants: []keys.Grant{{Logins: []string{"app", "deploy"}}}},
+		tokAny: {Name: "anyone", Kind: keys.KindToken, Grants: []keys.Grant{{Instances: []string{"web*"}, Logins: []string{"*"}}}},
+	}
+	e := newEnv(t, newFakeBackend("web1"), nil, func(c *Config) { c.Tokens = toks })
+	for tok, want := range map[string][]string{tokAll: {}, tokApp: {"app", "deploy"}, tokAny: {"*"}} {
+		resp := e.do("GET", "/api/whoami", bearerHeader(tok), nil)
+		var raw map[string]json.RawMessage
+		if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("whoami: %d %v", resp.StatusCode, err)
+		}
+		var got []string
+		if err := json.Unmarshal(raw["logins"], &got); err != nil || got == nil || !slices.Equal(got, want) {
+			t.Errorf("%s: logins %s, want %q (never null)", toks[tok].Name, raw["logins"], want)
+		}
 	}
 }

@@ -67,7 +67,8 @@ func HolderDirArg(dir string) string { return "--holder-dir=" + dir }
 // of that user's that is no link and not writable by group or others (ls
 // -ldn, where ls exists), or, where readlink exists, a deleted
 // DIR/.termgate/holder-* in such a directory (a holder whose directory a
-// tmp cleaner removed makes it again). TERMGATE_HELD=1 is honoured nowhere else: a
+// tmp cleaner removed makes it again), unless its first argument is "as"
+// (the login tool's parent of a shell). TERMGATE_HELD=1 is honoured nowhere else: a
 // process that sets it in an ordinary session, or a held job whose holder
 // died, is matched like any other.
 //
@@ -180,6 +181,14 @@ is_holder() {
 	[ -n "$homes" ] || return 1
 	case $hl in *" $1 "*) return 0 ;; esac
 	case $nothl in *" $1 "*) return 1 ;; esac
+	# The login tool's "as" parent of a shell (cmd/termgate-holder
+	# login.go) runs the holder binary but holds nothing.
+	_x=$(tr '\0' '\n' 2>/dev/null <"/proc/$1/cmdline")
+	_x=${_x#*"$nl"}
+	if [ "${_x%%"$nl"*}" = as ]; then
+		nothl="$nothl$1 "
+		return 1
+	fi
 	_i=$IFS
 	IFS=$nl
 	for _b in $bins; do

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -174,17 +175,98 @@ func loginCheck(args []string) error {
 }
 
 // runAs is "as LOGIN -- CMD [ARGS...]": it never returns when it works.
+//
+// Run as root, it stays as CMD's parent rather than executing it in its
+// place: the gateway ends a session's processes by the marker in their
+// environment (procmark.KillScript), and a root without CAP_SYS_PTRACE
+// (Docker's default) cannot read another user's /proc/PID/environ. This
+// root parent keeps the marker readable; the script kills it, and CMD with
+// everything it started as the members of its session and its
+// descendants, whose /proc/PID/stat anyone may read (the script takes no
+// "as" process for a holder, whatever its binary). As LOGIN already (a
+// non-root instance's own user), or as a held shell (TERMGATE_HELD=1:
+// its holder above ends it, holder.shell.kill), it executes CMD in its
+// place.
 func runAs(args []string) error {
 	if len(args) < 3 || args[1] != "--" {
 		usage()
 	}
-	if _, err := becomeLogin(args[0]); err != nil {
+	login, argv := args[0], args[2:]
+	if os.Geteuid() == 0 && os.Getenv("TERMGATE_HELD") != "1" {
+		u, err := lookupLogin(login)
+		if err != nil {
+			return err
+		}
+		return superviseAs(u, login, argv)
+	}
+	if _, err := becomeLogin(login); err != nil {
 		return err
 	}
-	argv := args[2:]
 	bin, err := exec.LookPath(argv[0])
 	if err != nil {
-		return fmt.Errorf("run %s as %s: %w", argv[0], args[0], err)
+		return fmt.Errorf("run %s as %s: %w", argv[0], login, err)
 	}
-	return fmt.Errorf("run %s as %s: %w", bin, args[0], syscall.Exec(bin, argv, os.Environ()))
+	return fmt.Errorf("run %s as %s: %w", bin, login, syscall.Exec(bin, argv, os.Environ()))
+}
+
+// prSetDumpable is prctl's PR_SET_DUMPABLE (linux/prctl.h).
+const prSetDumpable = 4
+
+// superviseAs starts argv as u from u's home (else /), with its
+// terminal and standard streams, and exits with its status. Signals the
+// terminal sends its process group (^C, ^\, ^Z) are CMD's, not this
+// parent's; a hangup or SIGTERM is passed on to CMD.
+func superviseAs(u passwd.User, login string, argv []string) error {
+	if os.Chdir(u.Home) != nil {
+		_ = os.Chdir("/")
+	}
+	env := loginEnv(os.Environ(), u) // the marker stays
+	bin, err := exec.LookPath(argv[0])
+	if err != nil {
+		return fmt.Errorf("run %s as %s: %w", argv[0], login, err)
+	}
+	groups := append([]uint32{u.GID}, u.Groups...)
+	cmd := &exec.Cmd{Path: bin, Args: argv, Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr,
+		SysProcAttr: &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: groups}}}
+	// Notified, not ignored: an ignored signal would stay ignored in CMD.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
+		syscall.SIGHUP, syscall.SIGTERM)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("login refused: cannot run %s as %q (uid %d): %v", bin, login, u.UID, err)
+	}
+	// Go forks with CLONE_VM, so the child's setuid made this process's
+	// memory non-dumpable too, which hides its environment (the marker)
+	// from the kill script as well: make it dumpable again. It holds no
+	// secret, and LOGIN may not read a root process's memory either way.
+	if _, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetDumpable, 1, 0); errno != 0 {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return fmt.Errorf("run %s as %s: prctl(PR_SET_DUMPABLE): %v", bin, login, errno)
+	}
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case sig := <-sigs:
+				if sig == syscall.SIGHUP || sig == syscall.SIGTERM {
+					_ = cmd.Process.Signal(sig)
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	err = cmd.Wait()
+	close(done)
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		return fmt.Errorf("run %s as %s: %w", bin, login, err)
+	}
+	code := cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		code = 128 + int(ws.Signal())
+	}
+	os.Exit(code)
+	return nil
 }

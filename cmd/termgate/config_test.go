@@ -120,6 +120,8 @@ func TestConfigRefusesWithTheLine(t *testing.T) {
 		{"idle-timeout: 1m\nidle-timeout: 2m\n", nil, "line 2: idle-timeout is given twice (also on line 1)"},
 		{"policies:\n  - {groups: [ops], instances: ['*'], admin: true}\n", nil, `line 2: policies rule: unknown key "admin"`},
 		{"policies:\n  - {instances: ['*']}\n", nil, "line 2: it needs groups or emails"},
+		{"policies:\n  - {groups: [ops], logins: app}\n", nil, "line 2: policies rule: logins: takes a list, not one value: write logins: [app]"},
+		{"policies:\n  - {groups: [ops], logins: ['a:b']}\n", nil, `line 2: logins=: login "a:b" is not a user name`},
 		{"policies: ops\n", nil, "line 1: policies: must be a list"},
 		{"config: other.yaml\n", nil, "line 1: config: a config file cannot name another"},
 		{"version: true\n", nil, "line 1: version is not a setting"},

@@ -10,12 +10,13 @@ import (
 // TestConfigPolicies: policies: in the config file become keys.Policies;
 // --oidc-issuer needs --public-url and policies, and policies need it.
 func TestConfigPolicies(t *testing.T) {
-	p := writeConfig(t, "oidc-issuer: http://127.0.0.1:5556/dex\noidc-client-id: termgate-public\npolicies:\n  - groups: [termgate-admins]\n    instances: [\"*\"]\n  - {emails: [bob@example.com], instances: [web*], read-only: true, port-forwarding: false}\n")
+	p := writeConfig(t, "oidc-issuer: http://127.0.0.1:5556/dex\noidc-client-id: termgate-public\npolicies:\n  - groups: [termgate-admins]\n    instances: [\"*\"]\n  - {emails: [bob@example.com], instances: [web*], read-only: true, port-forwarding: false, logins: [app, deploy]}\n")
 	o, err := parseFlags([]string{"--config", p}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.policies) != 2 || o.policies[0].Groups[0] != "termgate-admins" || !o.policies[1].ReadOnly || *o.policies[1].PortForwarding {
+	if len(o.policies) != 2 || o.policies[0].Groups[0] != "termgate-admins" || !o.policies[1].ReadOnly || *o.policies[1].PortForwarding ||
+		strings.Join(o.policies[1].Logins, ",") != "app,deploy" {
 		t.Fatalf("policies %+v", o.policies)
 	}
 	if _, _, err := signIn(o); err == nil || !strings.Contains(err.Error(), "needs --public-url") {
