@@ -32,7 +32,7 @@ func (id Identity) clone() Identity {
 	id.Grants = slices.Clone(id.Grants)
 	for i := range id.Grants {
 		g := &id.Grants[i]
-		g.Instances, g.PermitOpen = slices.Clone(g.Instances), slices.Clone(g.PermitOpen)
+		g.Instances, g.PermitOpen, g.PermitListen = slices.Clone(g.Instances), slices.Clone(g.PermitOpen), slices.Clone(g.PermitListen)
 	}
 	return id
 }
