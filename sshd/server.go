@@ -215,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 	s.handler = chain(s.route, recoverer, logging, s.authenticate)
 	// Sessions and forwarded connections (direct-tcpip: ssh -L, -D, -W);
 	// agent, X11 and other channels have no opener and are refused.
-	s.channels = map[string]channelOpener{"session": s.sessionChannel, "direct-tcpip": s.forwardChannel}
+	s.channels = map[string]channelOpener{"session": s.sessionChannel, "direct-tcpip": s.forwardChannel, "direct-streamlocal@openssh.com": s.streamlocalChannel}
 	return s, nil
 }
 
