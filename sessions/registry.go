@@ -107,6 +107,9 @@ type slot struct {
 	sess    *Session // set before ready is closed; nil with err
 	err     error
 	adopted bool // sess was adopted from its holder, not started
+	// env is what the attach that started the session asked for
+	// (AttachOptions.Env), for its start and every reset's.
+	env []string
 }
 
 // ended reports whether the slot's start has finished (successfully or not).
@@ -206,6 +209,7 @@ func (r *Registry) Attach(ctx context.Context, addr string, opts AttachOptions) 
 			return nil, err
 		}
 		if created {
+			sl.env = opts.Env
 			size := opts.Size
 			if size.IsZero() || !size.Valid() || opts.ReadOnly {
 				// An observer never sizes the shell, not even the first.
@@ -282,7 +286,7 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
-	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Shell: r.cfg.Shell, Term: term, Size: size}, how)
+	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Shell: r.cfg.Shell, Term: term, Size: size, Env: sl.env}, how)
 	if err != nil {
 		sl.err = err
 		r.forget(sl)
@@ -348,6 +352,7 @@ func (r *Registry) Reset(ctx context.Context, addr, by string) (*Session, error)
 	}
 	sl := &slot{key: k, ready: make(chan struct{})}
 	if old != nil {
+		sl.env = old.env // the starter's environment, as its TERM
 		sl.who = old.who // the session's starter still counts it
 	} else if err := r.capLocked(k, inst.Name, ""); err != nil {
 		r.mu.Unlock()
