@@ -167,17 +167,12 @@ func (s *Server) serveForward(cs *connState, nc gossh.NewChannel, lf localForwar
 		"duration_ms", time.Since(start).Milliseconds(), "cause", cause)
 }
 
-// mayForward says why the connection may not forward to host:port in the
-// instance name (what the client reads, and the audit reason), or returns
-// its identity (derived again: the file may have changed since the
-// handshake). The decision is keys.Access.DecideOpen's; a key that may not
-// use the instance learns nothing about it.
-func (s *Server) mayForward(cs *connState, name, host string, port int) (id keys.Identity, why, reason string) {
-	return s.mayForwardBy(cs, name, func(a keys.Access) *keys.Refusal { return a.DecideOpen(host, port) })
-}
-
-// mayForwardBy is mayForward with the decision decide makes on the
-// instance's keys.Access (DecideOpen, DecideListen, ...).
+// mayForwardBy says why the connection may not forward in the instance
+// name (what the client reads, and the audit reason), or returns its
+// identity (derived again: the file may have changed since the
+// handshake). The decision is decide's on the instance's keys.Access
+// (DecideOpen, DecideOpenPath, DecideListen, DecideListenPath); a key
+// that may not use the instance learns nothing about it.
 func (s *Server) mayForwardBy(cs *connState, name string, decide func(keys.Access) *keys.Refusal) (id keys.Identity, why, reason string) {
 	if s.cfg.Remote == nil {
 		return keys.Identity{}, "termgate: this gateway cannot forward connections", "no remote runner"
