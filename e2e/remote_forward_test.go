@@ -21,7 +21,7 @@ import (
 // each connection made to it reaches a listener in this test through the
 // client. Port 0 reports the port the container chose, as OpenSSH
 // prints it; a client in the container (busybox nc) reaches the test;
-// each side's end reaches the other (through -W into the container, a
+// each side's end reaches the other (through -L into the container, a
 // real client there whose half-close the test controls); a unix socket
 // listener in the container works, and -L to that socket (direct-
 // streamlocal) reaches it; nothing is left in the container once the
@@ -62,25 +62,26 @@ func TestRemoteForward(t *testing.T) {
 	})
 
 	t.Run("fixed port, the test's side ends first, the container's goes on", func(t *testing.T) {
-		w := g.sshCommand(t, ctx, sshBin, keyAdmin, "-W", "127.0.0.1:"+rport, host)
-		in, err := w.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out := startPiped(t, w)
-		r := bufio.NewReader(out)
+		// The container's client is the helper's dial through -L (not
+		// -W: OpenSSH's -W ends its own side at the target's EOF).
+		lport := freePort(t)
+		l := g.sshCommand(t, ctx, sshBin, keyAdmin, "-N", "-o", "ExitOnForwardFailure=yes", "-L", lport+":127.0.0.1:"+rport, host)
+		startPiped(t, l)
+		conn := dialLocal(t, lport)
+		defer conn.Close()
+		r := bufio.NewReader(conn)
 		if l, err := r.ReadString('\n'); err != nil || l != "hello\n" {
 			t.Fatalf("read %q, %v; want the test's hello", l, err)
 		}
-		if _, err := io.WriteString(in, "after the end\n"); err != nil {
+		if rest, err := io.ReadAll(r); err != nil || len(rest) != 0 {
+			t.Fatalf("after hello: %q, %v; want the test's EOF", rest, err)
+		}
+		if _, err := io.WriteString(conn, "after the end\n"); err != nil {
 			t.Fatal(err)
 		}
-		_ = in.Close()
+		_ = conn.(*net.TCPConn).CloseWrite()
 		if got := <-helloHeard; got != "after the end\n" {
 			t.Fatalf("the test's listener heard %q after its own end", got)
-		}
-		if rest, _ := io.ReadAll(r); len(rest) != 0 {
-			t.Fatalf("more after the EOF: %q", rest)
 		}
 	})
 
