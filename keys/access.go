@@ -83,6 +83,11 @@ type Grant struct {
 	// PermitOpen are the targets of permitopen="HOST:PORT", as
 	// net.JoinHostPort ("*" as HOST or PORT matches any); empty: any.
 	PermitOpen []string
+	// PermitListen are the listen addresses of permitlisten="[HOST:]PORT"
+	// for ssh -R, as net.JoinHostPort (HOST "" when none was given: the
+	// loopback; "*" as HOST or PORT matches any); empty: any port, on the
+	// loopback.
+	PermitListen []string
 	// Files limits file transfers (files="download").
 	Files Files
 	// Logins are the instance's users the grant may be (logins.go):
@@ -114,7 +119,8 @@ const (
 	// ReadFiles and WriteFiles: sftp, scp and the HTTP files routes.
 	ReadFiles
 	WriteFiles
-	// Forward: ssh -L, -D, -W (see also Access.DecideOpen).
+	// Forward: ssh -L, -D, -W, -R (see also Access.DecideOpen,
+	// DecideListen, DecideOpenPath, DecideListenPath).
 	Forward
 	// Keep: hold an idle session from reaping.
 	Keep
@@ -166,6 +172,8 @@ type Access struct {
 	// Forward and PermitOpen: forwarding, and where to (nil: anywhere).
 	Forward    bool
 	PermitOpen []string
+	// PermitListen: where ssh -R may listen (nil: any port, loopback).
+	PermitListen []string
 	// ReadFiles and WriteFiles: file transfers each way.
 	ReadFiles, WriteFiles bool
 
@@ -187,7 +195,7 @@ func (id Identity) On(instance string, sw Switches) Access {
 	if !names.Valid(instance) {
 		return a
 	}
-	anyTarget := false
+	anyTarget, anyListen := false, false
 	for _, g := range id.Grants {
 		if !covers(g.Instances, instance) {
 			continue
@@ -208,9 +216,16 @@ func (id Identity) On(instance string, sw Switches) Access {
 			anyTarget = true
 		}
 		a.PermitOpen = append(a.PermitOpen, g.PermitOpen...)
+		if len(g.PermitListen) == 0 {
+			anyListen = true
+		}
+		a.PermitListen = append(a.PermitListen, g.PermitListen...)
 	}
 	if anyTarget {
 		a.PermitOpen = nil
+	}
+	if anyListen {
+		a.PermitListen = nil
 	}
 	if a.Write && !a.Forward {
 		a.noForwardWhy = id.Kind.noForwardWhy()
@@ -318,4 +333,75 @@ func (a Access) DecideOpen(host string, port int) *Refusal {
 	target := net.JoinHostPort(displayName(host, 255), want)
 	return &Refusal{Action: Forward, Reason: "permitopen",
 		Message: fmt.Sprintf("port forwarding refused: this %s may not connect to %s (its permitopen= options do not list it)", a.Kind.Noun(), target)}
+}
+
+// DecideListen is Decide(Forward) for ssh -R on host:port in the
+// instance, and says where to listen. As OpenSSH's sshd with its default
+// GatewayPorts no, a listener is on the loopback whatever host asked for
+// ("", "localhost" and "127.0.0.1": 127.0.0.1; "::1" stays), unless a
+// permitlisten= entry names that host (or "*"): then on host itself. With
+// permitlisten= options, the port must be one of theirs ("*" any; port
+// 0, the instance's choice, only "*").
+func (a Access) DecideListen(host string, port int) (bind string, r *Refusal) {
+	if r := a.Decide(Forward); r != nil {
+		return "", r
+	}
+	loop := "127.0.0.1"
+	if host == "::1" {
+		loop = host
+	}
+	if a.PermitListen == nil {
+		return loop, nil
+	}
+	want := strconv.Itoa(port)
+	bind = ""
+	for _, p := range a.PermitListen {
+		h, pt, err := net.SplitHostPort(p)
+		if err != nil || (pt != "*" && (pt != want || port == 0)) {
+			continue
+		}
+		switch {
+		case h != "" && (h == host || h == "*") && host != "":
+			if host == "*" {
+				return "0.0.0.0", nil
+			}
+			return host, nil
+		case h == "" || h == "localhost" || h == "127.0.0.1" || h == "::1":
+			bind = loop
+		}
+	}
+	if bind != "" {
+		return bind, nil
+	}
+	where := net.JoinHostPort(displayName(host, 255), want)
+	return "", &Refusal{Action: Forward, Reason: "permitlisten",
+		Message: fmt.Sprintf("remote port forwarding refused: this %s may not listen on %s (its permitlisten= options do not list it)", a.Kind.Noun(), where)}
+}
+
+// DecideOpenPath is Decide(Forward) for a connection to a unix socket in
+// the instance (ssh -L LPORT:/PATH): a credential whose permitopen=
+// options limit its targets may connect to none.
+func (a Access) DecideOpenPath() *Refusal {
+	if r := a.Decide(Forward); r != nil {
+		return r
+	}
+	if a.PermitOpen != nil {
+		return &Refusal{Action: Forward, Reason: "permitopen",
+			Message: fmt.Sprintf("port forwarding refused: this %s may connect only to the TCP targets of its permitopen= options, not to unix sockets", a.Kind.Noun())}
+	}
+	return nil
+}
+
+// DecideListenPath is Decide(Forward) for a unix socket listener in the
+// instance (ssh -R /PATH:…): a credential whose permitlisten= options
+// limit where it listens may listen on none.
+func (a Access) DecideListenPath() *Refusal {
+	if r := a.Decide(Forward); r != nil {
+		return r
+	}
+	if a.PermitListen != nil {
+		return &Refusal{Action: Forward, Reason: "permitlisten",
+			Message: fmt.Sprintf("remote port forwarding refused: this %s may listen only on the TCP ports of its permitlisten= options, not on unix sockets", a.Kind.Noun())}
+	}
+	return nil
 }

@@ -44,6 +44,7 @@ func TestOnDecide(t *testing.T) {
 		{"read-only key", key(Grant{ReadOnly: true}), Switches{}, "web1", watch, "read-only key"},
 		{"no-pty key", key(Grant{NoPTY: true}), Switches{}, "web1", except(Terminal), ""},
 		{"no-port-forwarding key", key(Grant{NoPortForwarding: true}), Switches{}, "web1", except(Forward), ""},
+		{"permitlisten key", key(Grant{PermitListen: []string{":8080"}}), Switches{}, "web1", all, ""},
 		{"download-only key", key(Grant{Files: FilesDownload}), Switches{}, "web1", except(WriteFiles), ""},
 		{"files off", key(Grant{}), Switches{NoFileTransfer: true}, "web1", except(ReadFiles, WriteFiles), ""},
 		{"forwarding off", key(Grant{}), Switches{NoPortForwarding: true}, "web1", except(Forward), ""},
@@ -121,6 +122,72 @@ func BenchmarkOn(b *testing.B) {
 		a := id.On("db-primary-1", Switches{})
 		for act := range actions {
 			_ = a.Decide(act)
+		}
+	}
+}
+
+// TestDecideListen: where ssh -R may listen, as OpenSSH's sshd with
+// GatewayPorts no and permitlisten=: the loopback whatever was asked
+// unless an entry names the host; with entries, only their ports; unix
+// sockets only without them; every refusal of Decide(Forward) first.
+func TestDecideListen(t *testing.T) {
+	key := func(gs ...Grant) Access { return Identity{Kind: KindKey, Grants: gs}.On("web1", Switches{}) }
+	cases := []struct {
+		name   string
+		a      Access
+		host   string
+		port   int
+		bind   string // "" refused
+		reason string
+	}{
+		{"any port, loopback", key(Grant{}), "", 8080, "127.0.0.1", ""},
+		{"localhost", key(Grant{}), "localhost", 0, "127.0.0.1", ""},
+		{"::1", key(Grant{}), "::1", 9000, "::1", ""},
+		{"all interfaces asked: loopback", key(Grant{}), "0.0.0.0", 8080, "127.0.0.1", ""},
+		{"permitlisten port", key(Grant{PermitListen: []string{":8080"}}), "", 8080, "127.0.0.1", ""},
+		{"permitlisten other port", key(Grant{PermitListen: []string{":8080"}}), "", 8081, "", "permitlisten"},
+		{"permitlisten port 0 needs *", key(Grant{PermitListen: []string{":8080"}}), "", 0, "", "permitlisten"},
+		{"permitlisten *", key(Grant{PermitListen: []string{":*"}}), "", 0, "127.0.0.1", ""},
+		{"permitlisten host", key(Grant{PermitListen: []string{"0.0.0.0:8080"}}), "0.0.0.0", 8080, "0.0.0.0", ""},
+		{"permitlisten any host", key(Grant{PermitListen: []string{"*:8080"}}), "10.0.0.5", 8080, "10.0.0.5", ""},
+		{"permitlisten host-less, host asked", key(Grant{PermitListen: []string{":8080"}}), "0.0.0.0", 8080, "127.0.0.1", ""},
+		{"union with an unlimited grant", key(Grant{PermitListen: []string{":8080"}}, Grant{}), "", 9, "127.0.0.1", ""},
+		{"read-only", key(Grant{ReadOnly: true}), "", 8080, "", "read-only key"},
+		{"no-port-forwarding", key(Grant{NoPortForwarding: true}), "", 8080, "", "no-port-forwarding key"},
+		{"forwarding off", Identity{Kind: KindKey, Grants: []Grant{{}}}.On("web1", Switches{NoPortForwarding: true}), "", 8080, "", "port forwarding off"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			bind, r := tc.a.DecideListen(tc.host, tc.port)
+			if bind != tc.bind || (r == nil) != (tc.reason == "") || r != nil && (r.Reason != tc.reason || r.Message == "") {
+				t.Fatalf("DecideListen(%q, %d) = %q, %+v; want %q, reason %q", tc.host, tc.port, bind, r, tc.bind, tc.reason)
+			}
+		})
+	}
+	if r := key(Grant{PermitListen: []string{":8080"}}).DecideListenPath(); r == nil || r.Reason != "permitlisten" {
+		t.Errorf("a unix listener with permitlisten=: %+v", r)
+	}
+	if r := key(Grant{}).DecideListenPath(); r != nil {
+		t.Errorf("a unix listener: %+v", r)
+	}
+	if r := key(Grant{PermitOpen: []string{"db:5432"}}).DecideOpenPath(); r == nil || r.Reason != "permitopen" {
+		t.Errorf("a unix socket target with permitopen=: %+v", r)
+	}
+	if r := key(Grant{ReadOnly: true}).DecideOpenPath(); r == nil || r.Reason != "read-only key" {
+		t.Errorf("a unix socket target, read-only: %+v", r)
+	}
+}
+
+// TestParsePermitListen reads permitlisten= values as OpenSSH does.
+func TestParsePermitListen(t *testing.T) {
+	for in, want := range map[string]string{"8080": ":8080", "*": ":*", "localhost:22": "localhost:22", "0.0.0.0:08080": "0.0.0.0:8080", "[::1]:9": "[::1]:9", "*:*": "*:*"} {
+		if got, err := parsePermitListen(in); err != nil || got != want {
+			t.Errorf("parsePermitListen(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "70000", "host:", "a b:1", "[::1"} {
+		if got, err := parsePermitListen(in); err == nil {
+			t.Errorf("parsePermitListen(%q) = %q, want an error", in, got)
 		}
 	}
 }

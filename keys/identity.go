@@ -32,7 +32,7 @@ func (id Identity) clone() Identity {
 	id.Grants = slices.Clone(id.Grants)
 	for i := range id.Grants {
 		g := &id.Grants[i]
-		g.Instances, g.PermitOpen, g.Logins = slices.Clone(g.Instances), slices.Clone(g.PermitOpen), slices.Clone(g.Logins)
+		g.Instances, g.PermitOpen, g.PermitListen, g.Logins = slices.Clone(g.Instances), slices.Clone(g.PermitOpen), slices.Clone(g.PermitListen), slices.Clone(g.Logins)
 	}
 	return id
 }

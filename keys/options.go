@@ -17,6 +17,7 @@ type keyOptions struct {
 	// permitopen="HOST:PORT" (repeatable; see permitopen.go).
 	noPortForwarding bool
 	permitOpen       []string
+	permitListen     []string // permitlisten="[HOST:]PORT" (repeatable)
 	// files is termgate's files="download" (OpenSSH has no such option).
 	files Files
 	// logins is termgate's logins="app,deploy" (logins.go).
@@ -88,6 +89,21 @@ func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
 			}
 			effect.pty.apply(&o.noPTY)
 			effect.forward.apply(&o.noPortForwarding)
+			continue
+		}
+		if name == "permitlisten" { // repeatable, as in OpenSSH
+			if !hasValue {
+				return o, nil, fmt.Errorf("option permitlisten needs a quoted value")
+			}
+			v, err := dequote(value)
+			if err != nil {
+				return o, nil, fmt.Errorf("option permitlisten=: %w", err)
+			}
+			where, err := parsePermitListen(v)
+			if err != nil {
+				return o, nil, err
+			}
+			o.permitListen = append(o.permitListen, where)
 			continue
 		}
 		if name == "permitopen" { // repeatable, as in OpenSSH

@@ -48,3 +48,27 @@ func parsePermitOpen(v string) (string, error) {
 	}
 	return net.JoinHostPort(host, rest), nil
 }
+
+// parsePermitListen parses the value of one permitlisten= option as
+// OpenSSH does: [HOST:]PORT, an IPv6 address in square brackets, PORT a
+// number in 1..65535 or "*", HOST "*" for any address. The result is
+// net.JoinHostPort(HOST, PORT), HOST "" when none was given (the
+// loopback: Access.DecideListen).
+func parsePermitListen(v string) (string, error) {
+	if !strings.ContainsAny(v, ":/") {
+		v = ":" + v
+	}
+	if strings.HasPrefix(v, ":") || strings.HasPrefix(v, "/") {
+		p, err := parsePermitOpen("x" + v)
+		if err != nil {
+			return "", fmt.Errorf("permitlisten=%q: invalid port (want [HOST:]PORT, PORT 1-65535 or *)", displayName(v, 80))
+		}
+		_, port, _ := net.SplitHostPort(p)
+		return net.JoinHostPort("", port), nil
+	}
+	p, err := parsePermitOpen(v)
+	if err != nil {
+		return "", fmt.Errorf("permitlisten%s", strings.TrimPrefix(err.Error(), "permitopen"))
+	}
+	return p, nil
+}

@@ -89,6 +89,9 @@ type StartSpec struct {
 	Shell []string
 	// Term is the TERM value for the shell.
 	Term string
+	// Env are more variables (NAME=VALUE) for the shell, from the client
+	// that started it; Term and the marker win over them.
+	Env []string
 	// Size is the initial window size (always valid).
 	Size Size
 }

@@ -55,7 +55,7 @@ func (r *Registry) follow(old *Session, oldSl *slot, reset *ResetError, clients 
 				break
 			}
 		}
-		next, fill = &slot{key: oldSl.key, who: oldSl.who, login: old.login, ready: make(chan struct{})}, true
+		next, fill = &slot{key: oldSl.key, who: oldSl.who, login: old.login, env: oldSl.env, ready: make(chan struct{})}, true
 		r.putLocked(next)
 	}
 	r.mu.Unlock()

@@ -111,6 +111,9 @@ type slot struct {
 	// starter's AttachOptions.Login, or the reset session's); an adopted
 	// session's is its holder's (Session.login).
 	login string
+	// env is what the attach that started the session asked for
+	// (AttachOptions.Env), for its start and every reset's.
+	env []string
 }
 
 // ended reports whether the slot's start has finished (successfully or not).
@@ -210,6 +213,7 @@ func (r *Registry) Attach(ctx context.Context, addr string, opts AttachOptions) 
 			return nil, err
 		}
 		if created {
+			sl.env = opts.Env
 			size := opts.Size
 			if size.IsZero() || !size.Valid() || opts.ReadOnly {
 				// An observer never sizes the shell, not even the first.
@@ -290,7 +294,7 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
-	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Login: sl.login, Shell: r.cfg.Shell, Term: term, Size: size}, how)
+	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Login: sl.login, Shell: r.cfg.Shell, Term: term, Size: size, Env: sl.env}, how)
 	if err != nil {
 		sl.err = err
 		r.forget(sl)
@@ -368,6 +372,7 @@ func (r *Registry) ResetAs(ctx context.Context, addr, by, login string) (*Sessio
 	sl := &slot{key: k, ready: make(chan struct{})}
 	if old != nil {
 		sl.who, sl.login = old.who, old.login // the starter still counts it
+		sl.env = old.env                      // the starter's environment, as its TERM
 	} else if err := r.capLocked(k, inst.Name, ""); err != nil {
 		r.mu.Unlock()
 		return nil, err

@@ -388,6 +388,10 @@ type AttachOptions struct {
 	Size Size
 	// Term is the client's TERM, used when the attach starts the session.
 	Term string
+	// Env (NAME=VALUE) goes into the shell's environment when the attach
+	// starts the session, and a reset's (the client's accepted env
+	// requests: sshd's --accept-env).
+	Env []string
 	// Session and Since ask to resume: when Session is still the current
 	// session and Since still buffered, only bytes from Since on are sent.
 	Session string

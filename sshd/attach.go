@@ -45,7 +45,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	r.opts = sessions.AttachOptions{Term: term, Label: "ssh " + sess.remote.String(),
 		Allowed: s.stillAllowed(sess, sess.key),
 		Who:     id.Name, Via: "ssh", Remote: sess.remote.String(), ReadOnly: !acc.Write, Login: login,
-		Prefetch: sess.conn.prefetched()}
+		Prefetch: sess.conn.prefetched(),
+		Env:      shellEnv(sess.env)}
 	c, err := r.attach(sess.ctx)
 	if err != nil {
 		if sess.ctx.Err() != nil {

@@ -194,13 +194,15 @@ func (s *Server) windowChange(sess *session, req *gossh.Request) (bool, func()) 
 	return true, nil
 }
 
-// envRequest accepts an env request (RFC 4254 6.4) for TERM, LANG and
-// LC_* only, before the session starts, and keeps it for a command
-// (ssh INSTANCE@HOST CMD: remote.Command.Env). A shell never gets it: its
-// environment is the instance's own (a new session gets TERM from the PTY
-// request; sessions.AttachOptions carries nothing else).
+// envRequest accepts an env request (RFC 4254 6.4, ssh -o SetEnv or
+// SendEnv) for TERM and the names --accept-env matches (default LANG
+// LC_*), before the session starts, and keeps it for a command (ssh
+// INSTANCE@HOST CMD: remote.Command.Env) or the shell of a new session
+// (sessions.AttachOptions.Env; a session already running keeps its
+// environment). Others are refused, which OpenSSH's client ignores, as
+// sshd's are.
 func (s *Server) envRequest(sess *session, req *gossh.Request) (bool, func()) {
-	kv, ok := envAllowed(req.Payload)
+	kv, ok := envAllowed(req.Payload, s.acceptEnv)
 	if !ok {
 		sess.log.Debug("refused an environment variable", "request", req.Type)
 		return false, nil
@@ -233,28 +235,17 @@ func keepEnv(env []string, kv string) []string {
 	return append(env, kv)
 }
 
-// envAllowed reports whether an env request's payload names TERM, LANG or
-// LC_* with a value that can be passed on (bounded, no NUL, which no
-// environment can hold), and returns it as NAME=VALUE.
-func envAllowed(payload []byte) (string, bool) {
+// envAllowed reports whether an env request's payload names a variable
+// the patterns accept (acceptEnv) with a value that can be passed on
+// (bounded, no NUL, which no environment can hold), and returns it as
+// NAME=VALUE.
+func envAllowed(payload []byte, patterns []string) (string, bool) {
 	var kv struct{ Name, Value string }
 	if err := gossh.Unmarshal(payload, &kv); err != nil {
 		return "", false
 	}
-	if len(kv.Value) > maxEnvValue || strings.ContainsRune(kv.Value, 0) {
+	if len(kv.Value) > maxEnvValue || strings.ContainsRune(kv.Value, 0) || !acceptEnv(patterns, kv.Name) {
 		return "", false
-	}
-	if kv.Name == "TERM" || kv.Name == "LANG" {
-		return kv.Name + "=" + kv.Value, true
-	}
-	rest, ok := strings.CutPrefix(kv.Name, "LC_")
-	if !ok || rest == "" {
-		return "", false
-	}
-	for _, c := range rest {
-		if (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' {
-			return "", false
-		}
 	}
 	return kv.Name + "=" + kv.Value, true
 }

@@ -56,7 +56,7 @@ type connState struct {
 
 // serveConn runs one connection from accept to close: admission, the
 // handshake, then its channels, each opened in a goroutine of its own.
-// Global requests are all refused (no tcpip-forward: globalRequests); keepalives go out
+// Global requests are answered in order by globalRequests (remotefwd.go: ssh -R); keepalives go out
 // from their own goroutine.
 func (s *Server) serveConn(nc net.Conn) {
 	cs := s.connOpened(nc)
@@ -73,7 +73,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	cs.login = sc.User()
 	cs.target = parseUser(cs.login)
 	s.track.Go(func() { s.keepalive(cs, sc) })
-	s.track.Go(func() { s.globalRequests(cs, reqs) })
+	s.track.Go(func() { s.globalRequests(cs, sc, reqs) })
 	for nch := range chans { // until the connection ends
 		open, ok := s.channels[nch.ChannelType()]
 		if !ok {
@@ -230,10 +230,10 @@ func (s *Server) serverConfig(cs *connState) *gossh.ServerConfig {
 }
 
 // rejectChannel refuses a channel of a type that has no opener: agent
-// (auth-agent@openssh.com), X11, direct-streamlocal, anything else.
+// (auth-agent@openssh.com), X11, anything else.
 func rejectChannel(cs *connState, nc gossh.NewChannel) {
 	cs.log.Debug("refused a channel", "type", nc.ChannelType())
-	_ = nc.Reject(gossh.Prohibited, "termgate: only sessions and TCP forwarding (ssh -L, -D, -W) into instances; no agent, X11 or socket forwarding")
+	_ = nc.Reject(gossh.Prohibited, "termgate: only sessions and forwarding (ssh -L, -D, -W, -R) into instances; no X11 forwarding")
 }
 
 func (cs *connState) authenticated() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,9 +42,73 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 		_ = nc.Reject(gossh.ConnectionFailed, "termgate: malformed direct-tcpip request (want a host name or address and a port in 1-65535)")
 		return
 	}
-	name, port := cs.target.instance, int(req.Port)
-	target := net.JoinHostPort(safeText(req.Host, 255), strconv.Itoa(port))
-	id, why, reason := s.mayForward(cs, name, req.Host, port)
+	port := int(req.Port)
+	s.serveForward(cs, nc, localForward{
+		target:     net.JoinHostPort(safeText(req.Host, 255), strconv.Itoa(port)),
+		originator: net.JoinHostPort(safeText(req.OrigHost, 64), strconv.Itoa(int(req.OrigPort))),
+		decide:     func(a keys.Access) *keys.Refusal { return a.DecideOpen(req.Host, port) },
+		open: func(f *forward) (remote.Conn, string) {
+			return f.dial(req.Host, port)
+		},
+	})
+}
+
+// directStreamlocal is the payload of a "direct-streamlocal@openssh.com"
+// channel open (OpenSSH's PROTOCOL 2.4): the socket's path, and two
+// reserved fields.
+type directStreamlocal struct {
+	Path      string
+	Reserved0 string
+	Reserved1 uint32
+}
+
+// streamlocalChannel serves a "direct-streamlocal@openssh.com" channel
+// (ssh -L LPORT:/PATH): it connects to the unix socket PATH inside the
+// instance, as forwardChannel does to a port.
+func (s *Server) streamlocalChannel(cs *connState, nc gossh.NewChannel) {
+	var req directStreamlocal
+	if err := gossh.Unmarshal(nc.ExtraData(), &req); err != nil || !validSocketPath(req.Path) {
+		_ = nc.Reject(gossh.ConnectionFailed, "termgate: malformed direct-streamlocal request (want a unix socket path of 1-107 printable bytes)")
+		return
+	}
+	s.serveForward(cs, nc, localForward{
+		target: "unix:" + req.Path,
+		decide: func(a keys.Access) *keys.Refusal { return a.DecideOpenPath() },
+		open: func(f *forward) (remote.Conn, string) {
+			sd, ok := s.cfg.Remote.(remote.SocketDialer)
+			if !ok {
+				return nil, "termgate: this gateway's backend cannot connect to unix sockets in instances"
+			}
+			return f.connect(func(ctx context.Context, inst sessions.Instance) (remote.Conn, error) {
+				return sd.DialUnix(ctx, inst, req.Path)
+			})
+		},
+	})
+}
+
+// validSocketPath reports whether p can name a unix socket: 1-107 bytes
+// (sun_path) of printable ASCII, not an abstract name.
+func validSocketPath(p string) bool {
+	return p != "" && len(p) <= 107 && p[0] != '@' && validTargetHost(strings.ReplaceAll(p, " ", "_"))
+}
+
+// localForward is what a channel asks to connect to: its target as logs
+// and the audit name it, where the client's connection came from, the
+// decision, and how to connect.
+type localForward struct {
+	target, originator string
+	decide             func(keys.Access) *keys.Refusal
+	open               func(*forward) (remote.Conn, string)
+}
+
+// serveForward serves a channel that connects into the instance the login
+// name names (ssh -L, -D, -W, -L to a socket): the decision, the caps,
+// the connection, then the relay until both sides are done, the
+// connection is idle for ForwardIdleTimeout or the key is revoked. Every
+// refusal is a rejected channel whose message the client prints.
+func (s *Server) serveForward(cs *connState, nc gossh.NewChannel, lf localForward) {
+	name, target := cs.target.instance, lf.target
+	id, why, reason := s.mayForwardBy(cs, name, lf.decide)
 	if why != "" {
 		cs.log.Debug("forward refused", // Debug: a flood of opens must not flood the log; the audit trail and the client have it
 			"instance", clip(name, 128), "target", target, "reason", reason)
@@ -63,7 +128,7 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 		return
 	}
 	defer op.end()
-	conn, why := f.dial(req.Host, port)
+	conn, why := lf.open(f)
 	if why != "" {
 		cs.log.Info("forward failed", "instance", name, "target", target, "reason", why)
 		s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "failed", "reason", why)
@@ -97,17 +162,18 @@ func (s *Server) forwardChannel(cs *connState, nc gossh.NewChannel) {
 	}
 	cs.log.Debug("forward ended", "instance", name, "target", target, "cause", cause, "to_target", r.toTarget, "from_target", r.fromTarget)
 	s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "ok",
-		"originator", net.JoinHostPort(safeText(req.OrigHost, 64), strconv.Itoa(int(req.OrigPort))),
+		"originator", lf.originator,
 		"bytes_to_target", r.toTarget, "bytes_from_target", r.fromTarget,
 		"duration_ms", time.Since(start).Milliseconds(), "cause", cause)
 }
 
-// mayForward says why the connection may not forward to host:port in the
-// instance name (what the client reads, and the audit reason), or returns
-// its identity (derived again: the file may have changed since the
-// handshake). The decision is keys.Access.DecideOpen's; a key that may not
-// use the instance learns nothing about it.
-func (s *Server) mayForward(cs *connState, name, host string, port int) (id keys.Identity, why, reason string) {
+// mayForwardBy says why the connection may not forward in the instance
+// name (what the client reads, and the audit reason), or returns its
+// identity (derived again: the file may have changed since the
+// handshake). The decision is decide's on the instance's keys.Access
+// (DecideOpen, DecideOpenPath, DecideListen, DecideListenPath); a key
+// that may not use the instance learns nothing about it.
+func (s *Server) mayForwardBy(cs *connState, name string, decide func(keys.Access) *keys.Refusal) (id keys.Identity, why, reason string) {
 	if s.cfg.Remote == nil {
 		return keys.Identity{}, "termgate: this gateway cannot forward connections", "no remote runner"
 	}
@@ -126,11 +192,11 @@ func (s *Server) mayForward(cs *connState, name, host string, port int) (id keys
 		return id, fmt.Sprintf("termgate: log in as the instance to forward into (ssh -L PORT:HOST:PORT INSTANCE@GATEWAY); %q is not an instance name", clip(name, 64)), "invalid instance name"
 	}
 	acc := id.On(name, s.cfg.Switches)
-	r := acc.DecideOpen(host, port)
+	r := decide(acc)
 	if r == nil && cs.target.login != "" {
-		// A forward dials from the instance's network, not as a user;
-		// still, LOGIN@ names a login the credential must hold, as it
-		// does for every other request.
+		// A forward dials or listens in the instance's network, not as
+		// a user; still, LOGIN@ names a login the credential must hold,
+		// as it does for every other request.
 		_, r = acc.DecideLogin(cs.target.login)
 	}
 	if r != nil {
@@ -163,6 +229,15 @@ type forward struct {
 // dial connects to host:port in the instance, or says why not (what the
 // client reads).
 func (f *forward) dial(host string, port int) (remote.Conn, string) {
+	return f.connect(func(ctx context.Context, inst sessions.Instance) (remote.Conn, error) {
+		return f.s.cfg.Remote.Dial(ctx, inst, host, port)
+	})
+}
+
+// connect runs open (a dial, a unix dial, a fetch of a connection accepted
+// in the instance) under the forward's context and forwardDialTimeout, or
+// says why it failed (what the client reads).
+func (f *forward) connect(open func(context.Context, sessions.Instance) (remote.Conn, error)) (remote.Conn, string) {
 	inst, err := f.s.cfg.Registry.Lookup(f.ctx, f.name)
 	if err != nil {
 		if errors.Is(err, sessions.ErrNotFound) {
@@ -172,7 +247,7 @@ func (f *forward) dial(host string, port int) (remote.Conn, string) {
 	}
 	// The timer, not a context deadline: the stream may live under ctx.
 	timer := time.AfterFunc(forwardDialTimeout, f.cancel)
-	conn, err := f.s.cfg.Remote.Dial(f.ctx, inst, host, port)
+	conn, err := open(f.ctx, inst)
 	timedOut := !timer.Stop()
 	var unavailable *remote.Unavailable
 	switch {
@@ -261,21 +336,4 @@ func safeText(s string, n int) string {
 		}
 	}
 	return string(b)
-}
-
-// globalRequests answers the connection's global requests: all are
-// refused. Remote forwarding (ssh -R: tcpip-forward and its Unix-socket
-// form) would listen on the gateway, which termgate never does; the
-// protocol's refusal carries no text, so the client prints its own
-// ("remote port forwarding failed") and the log says why.
-func (s *Server) globalRequests(cs *connState, reqs <-chan *gossh.Request) {
-	for req := range reqs {
-		switch req.Type {
-		case "tcpip-forward", "streamlocal-forward@openssh.com":
-			cs.log.Info("refused remote port forwarding (ssh -R): termgate only forwards into instances (ssh -L, -D, -W)", "request", req.Type)
-		}
-		if req.WantReply {
-			_ = req.Reply(false, nil)
-		}
-	}
 }

@@ -531,14 +531,16 @@ func TestEnvRequests(t *testing.T) {
 	}{
 		{"TERM", true}, {"LANG", true}, {"LC_ALL", true}, {"LC_CTYPE", true}, {"LC_PAPER2", true},
 		{"LD_PRELOAD", false}, {"PATH", false}, {"BASH_ENV", false}, {"PROMPT_COMMAND", false},
-		{"LC_", false}, {"LC_a", false}, {"LC_X;id", false}, {"lang", false}, {"LANGUAGE", false}, {"", false},
+		{"LC_", true}, {"LC_a", true}, // the glob LC_*, as sshd's AcceptEnv
+		{"LC_X;id", false}, {"lang", false}, {"LANGUAGE", false}, {"", false}, {"TERMGATE_SESSION", false},
 	} {
 		err := s.Setenv(tc.name, "xx_TEST.UTF-8")
 		if (err == nil) != tc.ok {
 			t.Errorf("env %q: %v, want accepted=%v", tc.name, err, tc.ok)
 		}
 	}
-	// Nothing the client sends reaches the shell.
+	// What --accept-env accepts (default LANG LC_*) reaches the new
+	// session's shell, nothing else.
 	var out strings.Builder
 	s.Stdout = &out
 	stdin, err := s.StdinPipe()
@@ -555,8 +557,8 @@ func TestEnvRequests(t *testing.T) {
 	if code := termtest.ExitStatus(t, s.Wait()); code != 3 {
 		t.Fatalf("status %d; output %q", code, out.String())
 	}
-	if strings.Contains(out.String(), "xx_TEST") || !strings.Contains(out.String(), "ld=.") {
-		t.Fatalf("client environment reached the shell: %q", out.String())
+	if !strings.Contains(out.String(), "lang=xx_TEST.UTF-8 lc=xx_TEST.UTF-8 ld=.") {
+		t.Fatalf("the shell's environment: %q; want LANG and LC_ALL only", out.String())
 	}
 }
 

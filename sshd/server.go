@@ -49,6 +49,10 @@ type Config struct {
 	// the sftp subsystem and forwarded connections (nil: refused, with a
 	// reason the client prints).
 	Remote remote.Runner
+	// AcceptEnv are the variables (names or globs, ParseAcceptEnv) that
+	// clients' env requests may set for commands and new sessions
+	// (--accept-env); nil is DefaultAcceptEnv. TERMGATE_ ones never.
+	AcceptEnv []string
 	// Switches are the gateway-wide flags the access decision applies
 	// (--port-forwarding=false, --file-transfer=false).
 	Switches keys.Switches
@@ -127,16 +131,17 @@ type Config struct {
 
 // Server is termgate's SSH listener.
 type Server struct {
-	cfg      Config
-	log      *slog.Logger
-	host     gossh.Signer
-	handler  handler                  // the middleware chain
-	channels map[string]channelOpener // by channel type; others are refused
-	track    tracker                  // every goroutine this package starts
-	nextID   atomic.Uint64
-	lim      *limits
-	remote   remoteOps // commands, transfers and forwards (remoteops.go)
-	fwdStats forwardStats
+	cfg       Config
+	acceptEnv []string // cfg.AcceptEnv or its default
+	log       *slog.Logger
+	host      gossh.Signer
+	handler   handler                  // the middleware chain
+	channels  map[string]channelOpener // by channel type; others are refused
+	track     tracker                  // every goroutine this package starts
+	nextID    atomic.Uint64
+	lim       *limits
+	remote    remoteOps // commands, transfers and forwards (remoteops.go)
+	fwdStats  forwardStats
 
 	mu        sync.Mutex              // guards the fields below; taken before limits.mu
 	conns     map[net.Conn]*connState // every connection, from accept to close
@@ -213,9 +218,14 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger, host: host, conns: map[net.Conn]*connState{}, listeners: map[net.Listener]struct{}{}}
 	s.lim = newLimits(&s.cfg)
 	s.handler = chain(s.route, recoverer, logging, s.authenticate)
-	// Sessions and forwarded connections (direct-tcpip: ssh -L, -D, -W);
-	// agent, X11 and other channels have no opener and are refused.
-	s.channels = map[string]channelOpener{"session": s.sessionChannel, "direct-tcpip": s.forwardChannel}
+	s.acceptEnv = cfg.AcceptEnv
+	if s.acceptEnv == nil {
+		s.acceptEnv = DefaultAcceptEnv
+	}
+	// Sessions and forwarded connections (direct-tcpip: ssh -L, -D, -W;
+	// direct-streamlocal: -L to a socket); X11 and other channels have
+	// no opener and are refused.
+	s.channels = map[string]channelOpener{"session": s.sessionChannel, "direct-tcpip": s.forwardChannel, "direct-streamlocal@openssh.com": s.streamlocalChannel}
 	return s, nil
 }
 

@@ -454,7 +454,15 @@ func (m *matrix) sshDo(t *testing.T, key, inst string, a act) (bool, string) {
 		// is dialled there and fails to connect; a refused one is
 		// prohibited before any dial.
 		out, _ := m.ssh(key, inst, "", "-W", "127.0.0.1:9")
-		return strings.Contains(out, "connect failed") || strings.Contains(out, "Connection refused"), out
+		allowed := strings.Contains(out, "connect failed") || strings.Contains(out, "Connection refused")
+		// ssh -R is the same decision: it listens in the instance (the
+		// command then ends the connection), or the client is told the
+		// forward failed.
+		rout, rerr := m.ssh(key, inst, "true", "-o", "ExitOnForwardFailure=yes", "-R", "0:127.0.0.1:9")
+		if listened := rerr == nil && !strings.Contains(rout, "forwarding failed"); listened != allowed {
+			t.Errorf("ssh -R on %s: listened %v but ssh -W allowed %v (%s)", inst, listened, allowed, rout)
+		}
+		return allowed, out
 	}
 	t.Fatalf("no SSH cell for %s", a)
 	return false, ""

@@ -27,9 +27,26 @@
 //     holder protocol, its hello and replay, and how it ended);
 //   - tools (tool.go, sftp.go): the holder's one-exec subcommands on any
 //     Host, durable or not: SFTP ("termgate-holder sftp", else the
-//     instance's own sftp-server, else a remote.Unavailable) and Dial
-//     ("termgate-holder dial"), uploaded and launched as the holder is,
+//     instance's own sftp-server, else a remote.Unavailable), Dial and
+//     DialUnix ("termgate-holder dial HOST:PORT|unix:PATH") and Listen
+//     (listen.go, ssh -R), uploaded and launched as the holder is,
 //     sharing its holderSite (the binary, the cannot and worked caches);
+//   - remote forwarding (listen.go): one "termgate-holder listen" exec per
+//     listener, whose stream carries only lines: "bound ADDR FETCH" (the
+//     port chosen for port 0), then "conn TOKEN HOST PORT" per
+//     connection the instance made to it; and one "termgate-holder fetch
+//     FETCH TOKEN" exec per connection the client accepts, which takes
+//     the connection's descriptor from the listener over an abstract
+//     unix socket (FETCH; TOKEN is 128 random bits, good once) and is a
+//     dial from then on (framed output, half-close both ways). A
+//     connection never shares a stream with another: each has the
+//     engine's and SSH's flow control of its own, and one that stalls
+//     stalls only itself; multiplexing over the listener's stream would
+//     need a window protocol of our own. The listener's stdin takes "drop
+//     TOKEN" (the client refused the channel); its end (Close, the
+//     gateway gone) ends the tool, which closes the listener (a unix
+//     socket's file removed) and every connection not fetched (30 s at
+//     most each); nothing stays in the instance;
 //   - deployments kept apart (deployment.go): every holder is keyed per
 //     instance from Config.HolderSecret, and a holder without the proof is
 //     another deployment's: never adopted, listed, reset or ended.

@@ -242,6 +242,9 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		cmd := append(run, "serve", "--key-stdin", "--socket", SocketFor(dir, spec.Name), "--session", spec.SessionID, "--attach",
 			"--idle", h.held.idle.String(), "--buffer", strconv.Itoa(h.held.buffer),
 			"--cols", strconv.Itoa(sh.size.Cols), "--rows", strconv.Itoa(sh.size.Rows), "--env", "TERM="+sh.term)
+		for _, kv := range clientEnv(spec.Env) {
+			cmd = append(cmd, "--env", kv)
+		}
 		if install != "" {
 			cmd = append(cmd, "--install-as", install)
 		}

@@ -91,14 +91,7 @@ func (h *Host) Dial(ctx context.Context, inst sessions.Instance, host string, po
 	if port < 1 || port > 65535 {
 		return nil, fmt.Errorf("dial: port %d out of range", port)
 	}
-	s, err := h.runTool(ctx, inst, "dial", net.JoinHostPort(host, strconv.Itoa(port)))
-	if cannot := (*CannotHold)(nil); errors.As(err, &cannot) {
-		return nil, &remote.Unavailable{Why: fmt.Sprintf("port forwarding: instance %q cannot run termgate's helper (%s); give it a writable directory that allows exec (a /tmp without noexec)", inst.Name, cannot.Why)}
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &dialStream{Stream: s, r: holder.NewDialReader(s)}, nil
+	return h.dialTool(ctx, inst, "dial", net.JoinHostPort(host, strconv.Itoa(port)))
 }
 
 // dialStream is the dial tool's stream, its output unframed: the peer's

@@ -3,6 +3,7 @@ package exechost
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/termgate/termgate/internal/names"
 	"github.com/termgate/termgate/sessions"
@@ -59,4 +60,18 @@ func termOrDefault(term string) string {
 		return defaultTerm
 	}
 	return term
+}
+
+// clientEnv is what of a client's environment (sessions.StartSpec.Env) a
+// shell gets: NAME=VALUE entries whose name no TERMGATE_ marker or TERM
+// is (the gateway's own win, whatever the caller checked).
+func clientEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		if ok && name != "" && name != "TERM" && !strings.HasPrefix(name, "TERMGATE_") && !strings.ContainsRune(kv, 0) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -60,7 +60,7 @@ func (b *Backend) Start(_ context.Context, inst sessions.Instance, spec sessions
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = b.cfg.Dir
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(append(os.Environ(), spec.Env...), // the client's first: the gateway's own win
 		"TERM="+spec.Term,
 		"TERMGATE_SESSION="+spec.SessionID,
 		"TERMGATE_INSTANCE="+inst.Name,

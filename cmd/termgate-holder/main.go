@@ -122,6 +122,15 @@ func main() {
 			}
 			err = dial(args[0], os.Stdin, os.Stdout)
 		}
+	case "listen", "fetch":
+		var args []string
+		if args, err = toolArgs(os.Args[2:]); err == nil {
+			if os.Args[1] == "listen" {
+				err = listen(args, os.Stdin, os.Stdout)
+			} else {
+				err = fetch(args, os.Stdin, os.Stdout)
+			}
+		}
 	case "kill":
 		var args []string
 		if args, err = toolArgs(os.Args[2:]); err == nil {
@@ -143,7 +152,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--login LOGIN] [--read-only] [--cwd-of SESSION] | login [--install-as PATH] LOGIN | as [--install-as PATH] LOGIN -- CMD [ARGS...] | dial [--install-as PATH] HOST:PORT | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--login LOGIN] [--read-only] [--cwd-of SESSION] | login [--install-as PATH] LOGIN | as [--install-as PATH] LOGIN -- CMD [ARGS...] | dial [--install-as PATH] HOST:PORT|unix:PATH | listen [--install-as PATH] tcp HOST:PORT|unix PATH | fetch [--install-as PATH] SOCKET TOKEN | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
 	os.Exit(2)
 }
 

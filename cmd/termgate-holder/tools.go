@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/pkg/sftp"
@@ -21,8 +22,9 @@ import (
 //	    the exec's user, from its home directory (else /), or with
 //	    --cwd-of from the working directory of that session's shell
 //	    (holder.SessionCwd; home when it cannot be found);
-//	termgate-holder dial [--install-as PATH] HOST:PORT
-//	    connects to HOST:PORT (TCP, 10 s to connect) from the instance's
+//	termgate-holder dial [--install-as PATH] HOST:PORT|unix:PATH
+//	    connects to HOST:PORT (TCP, 10 s to connect), or to the unix
+//	    socket PATH, from the instance's
 //	    network namespace and copies stdin to it and it to stdout, each
 //	    direction half-closed when its source ends; stdout is framed
 //	    (holder.DialWriter) so that the peer's end reaches the gateway
@@ -133,20 +135,34 @@ type halfCloser interface {
 	CloseWrite() error
 }
 
-// dial connects to addr and copies in to the connection and the
-// connection to out until both directions ended: in's EOF half-closes the
-// connection; the peer's EOF (or a failed read) is sent in a frame, and
-// out is closed once both ended. The frame, not out's close, is what the gateway sees: a
-// Docker exec's stream ends only with the exec, which goes on as long as
-// in does.
+// dial connects to addr (HOST:PORT, or unix:PATH for a unix socket) and
+// serves the connection (serveForwarded).
 func dial(addr string, in io.Reader, out io.WriteCloser) error {
-	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return fmt.Errorf("dial %q: want HOST:PORT: %w", addr, err)
+	var conn net.Conn
+	var err error
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if err := checkSocketPath(path); err != nil {
+			return err
+		}
+		conn, err = net.DialTimeout("unix", path, dialTimeout)
+	} else {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return fmt.Errorf("dial %q: want HOST:PORT or unix:PATH: %w", addr, err)
+		}
+		conn, err = net.DialTimeout("tcp", addr, dialTimeout)
 	}
-	conn, err := net.DialTimeout("tcp", addr, dialTimeout)
 	if err != nil {
 		return err
 	}
+	return serveForwarded(conn, in, out)
+}
+
+// serveForwarded copies in to the connection and the connection to out until
+// both directions ended: in's EOF half-closes the connection; the peer's
+// EOF (or a failed read) is sent in a frame, and out is closed once both
+// ended. The frame, not out's close, is what the gateway sees: a Docker
+// exec's stream ends only with the exec, which goes on as long as in does.
+func serveForwarded(conn net.Conn, in io.Reader, out io.WriteCloser) error {
 	defer conn.Close()
 	if _, err := io.WriteString(out, holder.ToolReady+"\n"); err != nil {
 		return err

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"github.com/termgate/termgate/sshd"
 	"io"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ type options struct {
 	kubeNamespace       string
 	signinStateSecret   string
 	sshCompat           bool
+	acceptEnv           string // --accept-env, checked by sshd.ParseAcceptEnv
 	portForwarding      bool
 	forwardIdleTimeout  time.Duration
 	fileTransfer        bool
@@ -166,7 +168,9 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	// File transfer and port forwarding.
 	boolean(&o.fileTransfer, "file-transfer", true, "let clients read and write instances' files (sftp, scp, the HTTP files routes); false refuses them")
 	checked(&sz.maxUpload, "max-upload-size", "1GiB", "size", checkUploadSize, "the largest file PUT /api/instances/NAME/files takes (bytes, or KiB/MiB/GiB)")
-	boolean(&o.portForwarding, "port-forwarding", true, "let SSH clients forward TCP connections into instances (ssh -L, -D, -W: dialled from inside the instance); false refuses every forward")
+	boolean(&o.portForwarding, "port-forwarding", true, "let SSH clients forward connections into and out of instances (ssh -L, -D, -W: dialled from inside the instance; ssh -R: listening inside it); false refuses every forward")
+	checked(&o.acceptEnv, "accept-env", "LANG LC_*", "names", func(v string) error { _, err := sshd.ParseAcceptEnv(v); return err },
+		"the environment variables (names or shell globs, space-separated) that SSH clients' SetEnv/SendEnv pass to commands and new sessions; others are dropped, as sshd does; TERMGATE_* never")
 	dur(&o.forwardIdleTimeout, "forward-idle-timeout", 15*time.Minute, false, "close a forwarded connection that moved no byte either way for this long (0: never)")
 
 	// Logging.

@@ -36,7 +36,12 @@ type wiring struct {
 // CAs re-checks the attached clients and what runs beside their sessions.
 func (w *wiring) sshServer() (*sshd.Server, error) {
 	o, creds := w.o, w.creds
+	acceptEnv, err := sshd.ParseAcceptEnv(o.acceptEnv) // checked with the flags already
+	if err != nil {
+		return nil, err
+	}
 	srv, err := sshd.New(sshd.Config{
+		AcceptEnv:  acceptEnv,
 		SignIn:     w.sshSignIn,
 		HostSigner: creds.hostKey, Keys: creds.keys, UserCAs: creds.userCAs, CompatAlgorithms: o.sshCompat,
 		Audit: w.audit, Registry: w.reg, Logger: w.log,
