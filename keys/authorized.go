@@ -107,7 +107,8 @@ func ParseAuthorizedKeys(data []byte) (*AuthorizedKeys, []string) {
 		} else {
 			kl.from = o.from
 			kl.id.Grants = []Grant{{Instances: o.instances, NoPTY: o.noPTY, ReadOnly: o.readOnly,
-				NoPortForwarding: o.noPortForwarding, PermitOpen: o.permitOpen, Files: o.files}}
+				NoPortForwarding: o.noPortForwarding, PermitOpen: o.permitOpen, Files: o.files,
+				NoAgentForwarding: o.noAgentForwarding}}
 			ak.usable++
 		}
 		k := string(key.Marshal())

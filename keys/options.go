@@ -17,6 +17,9 @@ type keyOptions struct {
 	// permitopen="HOST:PORT" (repeatable; see permitopen.go).
 	noPortForwarding bool
 	permitOpen       []string
+	// noAgentForwarding is OpenSSH's no-agent-forwarding (also set by
+	// restrict, cleared by agent-forwarding).
+	noAgentForwarding bool
 	// files is termgate's files="download" (OpenSSH has no such option).
 	files Files
 }
@@ -36,19 +39,19 @@ const (
 )
 
 // flagOptions are the value-less options termgate accepts and what each does
-// to the PTY and the port-forwarding permissions (agent and X11 forwarding
-// and rc files are never available through the gateway, so their options
-// change nothing).
-var flagOptions = map[string]struct{ pty, forward flagEffect }{
-	"restrict":            {deny, deny},
-	"no-pty":              {deny, leave},
-	"pty":                 {allow, leave},
-	"no-port-forwarding":  {leave, deny},
-	"port-forwarding":     {leave, allow},
-	"no-agent-forwarding": {},
+// to the PTY, the port-forwarding and the agent-forwarding permissions (X11
+// forwarding and rc files are never available through the gateway, so
+// their options change nothing).
+var flagOptions = map[string]struct{ pty, forward, agent flagEffect }{
+	"restrict":            {deny, deny, deny},
+	"no-pty":              {deny, leave, leave},
+	"pty":                 {allow, leave, leave},
+	"no-port-forwarding":  {leave, deny, leave},
+	"port-forwarding":     {leave, allow, leave},
+	"no-agent-forwarding": {leave, leave, deny},
+	"agent-forwarding":    {leave, leave, allow},
 	"no-x11-forwarding":   {},
 	"no-user-rc":          {},
-	"agent-forwarding":    {},
 	"x11-forwarding":      {},
 	"user-rc":             {},
 }
@@ -86,6 +89,7 @@ func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
 			}
 			effect.pty.apply(&o.noPTY)
 			effect.forward.apply(&o.noPortForwarding)
+			effect.agent.apply(&o.noAgentForwarding)
 			continue
 		}
 		if name == "permitopen" { // repeatable, as in OpenSSH
