@@ -106,6 +106,14 @@ func main() {
 			}
 			err = dial(args[0], os.Stdin, os.Stdout)
 		}
+	case "agent":
+		var args []string
+		if args, err = toolArgs(os.Args[2:]); err == nil {
+			if len(args) != 1 {
+				usage()
+			}
+			err = agentSocket(args[0], os.Stdin, os.Stdout)
+		}
 	case "kill":
 		var args []string
 		if args, err = toolArgs(os.Args[2:]); err == nil {
@@ -127,7 +135,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--read-only] [--cwd-of SESSION] | dial [--install-as PATH] HOST:PORT | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--read-only] [--cwd-of SESSION] | dial [--install-as PATH] HOST:PORT | agent [--install-as PATH] SOCKET | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
 	os.Exit(2)
 }
 
