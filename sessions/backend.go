@@ -86,6 +86,18 @@ type StartSpec struct {
 	Term string
 	// Size is the initial window size (always valid).
 	Size Size
+	// Agent asks for the session's agent socket: the shell's
+	// SSH_AUTH_SOCK names AgentSocket(SessionID) (the attach that starts
+	// it forwards an agent, ssh -A; a reset keeps it).
+	Agent bool
+}
+
+// AgentSocket is where a session's forwarded agent listens inside its
+// instance: fixed by the session id, so that the shell's SSH_AUTH_SOCK,
+// set when it starts, stays right for the session's life whichever client
+// answers behind it (sshd/agent.go).
+func AgentSocket(sessionID string) string {
+	return "/tmp/.termgate-agent-" + sessionID + "/agent.sock"
 }
 
 // Process is one running shell with its terminal. Read and Write may be

@@ -211,7 +211,7 @@ func (r *Registry) Attach(ctx context.Context, addr string, opts AttachOptions) 
 				// An observer never sizes the shell, not even the first.
 				size = DefaultSize
 			}
-			r.fill(context.Background(), sl, inst, newID(), size, opts.Term, adoptOrStart)
+			r.fill(context.Background(), sl, inst, newID(), size, opts.Term, opts.Agent && !opts.ReadOnly, adoptOrStart)
 		}
 		select {
 		case <-sl.ready:
@@ -274,7 +274,7 @@ func (r *Registry) slotFor(inst Instance, name, who string) (*slot, bool, error)
 // fill starts the shell for a slot this goroutine created, or adopts the
 // one a holder holds (see open), within StartTimeout. Its shell is shared:
 // the attach that happens to start it passes no context of its own.
-func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string, size Size, term string, how openHow) {
+func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string, size Size, term string, agent bool, how openHow) {
 	defer close(sl.ready)
 	defer r.recoverFill(sl, inst)
 	if term == "" {
@@ -282,7 +282,7 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
-	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Shell: r.cfg.Shell, Term: term, Size: size}, how)
+	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Shell: r.cfg.Shell, Term: term, Size: size, Agent: agent}, how)
 	if err != nil {
 		sl.err = err
 		r.forget(sl)
@@ -294,6 +294,7 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	}
 	sl.adopted = adopted
 	sl.sess = newSession(id, inst, sl.key.name, proc, size, term, &r.cfg, func(s *Session) { r.forget(sl) })
+	sl.sess.agent = agent
 	sl.sess.onReset = func(s *Session, reset *ResetError, clients []*Client) { r.follow(s, sl, reset, clients) }
 	if held {
 		sl.sess.hold(hp)
@@ -356,11 +357,11 @@ func (r *Registry) Reset(ctx context.Context, addr, by string) (*Session, error)
 	r.putLocked(sl)
 	r.mu.Unlock()
 
-	id, size, term := newID(), DefaultSize, ""
+	id, size, term, agent := newID(), DefaultSize, "", false
 	if old != nil {
 		<-old.ready
 		if old.sess != nil {
-			size, term = old.sess.currentSize(), old.sess.term
+			size, term, agent = old.sess.currentSize(), old.sess.term, old.sess.agent
 			old.sess.Close(&ResetError{OldSession: old.sess.id, NewSession: id, By: by})
 			select {
 			case <-old.sess.tornDown: // then it moves its clients to sl
@@ -379,7 +380,7 @@ func (r *Registry) Reset(ctx context.Context, addr, by string) (*Session, error)
 			}
 		}
 	}
-	r.fill(context.Background(), sl, inst, id, size, term, resetHeld)
+	r.fill(context.Background(), sl, inst, id, size, term, agent, resetHeld)
 	if sl.err != nil {
 		return nil, sl.err
 	}

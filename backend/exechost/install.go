@@ -241,7 +241,10 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		}
 		cmd := append(run, "serve", "--key-stdin", "--socket", SocketFor(dir, spec.Name), "--session", spec.SessionID, "--attach",
 			"--idle", h.held.idle.String(), "--buffer", strconv.Itoa(h.held.buffer),
-			"--cols", strconv.Itoa(sh.size.Cols), "--rows", strconv.Itoa(sh.size.Rows), "--env", "TERM="+sh.term)
+			"--cols", strconv.Itoa(sh.size.Cols), "--rows", strconv.Itoa(sh.size.Rows))
+		for _, kv := range sh.env() {
+			cmd = append(cmd, "--env", kv)
+		}
 		if install != "" {
 			cmd = append(cmd, "--install-as", install)
 		}

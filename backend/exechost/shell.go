@@ -44,7 +44,7 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 	}
 	s, err := h.x.Exec(ctx, inst, h.command(spec.Shell), ExecOptions{
 		TTY: true, Stdin: true, Size: sh.size,
-		Env: []string{"TERM=" + sh.term, procmark.EnvSession + "=" + sh.marker},
+		Env: append(sh.env(), procmark.EnvSession+"="+sh.marker),
 	})
 	if err != nil {
 		if errors.Is(err, ErrMaybeStarted) { // leave no shell behind
