@@ -61,6 +61,7 @@ type options struct {
 	signinStateSecret   string
 	sshCompat           bool
 	portForwarding      bool
+	agentForwarding     bool
 	forwardIdleTimeout  time.Duration
 	fileTransfer        bool
 	maxUploadSize       int64
@@ -166,6 +167,7 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	// File transfer and port forwarding.
 	boolean(&o.fileTransfer, "file-transfer", true, "let clients read and write instances' files (sftp, scp, the HTTP files routes); false refuses them")
 	checked(&sz.maxUpload, "max-upload-size", "1GiB", "size", checkUploadSize, "the largest file PUT /api/instances/NAME/files takes (bytes, or KiB/MiB/GiB)")
+	boolean(&o.agentForwarding, "agent-forwarding", true, "let SSH clients forward their agent (ssh -A) to sessions and commands: a socket in the instance answered by the client's agent; false refuses it")
 	boolean(&o.portForwarding, "port-forwarding", true, "let SSH clients forward TCP connections into instances (ssh -L, -D, -W: dialled from inside the instance); false refuses every forward")
 	dur(&o.forwardIdleTimeout, "forward-idle-timeout", 15*time.Minute, false, "close a forwarded connection that moved no byte either way for this long (0: never)")
 
