@@ -5,16 +5,11 @@ import (
 )
 
 // agentAllowed reports whether the client's agent is to be used on the
-// instance acc answers for: it offered one (ssh -A), the backend can serve
-// a socket, and the one decision allows keys.Agent. A writer refused is
-// told why (an observer's agent is never used, and it is not told so
-// again: its attach says it is read-only).
+// instance acc answers for: it offered one (ssh -A), the one decision
+// allows keys.Agent, and the backend can serve a socket. A writer refused is
+// told why; an observer is not (it watches, its agent is never used).
 func (s *Server) agentAllowed(sess *session, acc keys.Access) bool {
 	if !sess.agent {
-		return false
-	}
-	if s.agents.backend() == nil || sess.conn == nil || sess.conn.sshConn == nil {
-		sess.log.Debug("agent forwarding: this backend cannot serve an agent socket")
 		return false
 	}
 	if r := acc.Decide(keys.Agent); r != nil {
@@ -22,6 +17,10 @@ func (s *Server) agentAllowed(sess *session, acc keys.Access) bool {
 		if acc.Write {
 			sess.errorf("termgate: " + r.Message)
 		}
+		return false
+	}
+	if s.agents.backend() == nil || sess.conn == nil || sess.conn.sshConn == nil {
+		sess.log.Debug("agent forwarding: this backend cannot serve an agent socket")
 		return false
 	}
 	return true
