@@ -321,6 +321,21 @@ func TestAgentForwardingDocker(t *testing.T) {
 		t.Fatalf("the session's agent after the command: %q, want key %s", got, fp2)
 	}
 
+	// A reset moves a2 to a fresh shell, which has an agent socket of its
+	// own (the reset keeps it), answered by a2's agent.
+	if out, code := at.run(t, "admin", "", "reset"); code != 0 || !strings.Contains(out, "new session") {
+		t.Fatalf("reset: status %d, output %q", code, out)
+	}
+	a2.expect(`session reset`)
+	a2.sync()
+	a2.send(`echo "sock=$SSH_AUTH_SOCK."`)
+	if got := a2.expect(`sock=(/tmp/\.termgate-agent-[0-9a-f]+/agent\.sock)\.`)[1]; got == sockIn {
+		t.Fatalf("the fresh shell's socket is the old one's: %s", got)
+	}
+	if got := a2.agentc("list"); got != "agent-keys: "+fp2 {
+		t.Fatalf("after the reset: %q, want key %s", got, fp2)
+	}
+
 	// no-agent-forwarding refuses, with the reason.
 	at.setKeys(t, map[string]string{"admin": "", "watcher": `read-only,instances="web*" `, "stranger": "no-agent-forwarding "})
 	out3, code := at.run(t, "stranger", sock1, `echo "sock=$SSH_AUTH_SOCK."`)
