@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/termgate/termgate/internal/agentwire"
 )
 
 // Instance is a running instance resolved by a Backend.
@@ -96,9 +98,7 @@ type StartSpec struct {
 // instance: fixed by the session id, so that the shell's SSH_AUTH_SOCK,
 // set when it starts, stays right for the session's life whichever client
 // answers behind it (sshd/agent.go).
-func AgentSocket(sessionID string) string {
-	return "/tmp/.termgate-agent-" + sessionID + "/agent.sock"
-}
+func AgentSocket(sessionID string) string { return agentwire.Socket(sessionID) }
 
 // Process is one running shell with its terminal. Read and Write may be
 // called concurrently with each other and with Resize; Write may be called

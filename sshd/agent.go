@@ -72,9 +72,10 @@ type agentBroker struct {
 // agentSocket is one socket in an instance and the clients that may
 // answer for it.
 type agentSocket struct {
-	id      string // the session's id, or a command's own
-	session string // the session, for the audit trail ("" for a command)
-	inst    string // the instance's name, for the audit trail
+	id      string          // the session's id, or a command's own
+	session string          // the session, for the audit trail ("" for a command)
+	inst    string          // the instance's name, for the audit trail
+	done    <-chan struct{} // the session's end (nil for a command's)
 	ctx     context.Context
 	cancel  context.CancelFunc
 	sources []*agentSource // guarded by agentBroker.mu; the last one answers
@@ -118,8 +119,15 @@ func (b *agentBroker) join(id, inst string, done <-chan struct{}, src *agentSour
 		return func() {}
 	}
 	so := b.sockets[id]
+	if so != nil && (so.done != done || so.ctx.Err() != nil) {
+		// Ending, or another session's of the same id (a held session's
+		// reset keeps its id): a fresh one takes its place; the old
+		// helper leaves the new one's socket alone.
+		so.cancel()
+		so = nil
+	}
 	if so == nil {
-		so = &agentSocket{id: id, session: id, inst: inst}
+		so = &agentSocket{id: id, session: id, inst: inst, done: done}
 		so.ctx, so.cancel = context.WithCancel(context.Background())
 		b.sockets[id] = so
 		b.srv.track.Go(func() {

@@ -43,7 +43,7 @@ type agentTest struct {
 	files map[string]string // key name: its private key file
 }
 
-func newAgentTest(t *testing.T) *agentTest {
+func newAgentTest(t *testing.T, durable bool) *agentTest {
 	t.Helper()
 	for _, bin := range []string{"ssh", "ssh-agent", "ssh-add"} {
 		if _, err := exec.LookPath(bin); err != nil {
@@ -57,7 +57,11 @@ func newAgentTest(t *testing.T) *agentTest {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	label := "termgate.sshdtest=" + hex.EncodeToString(b)
-	be, err := docker.New(docker.Config{Label: label, Durable: exechost.Durable{Holder: bin}, GatewayID: "tgagent" + hex.EncodeToString(b[:2])})
+	d := exechost.Durable{Holder: bin}
+	if durable { // the held shell gets SSH_AUTH_SOCK through its holder
+		d.Enabled, d.HolderSecret = true, []byte("termgate agent test secret 0123456789")
+	}
+	be, err := docker.New(docker.Config{Label: label, Durable: d, GatewayID: "tgagent" + hex.EncodeToString(b[:2])})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,9 +249,16 @@ func (o *osshTerm) detach() {
 	}
 }
 
-// TestAgentForwardingDocker: the contract's "Agent forwarding", end to end.
+// TestAgentForwardingDocker: the contract's "Agent forwarding", end to
+// end, for plain and durable (held) sessions.
 func TestAgentForwardingDocker(t *testing.T) {
-	at := newAgentTest(t)
+	for _, durable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "plain", true: "durable"}[durable], func(t *testing.T) { testAgentForwarding(t, durable) })
+	}
+}
+
+func testAgentForwarding(t *testing.T, durable bool) {
+	at := newAgentTest(t, durable)
 	sock1, fp1 := at.startAgent(t, "one")
 	sock2, fp2 := at.startAgent(t, "two")
 	sock3, fp3 := at.startAgent(t, "three") // the observer's

@@ -242,8 +242,9 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		cmd := append(run, "serve", "--key-stdin", "--socket", SocketFor(dir, spec.Name), "--session", spec.SessionID, "--attach",
 			"--idle", h.held.idle.String(), "--buffer", strconv.Itoa(h.held.buffer),
 			"--cols", strconv.Itoa(sh.size.Cols), "--rows", strconv.Itoa(sh.size.Rows))
-		for _, kv := range sh.env() {
-			cmd = append(cmd, "--env", kv)
+		cmd = append(cmd, "--env", "TERM="+sh.term)
+		if sh.agentSock != "" { // the holder sets it per session: a reset's shell gets its own
+			cmd = append(cmd, "--agent-socket")
 		}
 		if install != "" {
 			cmd = append(cmd, "--install-as", install)

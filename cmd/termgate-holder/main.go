@@ -152,6 +152,7 @@ func serve(args []string) error {
 	keyStdin := fs.Bool("key-stdin", false, "first read the holder's key from stdin: 64 hex digits and a newline (required)")
 	var env multiFlag
 	fs.Var(&env, "env", "KEY=VALUE for the shell (repeatable)")
+	agentSock := fs.Bool("agent-socket", false, "set each shell's SSH_AUTH_SOCK to its session's agent socket (ssh -A)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -233,7 +234,7 @@ func serve(args []string) error {
 	defer stop()
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	err = holder.Serve(ctx, holder.ServeConfig{
-		Socket: *sock, Session: *session, Shell: shell, Env: env,
+		Socket: *sock, Session: *session, Shell: shell, Env: env, AgentSocket: *agentSock,
 		Cols: *cols, Rows: *rows, BufferSize: *buffer, IdleTimeout: *idle, Build: build,
 		Logger: logger, Proto: protoVersion(), NoPassing: !passing(), Key: key,
 		Ready: func() {

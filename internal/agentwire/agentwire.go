@@ -18,6 +18,15 @@ import (
 	"io"
 )
 
+// Socket is where session's forwarded agent listens inside its instance
+// (the shell's SSH_AUTH_SOCK): fixed by the session id, so that it stays
+// right for the session's life whichever client answers behind it. A
+// held session's holder sets it for each shell it starts, a reset's
+// included.
+func Socket(session string) string {
+	return "/tmp/.termgate-agent-" + session + "/agent.sock"
+}
+
 // MaxMessage bounds one agent message (OpenSSH's AGENT_MAX_LEN is 256
 // KiB).
 const MaxMessage = 256 << 10
