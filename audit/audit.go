@@ -44,6 +44,9 @@ const (
 	Command  = "command"
 	Transfer = "transfer"
 	Forward  = "forward"
+	// Agent: a signature asked of a client's forwarded agent (ssh -A)
+	// from inside an instance.
+	Agent = "agent_sign"
 )
 
 // Log is the audit trail. It also counts the command and transfer

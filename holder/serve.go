@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termgate/termgate/internal/agentwire"
 	"github.com/termgate/termgate/internal/ring"
 )
 
@@ -26,6 +27,9 @@ type ServeConfig struct {
 	// (TERM, TERMGATE_SESSION).
 	Shell []string
 	Env   []string
+	// AgentSocket sets each shell's SSH_AUTH_SOCK to its session's agent
+	// socket (agentwire.Socket): a reset's shell gets the new session's.
+	AgentSocket bool
 	// Cols and Rows are the initial window size.
 	Cols, Rows int
 	// BufferSize is the replay ring's size; IdleTimeout ends the session
@@ -187,6 +191,9 @@ func (h *holder) startShell(announce []byte) error {
 	h.mu.Unlock()
 	cmd := exec.Command(h.cfg.Shell[0], h.cfg.Shell[1:]...)
 	cmd.Env = append(append(os.Environ(), h.cfg.Env...), heldEnv, "TERMGATE_SESSION="+id)
+	if h.cfg.AgentSocket {
+		cmd.Env = append(cmd.Env, "SSH_AUTH_SOCK="+agentwire.Socket(id))
+	}
 	sh, err := startShell(cmd, cols, rows)
 	if err != nil {
 		return err

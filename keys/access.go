@@ -88,6 +88,10 @@ type Grant struct {
 	// loopback; "*" as HOST or PORT matches any); empty: any port, on the
 	// loopback.
 	PermitListen []string
+	// NoAgentForwarding refuses the client's agent (no-agent-forwarding,
+	// restrict, a certificate without permit-agent-forwarding, a policy's
+	// agent-forwarding: false).
+	NoAgentForwarding bool
 	// Files limits file transfers (files="download").
 	Files Files
 	// Logins are the instance's users the grant may be (logins.go):
@@ -96,10 +100,12 @@ type Grant struct {
 }
 
 // Switches are the gateway-wide flags that take a right from every
-// credential (--file-transfer=false, --port-forwarding=false).
+// credential (--file-transfer=false, --port-forwarding=false,
+// --agent-forwarding=false).
 type Switches struct {
-	NoFileTransfer   bool
-	NoPortForwarding bool
+	NoFileTransfer    bool
+	NoPortForwarding  bool
+	NoAgentForwarding bool
 }
 
 // Action is something a credential may do on an instance.
@@ -130,6 +136,9 @@ const (
 	GrantWrite
 	// RecordedInput: read what was typed in a recording.
 	RecordedInput
+	// Agent: the session's shell or the command may use the client's
+	// forwarded agent (ssh -A).
+	Agent
 	actions // the number of actions, for tables
 )
 
@@ -142,7 +151,7 @@ func Actions() []Action {
 	return out
 }
 
-var actionNames = [actions]string{"watch", "terminal", "type", "reset", "command", "read files", "write files", "forward", "keep", "pin", "grant", "recorded input"}
+var actionNames = [actions]string{"watch", "terminal", "type", "reset", "command", "read files", "write files", "forward", "keep", "pin", "grant", "recorded input", "agent"}
 
 func (a Action) String() string {
 	if a < actions {
@@ -152,7 +161,7 @@ func (a Action) String() string {
 }
 
 // refusedWhat is how a refusal sentence starts, per action.
-var refusedWhat = [actions]string{"attach", "terminal", "input", "reset", "command", "file transfer", "upload", "port forwarding", "keep", "size", "grant", "recorded input"}
+var refusedWhat = [actions]string{"attach", "terminal", "input", "reset", "command", "file transfer", "upload", "port forwarding", "keep", "size", "grant", "recorded input", "agent forwarding"}
 
 // Access is what one credential may do on one instance: Identity.On's
 // answer. Its zero value allows nothing.
@@ -176,6 +185,8 @@ type Access struct {
 	PermitListen []string
 	// ReadFiles and WriteFiles: file transfers each way.
 	ReadFiles, WriteFiles bool
+	// Agent: the client's forwarded agent may be used.
+	Agent bool
 
 	sw     Switches
 	logins loginSet
@@ -208,6 +219,7 @@ func (id Identity) On(instance string, sw Switches) Access {
 		}
 		a.Write, a.ReadFiles = true, true
 		a.WriteFiles = a.WriteFiles || g.Files != FilesDownload
+		a.Agent = a.Agent || !g.NoAgentForwarding
 		if g.NoPortForwarding {
 			continue
 		}
@@ -242,6 +254,17 @@ func (k Kind) noForwardWhy() string {
 		return "the policies that cover the instance say port-forwarding: false"
 	}
 	return "no-port-forwarding or restrict"
+}
+
+// noAgentWhy names the options that refuse agent forwarding, per kind.
+func (k Kind) noAgentWhy() string {
+	switch k {
+	case KindCertificate:
+		return "a certificate without permit-agent-forwarding"
+	case KindSignIn:
+		return "the policies that cover the instance say agent-forwarding: false"
+	}
+	return "no-agent-forwarding or restrict"
 }
 
 // May reports whether the identity may use the instance at all (watch
@@ -302,6 +325,17 @@ func (a Access) Decide(act Action) *Refusal {
 		}
 		if !a.Forward {
 			return refuse("no-port-forwarding "+noun, fmt.Sprintf("port forwarding is not allowed for this %s on %s (%s)", noun, a.Instance, a.noForwardWhy))
+		}
+		return nil
+	case Agent:
+		if a.sw.NoAgentForwarding {
+			return refuse("agent forwarding off", "agent forwarding is turned off on this gateway (--agent-forwarding=false)")
+		}
+		if !a.Write {
+			return readOnly()
+		}
+		if !a.Agent {
+			return refuse("no-agent-forwarding "+noun, fmt.Sprintf("agent forwarding is not allowed for this %s on %s (%s)", noun, a.Instance, a.Kind.noAgentWhy()))
 		}
 		return nil
 	}

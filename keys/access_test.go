@@ -17,6 +17,7 @@ func TestOnDecide(t *testing.T) {
 		{Groups: []string{"ops"}, Instances: []string{"web*"}},
 		{Groups: []string{"ops"}, Instances: []string{"db*"}, ReadOnly: true},
 		{Groups: []string{"ops"}, Instances: []string{"cache*"}, PortForwarding: &no, Files: "download"},
+		{Groups: []string{"ops"}, Instances: []string{"mq*"}, AgentForwarding: &no},
 	}.Identity("alice@example.com", []string{"ops"}, true)
 	key := func(g Grant) Identity { return Identity{Kind: KindKey, Grants: []Grant{g}} }
 	all := Actions()
@@ -48,11 +49,14 @@ func TestOnDecide(t *testing.T) {
 		{"download-only key", key(Grant{Files: FilesDownload}), Switches{}, "web1", except(WriteFiles), ""},
 		{"files off", key(Grant{}), Switches{NoFileTransfer: true}, "web1", except(ReadFiles, WriteFiles), ""},
 		{"forwarding off", key(Grant{}), Switches{NoPortForwarding: true}, "web1", except(Forward), ""},
+		{"no-agent-forwarding key", key(Grant{NoAgentForwarding: true}), Switches{}, "web1", except(Agent), ""},
+		{"agent forwarding off", key(Grant{}), Switches{NoAgentForwarding: true}, "web1", except(Agent), ""},
 		{"read-only token", Identity{Kind: KindToken, Grants: []Grant{{ReadOnly: true}}}, Switches{}, "web1", watch, "read-only token"},
 		{"read-only certificate", Identity{Kind: KindCertificate, Grants: []Grant{{ReadOnly: true}}}, Switches{}, "web1", watch, "read-only certificate"},
 		{"sign-in, read-write rule", mixed, Switches{}, "web1", all, ""},
 		{"sign-in, read-only rule", mixed, Switches{}, "db1", watch, "read-only sign-in"},
 		{"sign-in, no forwarding, download", mixed, Switches{}, "cache1", except(Forward, WriteFiles), ""},
+		{"sign-in, no agent forwarding", mixed, Switches{}, "mq1", except(Agent), ""},
 		{"sign-in, no rule", mixed, Switches{}, "mail1", nil, "instance not allowed for this sign-in"},
 	}
 	for _, tc := range cases {
@@ -117,6 +121,7 @@ func BenchmarkOn(b *testing.B) {
 		{Groups: []string{"ops"}, Instances: []string{"web*"}},
 		{Groups: []string{"ops"}, Instances: []string{"db*"}, ReadOnly: true},
 		{Groups: []string{"ops"}, Instances: []string{"cache*"}, PortForwarding: &no, Files: "download"},
+		{Groups: []string{"ops"}, Instances: []string{"mq*"}, AgentForwarding: &no},
 	}.Identity("alice@example.com", []string{"ops"}, true)
 	for b.Loop() {
 		a := id.On("db-primary-1", Switches{})

@@ -107,7 +107,8 @@ func ParseAuthorizedKeys(data []byte) (*AuthorizedKeys, []string) {
 		} else {
 			kl.from = o.from
 			kl.id.Grants = []Grant{{Instances: o.instances, NoPTY: o.noPTY, ReadOnly: o.readOnly,
-				NoPortForwarding: o.noPortForwarding, PermitOpen: o.permitOpen, PermitListen: o.permitListen, Files: o.files, Logins: o.logins}}
+				NoPortForwarding: o.noPortForwarding, PermitOpen: o.permitOpen, PermitListen: o.permitListen, Files: o.files, Logins: o.logins,
+				NoAgentForwarding: o.noAgentForwarding}}
 			ak.usable++
 		}
 		k := string(key.Marshal())

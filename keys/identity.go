@@ -183,6 +183,9 @@ func Describe(id Identity) string {
 			if g.NoPortForwarding {
 				what += ", no port forwarding"
 			}
+			if g.NoAgentForwarding {
+				what += ", no agent forwarding"
+			}
 		}
 		if g.NoPTY {
 			what += ", no terminal"

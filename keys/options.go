@@ -18,6 +18,9 @@ type keyOptions struct {
 	noPortForwarding bool
 	permitOpen       []string
 	permitListen     []string // permitlisten="[HOST:]PORT" (repeatable)
+	// noAgentForwarding is OpenSSH's no-agent-forwarding (also set by
+	// restrict, cleared by agent-forwarding).
+	noAgentForwarding bool
 	// files is termgate's files="download" (OpenSSH has no such option).
 	files Files
 	// logins is termgate's logins="app,deploy" (logins.go).
@@ -39,19 +42,19 @@ const (
 )
 
 // flagOptions are the value-less options termgate accepts and what each does
-// to the PTY and the port-forwarding permissions (agent and X11 forwarding
-// and rc files are never available through the gateway, so their options
-// change nothing).
-var flagOptions = map[string]struct{ pty, forward flagEffect }{
-	"restrict":            {deny, deny},
-	"no-pty":              {deny, leave},
-	"pty":                 {allow, leave},
-	"no-port-forwarding":  {leave, deny},
-	"port-forwarding":     {leave, allow},
-	"no-agent-forwarding": {},
+// to the PTY, the port-forwarding and the agent-forwarding permissions (X11
+// forwarding and rc files are never available through the gateway, so
+// their options change nothing).
+var flagOptions = map[string]struct{ pty, forward, agent flagEffect }{
+	"restrict":            {deny, deny, deny},
+	"no-pty":              {deny, leave, leave},
+	"pty":                 {allow, leave, leave},
+	"no-port-forwarding":  {leave, deny, leave},
+	"port-forwarding":     {leave, allow, leave},
+	"no-agent-forwarding": {leave, leave, deny},
+	"agent-forwarding":    {leave, leave, allow},
 	"no-x11-forwarding":   {},
 	"no-user-rc":          {},
-	"agent-forwarding":    {},
 	"x11-forwarding":      {},
 	"user-rc":             {},
 }
@@ -89,6 +92,7 @@ func parseOptions(raw []string) (o keyOptions, warnings []string, err error) {
 			}
 			effect.pty.apply(&o.noPTY)
 			effect.forward.apply(&o.noPortForwarding)
+			effect.agent.apply(&o.noAgentForwarding)
 			continue
 		}
 		if name == "permitlisten" { // repeatable, as in OpenSSH

@@ -27,6 +27,9 @@ type PolicyRule struct {
 	// PortForwarding false refuses forwarding to the identities this rule
 	// alone covers (default: allowed, as for keys).
 	PortForwarding *bool `yaml:"port-forwarding"`
+	// AgentForwarding false refuses the clients' agents (ssh -A) to the
+	// identities this rule alone covers (default: allowed, as for keys).
+	AgentForwarding *bool `yaml:"agent-forwarding"`
 	// Files is "download" to allow reading files but not writing them;
 	// empty allows both.
 	Files string `yaml:"files"`
@@ -77,7 +80,8 @@ func (p Policies) Identity(email string, groups []string, emailVerified bool) (I
 		}
 		files, _ := parseFiles(r.Files) // FilesAll when empty; Check refused a bad value
 		id.Grants = append(id.Grants, Grant{Instances: slices.Clone(r.Instances), ReadOnly: r.ReadOnly,
-			NoPortForwarding: r.PortForwarding != nil && !*r.PortForwarding, Files: files, Logins: slices.Clone(r.Logins)})
+			NoPortForwarding: r.PortForwarding != nil && !*r.PortForwarding, Files: files, Logins: slices.Clone(r.Logins),
+			NoAgentForwarding: r.AgentForwarding != nil && !*r.AgentForwarding})
 	}
 	if len(id.Grants) == 0 {
 		return Identity{}, false

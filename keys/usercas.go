@@ -171,7 +171,8 @@ func (c *UserCAs) AuthorizeCert(cert *gossh.Certificate, remote net.Addr) (Ident
 // extensions they do not know and the certificate stays usable elsewhere;
 // its value is ignored). NoPortForwarding is set unless it has the
 // permit-port-forwarding extension (ssh-keygen adds it unless told -O
-// no-port-forwarding). The error wraps
+// no-port-forwarding), NoAgentForwarding likewise unless it has
+// permit-agent-forwarding. The error wraps
 // ErrCertUntrusted, ErrCertRevoked or ErrCertInvalid and is meant for the
 // log.
 func (c *UserCAs) AuthorizeCertAt(cert *gossh.Certificate, remote net.Addr, now time.Time) (Identity, error) {
@@ -231,7 +232,8 @@ func (c *UserCAs) AuthorizeCertAt(cert *gossh.Certificate, remote net.Addr, now 
 	_, pty := cert.Extensions["permit-pty"]
 	_, g.ReadOnly = cert.Extensions[CertReadOnly]
 	_, fwd := cert.Extensions["permit-port-forwarding"]
-	g.NoPTY, g.NoPortForwarding = !pty, !fwd
+	_, agent := cert.Extensions["permit-agent-forwarding"]
+	g.NoPTY, g.NoPortForwarding, g.NoAgentForwarding = !pty, !fwd, !agent
 	id.Grants = []Grant{g}
 	return id, nil
 }

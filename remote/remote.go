@@ -106,3 +106,11 @@ var ErrUnsupported = errors.New("not supported by this backend")
 type Unavailable struct{ Why string }
 
 func (e *Unavailable) Error() string { return e.Why }
+
+// Agent is what a backend that can forward agents (ssh -A) offers besides
+// a Runner: it serves the agent socket of session id
+// (sessions.AgentSocket(id)) inside the instance and returns the stream of
+// its requests and replies (internal/agentwire). Close ends the socket.
+type Agent interface {
+	Agent(ctx context.Context, inst sessions.Instance, id string) (Conn, error)
+}

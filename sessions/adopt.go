@@ -114,7 +114,7 @@ func (r *Registry) AdoptAll(ctx context.Context) int {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			r.fill(ctx, sl, inst, newID(), DefaultSize, "", adoptOnly)
+			r.fill(ctx, sl, inst, newID(), DefaultSize, "", false, adoptOnly)
 			switch {
 			case sl.err == nil:
 				n.Add(1)
@@ -143,7 +143,7 @@ func (r *Registry) AdoptIn(ctx context.Context, inst Instance) (adopted bool, er
 	if err != nil || !created {
 		return false, err
 	}
-	r.fill(ctx, sl, inst, newID(), DefaultSize, "", adoptOnly)
+	r.fill(ctx, sl, inst, newID(), DefaultSize, "", false, adoptOnly)
 	switch {
 	case sl.err == nil:
 		return true, nil

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/termgate/termgate/internal/agentwire"
 )
 
 // Instance is a running instance resolved by a Backend.
@@ -94,6 +96,10 @@ type StartSpec struct {
 	Env []string
 	// Size is the initial window size (always valid).
 	Size Size
+	// Agent asks for the session's agent socket: the shell's
+	// SSH_AUTH_SOCK names AgentSocket(SessionID) (the attach that starts
+	// it forwards an agent, ssh -A; a reset keeps it).
+	Agent bool
 }
 
 // LoginError: the shell cannot run as the login asked for (no such user
@@ -102,6 +108,12 @@ type StartSpec struct {
 type LoginError struct{ Login, Why string }
 
 func (e *LoginError) Error() string { return e.Why }
+
+// AgentSocket is where a session's forwarded agent listens inside its
+// instance: fixed by the session id, so that the shell's SSH_AUTH_SOCK,
+// set when it starts, stays right for the session's life whichever client
+// answers behind it (sshd/agent.go).
+func AgentSocket(sessionID string) string { return agentwire.Socket(sessionID) }
 
 // Process is one running shell with its terminal. Read and Write may be
 // called concurrently with each other and with Resize; Write may be called

@@ -129,6 +129,15 @@ func (c *Client) session() (*Session, <-chan struct{}) {
 	return c.sess, c.moved
 }
 
+// SessionDone returns the id of the session the client is in now and a
+// channel closed once that session ended (its shell is gone, by exit,
+// reset or shutdown): for what lives as long as a session, such as its
+// agent socket (sshd/agent.go).
+func (c *Client) SessionDone() (string, <-chan struct{}) {
+	s, _ := c.session()
+	return s.id, s.done
+}
+
 // Ready receives a value when output was queued or the client was closed
 // since the last Take, so a writer can select on it beside its own
 // channels and then Take. A value may be stale (Take then returns nothing):

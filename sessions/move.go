@@ -67,7 +67,7 @@ func (r *Registry) follow(old *Session, oldSl *slot, reset *ResetError, clients 
 		return
 	}
 	if fill {
-		r.fill(context.Background(), next, inst, reset.NewSession, old.currentSize(), old.term, followReset)
+		r.fill(context.Background(), next, inst, reset.NewSession, old.currentSize(), old.term, old.agent, followReset)
 	}
 	<-next.ready
 	if next.err != nil {

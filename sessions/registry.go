@@ -219,7 +219,7 @@ func (r *Registry) Attach(ctx context.Context, addr string, opts AttachOptions) 
 				// An observer never sizes the shell, not even the first.
 				size = DefaultSize
 			}
-			r.fill(context.Background(), sl, inst, newID(), size, opts.Term, adoptOrStart)
+			r.fill(context.Background(), sl, inst, newID(), size, opts.Term, opts.Agent && !opts.ReadOnly, adoptOrStart)
 		}
 		select {
 		case <-sl.ready:
@@ -286,7 +286,7 @@ func (r *Registry) slotFor(inst Instance, name, who, login string) (*slot, bool,
 // fill starts the shell for a slot this goroutine created, or adopts the
 // one a holder holds (see open), within StartTimeout. Its shell is shared:
 // the attach that happens to start it passes no context of its own.
-func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string, size Size, term string, how openHow) {
+func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string, size Size, term string, agent bool, how openHow) {
 	defer close(sl.ready)
 	defer r.recoverFill(sl, inst)
 	if term == "" {
@@ -294,7 +294,7 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.StartTimeout)
 	defer cancel()
-	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Login: sl.login, Shell: r.cfg.Shell, Term: term, Size: size, Env: sl.env}, how)
+	proc, adopted, err := r.open(ctx, inst, StartSpec{SessionID: id, Name: sl.key.name, Login: sl.login, Shell: r.cfg.Shell, Term: term, Size: size, Env: sl.env, Agent: agent}, how)
 	if err != nil {
 		sl.err = err
 		r.forget(sl)
@@ -310,6 +310,7 @@ func (r *Registry) fill(ctx context.Context, sl *slot, inst Instance, id string,
 	if held {
 		sl.sess.login = hp.Held().Login // what the holder's shell runs as
 	}
+	sl.sess.agent = agent
 	sl.sess.onReset = func(s *Session, reset *ResetError, clients []*Client) { r.follow(s, sl, reset, clients) }
 	if held {
 		sl.sess.hold(hp)
@@ -382,11 +383,11 @@ func (r *Registry) ResetAs(ctx context.Context, addr, by, login string) (*Sessio
 	r.putLocked(sl)
 	r.mu.Unlock()
 
-	id, size, term := newID(), DefaultSize, ""
+	id, size, term, agent := newID(), DefaultSize, "", false
 	if old != nil {
 		<-old.ready
 		if old.sess != nil {
-			size, term = old.sess.currentSize(), old.sess.term
+			size, term, agent = old.sess.currentSize(), old.sess.term, old.sess.agent
 			sl.login = old.sess.login // an adopted one's is its holder's
 			old.sess.Close(&ResetError{OldSession: old.sess.id, NewSession: id, By: by})
 			select {
@@ -406,7 +407,7 @@ func (r *Registry) ResetAs(ctx context.Context, addr, by, login string) (*Sessio
 			}
 		}
 	}
-	r.fill(context.Background(), sl, inst, id, size, term, resetHeld)
+	r.fill(context.Background(), sl, inst, id, size, term, agent, resetHeld)
 	if sl.err != nil {
 		return nil, sl.err
 	}

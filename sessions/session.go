@@ -48,6 +48,7 @@ type Session struct {
 	// reset into the fresh session (see move.go); run calls it last.
 	onReset func(s *Session, reset *ResetError, clients []*Client)
 	term    string // TERM the shell was started with; a reset keeps it
+	agent   bool   // the shell has an agent socket (StartSpec.Agent); a reset keeps it
 
 	obs       Observer    // set once by observe before the goroutines start; may be nil
 	held      HeldProcess // proc, when a holder holds the shell (see hold.go); set before start
@@ -416,6 +417,9 @@ type AttachOptions struct {
 	// but its input is refused (ErrReadOnly) and its window size never
 	// changes the shell's.
 	ReadOnly bool
+	// Agent: a session this attach starts gets an agent socket
+	// (StartSpec.Agent).
+	Agent bool
 	// Prefetch, when set, is a lookup of the instance started earlier
 	// (Registry.Prefetch); Attach uses it instead of a lookup of its own
 	// when it names the same instance and is fresh.

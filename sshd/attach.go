@@ -42,7 +42,8 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		size = sessions.Size{}
 	}
 	r.size = size
-	r.opts = sessions.AttachOptions{Term: term, Label: "ssh " + sess.remote.String(),
+	agent := s.agentAllowed(sess, acc)
+	r.opts = sessions.AttachOptions{Agent: agent, Term: term, Label: "ssh " + sess.remote.String(),
 		Allowed: s.stillAllowed(sess, sess.key),
 		Who:     id.Name, Via: "ssh", Remote: sess.remote.String(), ReadOnly: !acc.Write, Login: login,
 		Prefetch: sess.conn.prefetched(),
@@ -74,6 +75,10 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	sessions.LogAttached(sess.log, name, c.Info(), !acc.Write)
 	inst, detail := auditAddr(name, "result", "ok", "new", c.Info().New, "read_only", !acc.Write)
 	s.cfg.Audit.Event(audit.Attach, r.who, inst, c.Info().Session, detail...)
+	if agent {
+		r.agentJoin()
+		defer r.agentLeave()
+	}
 	code := r.run()
 	if r.revoked {
 		// The key lost its access: the whole connection goes, after the
@@ -109,6 +114,11 @@ type relay struct {
 	guard       writeGuard // the writes to the channel in progress, for watch
 
 	attached time.Time // when the attach succeeded, for the detach line
+
+	// agentStop ends this client's answering for its session's agent
+	// socket (agent_use.go); nil when it does not. The attach's goroutine
+	// (which runs the output pump) owns it.
+	agentStop func()
 }
 
 func (r *relay) attach(ctx context.Context) (*sessions.Client, error) {
@@ -266,6 +276,9 @@ func (r *relay) resetNotice(reset *sessions.ResetError) error {
 	r.sess.log.Debug("moved to the new session after a reset", "instance", r.name, "session", reset.Attach.Session)
 	inst, detail := auditAddr(r.name, "result", "ok", "new", false, "after_reset", true)
 	r.srv.cfg.Audit.Event(audit.Attach, r.who, inst, reset.Attach.Session, detail...)
+	if r.agentStop != nil {
+		r.agentJoin() // the fresh session's socket is another
+	}
 	msg := "session reset: fresh shell"
 	if reset.By != "" {
 		msg = "session reset by " + reset.By + ": fresh shell"

@@ -79,8 +79,8 @@ func (s *Server) channelSlot(cs *connState) (release func(), refused string) {
 type requestHandler func(s *Server, sess *session, req *gossh.Request) (ok bool, then func())
 
 // sessionRequests are the session requests termgate answers; every other
-// type is refused. x11-req and auth-agent-req@openssh.com are refused like
-// the rest, with a log line naming what was asked for; subsystem serves
+// type is refused. x11-req is refused like the rest, with a log line naming
+// what was asked for; subsystem serves
 // only "sftp" (subsystem.go).
 var sessionRequests = map[string]requestHandler{
 	"pty-req":       (*Server).ptyRequest,
@@ -89,13 +89,15 @@ var sessionRequests = map[string]requestHandler{
 	"shell":         (*Server).startRequest,
 	"exec":          (*Server).startRequest,
 	"subsystem":     (*Server).subsystemRequest,
+	// ssh -A: the client offers its agent; what uses it is decided when
+	// the shell or command starts (agent.go).
+	"auth-agent-req@openssh.com": (*Server).agentRequest,
 }
 
 // refusedRequests names, for the log, what a refused request would have
 // set up.
 var refusedRequests = map[string]string{
-	"auth-agent-req@openssh.com": "agent forwarding",
-	"x11-req":                    "X11 forwarding",
+	"x11-req": "X11 forwarding",
 }
 
 // requests is the channel's request loop: each request is answered in
@@ -163,6 +165,16 @@ func (s *Server) startRequest(sess *session, req *gossh.Request) (bool, func()) 
 func (s *Server) serveSession(sess *session) {
 	defer sess.end(0)
 	s.handler(sess)
+}
+
+// agentRequest records that the client offers its agent, before the shell
+// or command starts (OpenSSH sends it without asking for a reply).
+func (s *Server) agentRequest(sess *session, req *gossh.Request) (bool, func()) {
+	if sess.started {
+		return false, nil
+	}
+	sess.agent = true
+	return true, nil
 }
 
 // ptyRequest records the terminal (RFC 4254 6.2), once and before the

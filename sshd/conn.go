@@ -33,6 +33,10 @@ type connState struct {
 	login  string  // the user name it authenticated as; set before any channel opens
 	target sshUser // login read as [LOGIN@]INSTANCE[+NAME] (user.go); set with it
 
+	// sshConn is the SSH connection, for channels to the client (its
+	// agent: agent.go); set with login.
+	sshConn gossh.Conn
+
 	mu          sync.Mutex        // guards the fields below
 	verified    gossh.PublicKey   // the key whose signature was verified
 	identity    keys.Identity     // the verified key's identity
@@ -71,6 +75,7 @@ func (s *Server) serveConn(nc net.Conn) {
 	}
 	defer sc.Close()
 	cs.login = sc.User()
+	cs.sshConn = sc
 	cs.target = parseUser(cs.login)
 	s.track.Go(func() { s.keepalive(cs, sc) })
 	s.track.Go(func() { s.globalRequests(cs, sc, reqs) })

@@ -142,6 +142,7 @@ type Server struct {
 	lim       *limits
 	remote    remoteOps // commands, transfers and forwards (remoteops.go)
 	fwdStats  forwardStats
+	agents    *agentBroker // forwarded agents' sockets (agent.go)
 
 	mu        sync.Mutex              // guards the fields below; taken before limits.mu
 	conns     map[net.Conn]*connState // every connection, from accept to close
@@ -216,6 +217,7 @@ func New(cfg Config) (*Server, error) {
 		cfg.CloseGrace = 5 * time.Second
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, host: host, conns: map[net.Conn]*connState{}, listeners: map[net.Listener]struct{}{}}
+	s.agents = newAgentBroker(s)
 	s.lim = newLimits(&s.cfg)
 	s.handler = chain(s.route, recoverer, logging, s.authenticate)
 	s.acceptEnv = cfg.AcceptEnv
@@ -334,6 +336,7 @@ func (s *Server) stop(drop func(*connState) bool) {
 		}
 	}
 	s.mu.Unlock()
+	s.agents.close() // their helpers end; a held session's get a new one at the next ssh -A
 	for _, cancel := range cancels {
 		cancel()
 	}

@@ -45,6 +45,7 @@ type session struct {
 	pty     *ptyRequest // nil: no PTY was requested
 	win     *windowWatch
 	env     []string // KEY=VALUE the client sent that envRequest accepted
+	agent   bool     // the client offered its agent (auth-agent-req@openssh.com, ssh -A)
 
 	id    keys.Identity // set by authenticate
 	hasID bool

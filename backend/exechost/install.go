@@ -245,6 +245,9 @@ func (h *Host) startHeldIn(ctx context.Context, inst sessions.Instance, spec ses
 		for _, kv := range clientEnv(spec.Env) {
 			cmd = append(cmd, "--env", kv)
 		}
+		if sh.agentSock != "" { // the holder sets it per session: a reset's shell gets its own
+			cmd = append(cmd, "--agent-socket")
+		}
 		if install != "" {
 			cmd = append(cmd, "--install-as", install)
 		}

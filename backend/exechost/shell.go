@@ -57,7 +57,7 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 	}
 	s, err := h.x.Exec(ctx, inst, argv, ExecOptions{
 		TTY: true, Stdin: true, Size: sh.size,
-		Env: append(clientEnv(spec.Env), "TERM="+sh.term, procmark.EnvSession+"="+sh.marker),
+		Env: append(append(clientEnv(spec.Env), sh.env()...), procmark.EnvSession+"="+sh.marker),
 	})
 	if err != nil {
 		if errors.Is(err, ErrMaybeStarted) { // leave no shell behind

@@ -21,6 +21,18 @@ type shellSpec struct {
 	marker string // the value of EnvSession: GATEWAYID.SESSION, or SESSION
 	term   string
 	size   sessions.Size
+	// agentSock is SSH_AUTH_SOCK's value when the session has an agent
+	// socket (sessions.StartSpec.Agent), else "".
+	agentSock string
+}
+
+// env is the shell's environment besides its marker.
+func (sh shellSpec) env() []string {
+	env := []string{"TERM=" + sh.term}
+	if sh.agentSock != "" {
+		env = append(env, "SSH_AUTH_SOCK="+sh.agentSock)
+	}
+	return env
 }
 
 // forStart checks spec and derives the shell's marker, TERM and size (a
@@ -38,6 +50,9 @@ func forStart(gatewayID, instance string, spec sessions.StartSpec) (shellSpec, e
 		return shellSpec{}, fmt.Errorf("start shell in %q: %w", instance, err)
 	}
 	sh.size = size
+	if spec.Agent {
+		sh.agentSock = sessions.AgentSocket(spec.SessionID)
+	}
 	return sh, nil
 }
 

@@ -20,6 +20,10 @@ func TestForStart(t *testing.T) {
 	if err != nil || sh != (shellSpec{marker: "s1", term: defaultTerm, size: sessions.DefaultSize}) {
 		t.Errorf("forStart without gateway id, size or TERM = %+v, %v", sh, err)
 	}
+	sh, err = forStart("gw", "web1", sessions.StartSpec{SessionID: "s1", Agent: true})
+	if err != nil || sh.agentSock != sessions.AgentSocket("s1") || sh.env()[1] != "SSH_AUTH_SOCK=/tmp/.termgate-agent-s1/agent.sock" {
+		t.Errorf("forStart with an agent = %+v (env %q), %v", sh, sh.env(), err)
+	}
 	if _, err := forStart("gw", "web1", sessions.StartSpec{SessionID: "a.b"}); err == nil {
 		t.Error("forStart accepted session id a.b")
 	}

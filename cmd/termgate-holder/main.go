@@ -131,6 +131,14 @@ func main() {
 				err = fetch(args, os.Stdin, os.Stdout)
 			}
 		}
+	case "agent":
+		var args []string
+		if args, err = toolArgs(os.Args[2:]); err == nil {
+			if len(args) != 1 {
+				usage()
+			}
+			err = agentSocket(args[0], os.Stdin, os.Stdout)
+		}
 	case "kill":
 		var args []string
 		if args, err = toolArgs(os.Args[2:]); err == nil {
@@ -152,7 +160,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--login LOGIN] [--read-only] [--cwd-of SESSION] | login [--install-as PATH] LOGIN | as [--install-as PATH] LOGIN -- CMD [ARGS...] | dial [--install-as PATH] HOST:PORT|unix:PATH | listen [--install-as PATH] tcp HOST:PORT|unix PATH | fetch [--install-as PATH] SOCKET TOKEN | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--login LOGIN] [--read-only] [--cwd-of SESSION] | login [--install-as PATH] LOGIN | as [--install-as PATH] LOGIN -- CMD [ARGS...] | dial [--install-as PATH] HOST:PORT|unix:PATH | listen [--install-as PATH] tcp HOST:PORT|unix PATH | fetch [--install-as PATH] SOCKET TOKEN | agent [--install-as PATH] SOCKET | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
 	os.Exit(2)
 }
 
@@ -170,6 +178,7 @@ func serve(args []string) error {
 	login := fs.String("login", "", "run the shell as the instance's user LOGIN (see login.go)")
 	var env multiFlag
 	fs.Var(&env, "env", "KEY=VALUE for the shell (repeatable)")
+	agentSock := fs.Bool("agent-socket", false, "set each shell's SSH_AUTH_SOCK to its session's agent socket (ssh -A)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -272,7 +281,7 @@ func serve(args []string) error {
 	defer stop()
 	signal.Ignore(syscall.SIGHUP, syscall.SIGPIPE)
 	err = holder.Serve(ctx, holder.ServeConfig{
-		Socket: *sock, Session: *session, Shell: shell, Env: env, Login: *login,
+		Socket: *sock, Session: *session, Shell: shell, Env: env, Login: *login, AgentSocket: *agentSock,
 		Cols: *cols, Rows: *rows, BufferSize: *buffer, IdleTimeout: *idle, Build: build,
 		Logger: logger, Proto: protoVersion(), NoPassing: !passing(), Key: key,
 		Ready: func() {

@@ -34,7 +34,7 @@ var configSections = map[string]func(path string, value *yaml.Node, o *options) 
 var reservedKeys = map[string]string{}
 
 // readPolicies reads policies: a list of {groups, emails, instances,
-// read-only, port-forwarding, files, logins} mappings; an unknown field is refused with
+// read-only, port-forwarding, agent-forwarding, files, logins} mappings; an unknown field is refused with
 // its line.
 func readPolicies(path string, v *yaml.Node, o *options) error {
 	if v.Kind != yaml.SequenceNode {
@@ -42,13 +42,13 @@ func readPolicies(path string, v *yaml.Node, o *options) error {
 	}
 	for _, item := range v.Content {
 		if item.Kind != yaml.MappingNode {
-			return fmt.Errorf("%s line %d: a policies rule must be a mapping (groups, emails, instances, read-only, port-forwarding, files, logins)", path, item.Line)
+			return fmt.Errorf("%s line %d: a policies rule must be a mapping (groups, emails, instances, read-only, port-forwarding, agent-forwarding, files, logins)", path, item.Line)
 		}
 		for i := 0; i+1 < len(item.Content); i += 2 {
 			switch k := item.Content[i].Value; k {
-			case "groups", "emails", "instances", "read-only", "port-forwarding", "files", "logins":
+			case "groups", "emails", "instances", "read-only", "port-forwarding", "agent-forwarding", "files", "logins":
 			default:
-				return fmt.Errorf("%s line %d: policies rule: unknown key %q (known: groups, emails, instances, read-only, port-forwarding, files, logins)", path, item.Content[i].Line, k)
+				return fmt.Errorf("%s line %d: policies rule: unknown key %q (known: groups, emails, instances, read-only, port-forwarding, agent-forwarding, files, logins)", path, item.Content[i].Line, k)
 			}
 		}
 		for i := 0; i+1 < len(item.Content); i += 2 {

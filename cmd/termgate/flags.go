@@ -63,6 +63,7 @@ type options struct {
 	sshCompat           bool
 	acceptEnv           string // --accept-env, checked by sshd.ParseAcceptEnv
 	portForwarding      bool
+	agentForwarding     bool
 	forwardIdleTimeout  time.Duration
 	fileTransfer        bool
 	maxUploadSize       int64
@@ -168,6 +169,7 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	// File transfer and port forwarding.
 	boolean(&o.fileTransfer, "file-transfer", true, "let clients read and write instances' files (sftp, scp, the HTTP files routes); false refuses them")
 	checked(&sz.maxUpload, "max-upload-size", "1GiB", "size", checkUploadSize, "the largest file PUT /api/instances/NAME/files takes (bytes, or KiB/MiB/GiB)")
+	boolean(&o.agentForwarding, "agent-forwarding", true, "let SSH clients forward their agent (ssh -A) to sessions and commands: a socket in the instance answered by the client's agent; false refuses it")
 	boolean(&o.portForwarding, "port-forwarding", true, "let SSH clients forward connections into and out of instances (ssh -L, -D, -W: dialled from inside the instance; ssh -R: listening inside it); false refuses every forward")
 	checked(&o.acceptEnv, "accept-env", "LANG LC_*", "names", func(v string) error { _, err := sshd.ParseAcceptEnv(v); return err },
 		"the environment variables (names or shell globs, space-separated) that SSH clients' SetEnv/SendEnv pass to commands and new sessions; others are dropped, as sshd does; TERMGATE_* never")

@@ -25,7 +25,7 @@ var flagGroups = []helpGroup{
 	{"Sessions", []string{"idle-timeout", "max-keep", "max-sessions-per-instance", "max-named-sessions", "buffer-size", "replay", "scrollback", "size-policy", "notify-joins", "shutdown-timeout"}},
 	{"Recording", []string{"record-dir", "record-input", "record-max-size", "record-max-total"}},
 	{"Durable sessions", []string{"durable"}},
-	{"File transfer and port forwarding", []string{"file-transfer", "max-upload-size", "port-forwarding", "forward-idle-timeout", "accept-env"}},
+	{"File transfer and port forwarding", []string{"file-transfer", "max-upload-size", "port-forwarding", "agent-forwarding", "forward-idle-timeout", "accept-env"}},
 	{"Logging", []string{"log-level", "log-format", "audit-log"}},
 }
 

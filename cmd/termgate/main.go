@@ -128,7 +128,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		// gets ErrUnsupported for the rest).
 		runner: remote.Partial(backend),
 		// One set of switches for both listeners' access decision.
-		switches:    keys.Switches{NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer},
+		switches:    keys.Switches{NoPortForwarding: !o.portForwarding, NoFileTransfer: !o.fileTransfer, NoAgentForwarding: !o.agentForwarding},
 		provider:    provider,
 		https:       https,
 		signinState: signinState,

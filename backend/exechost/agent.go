@@ -1,0 +1,29 @@
+package exechost
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/termgate/termgate/internal/names"
+	"github.com/termgate/termgate/remote"
+	"github.com/termgate/termgate/sessions"
+)
+
+// Agent serves the agent socket of session id (sessions.AgentSocket) in
+// the instance through the holder (termgate-holder agent), run like every
+// tool: as the exec's user, who is the shell's, so the socket and its
+// private directory are the session's user's. The stream carries
+// internal/agentwire frames; it ends (and the socket goes) with ctx or
+// Close.
+func (h *Host) Agent(ctx context.Context, inst sessions.Instance, id string) (remote.Conn, error) {
+	if !names.ValidSessionID(id) {
+		return nil, fmt.Errorf("agent forwarding: invalid session id %q", id)
+	}
+	s, err := h.runTool(ctx, inst, "agent", sessions.AgentSocket(id))
+	if err != nil {
+		return nil, fmt.Errorf("agent forwarding: %w", err)
+	}
+	return s, nil
+}
+
+var _ remote.Agent = (*Host)(nil)
