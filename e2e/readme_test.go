@@ -99,6 +99,7 @@ var readmeRules = []readmeRule{
 	{regexp.MustCompile(`^scp -P 2222 `), runsHere},
 	{regexp.MustCompile(`^sftp -P 2222 (web1|INSTANCE)@HOST`), runsHere},
 	{regexp.MustCompile(`^ssh -p 2222 -N -L 18080:127\.0\.0\.1:80 (web1|INSTANCE)@HOST$`), runsHere},
+	{regexp.MustCompile(`^ssh -p 2222 -N -R 9000:127\.0\.0\.1:3000 INSTANCE@HOST$`), "TestRemoteForward"},
 	{regexp.MustCompile(`^curl `), runsHere},
 
 	// Exercised elsewhere, by the test named.

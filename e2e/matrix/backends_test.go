@@ -159,8 +159,10 @@ func waitListening(t *testing.T, e engine, inst string, port int) {
 
 type kubeEngine struct {
 	run0, ns, label string
-	kubeconfig      string // the cluster's
-	server          string // host:port of its API server
+	kubeconfig      string        // the cluster's
+	server          string        // host:port of its API server
+	ready           chan struct{} // closed once setup has run (made: the namespace is there)
+	made            bool          // written before ready is closed
 }
 
 func (k *kubeEngine) name() string { return "kubernetes" }

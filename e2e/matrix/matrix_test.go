@@ -63,7 +63,8 @@ func TestEndings(t *testing.T) {
 	d := &dockerEngine{run0: run, label: "termgate.matrix=" + run}
 	columns = append(columns, &column{e: d}, &column{e: d, durable: true})
 	kc := kubeconfig()
-	k := &kubeEngine{run0: run, ns: "tgmatrix-" + run, label: "termgate.matrix=" + run, kubeconfig: kc}
+	k := &kubeEngine{run0: run, ns: "tgmatrix-" + run, label: "termgate.matrix=" + run, kubeconfig: kc,
+		server: apiServer(kc), ready: make(chan struct{})}
 	columns = append(columns, &column{e: k}, &column{e: k, durable: true})
 	columns = append(columns, &column{e: &localEngine{run0: run}})
 
@@ -102,40 +103,41 @@ func TestEndings(t *testing.T) {
 	}
 }
 
-// setup makes the run's namespace, deleted at the end; waitSetup waits
-// for it from the other Kubernetes column.
+// setup makes the run's namespace, deleted at the end, and then lets the
+// other Kubernetes column go on (waitSetup).
 func (k *kubeEngine) setup(t *testing.T) {
-	b, err := os.ReadFile(k.kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^\s*server:\s*https://([^\s/]+)`).FindStringSubmatch(string(b))
-	if m == nil {
-		t.Fatalf("no https server in %s", k.kubeconfig)
-	}
-	k.server = m[1]
+	defer close(k.ready)
 	commandT(t, "kubectl", "--kubeconfig", k.kubeconfig, "create", "namespace", k.ns)
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
 		_, _ = command(ctx, "kubectl", "--kubeconfig", k.kubeconfig, "delete", "namespace", k.ns, "--wait=false")
 	})
+	k.made = true
 }
 
 func (k *kubeEngine) waitSetup(t *testing.T) {
-	deadline := time.Now().Add(waitFor)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := command(ctx, "kubectl", "--kubeconfig", k.kubeconfig, "get", "namespace", k.ns)
-		cancel()
-		if err == nil && k.server != "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("namespace %s never appeared", k.ns)
-		}
-		time.Sleep(100 * time.Millisecond)
+	select {
+	case <-k.ready:
+	case <-time.After(waitFor):
+		t.Fatalf("namespace %s never made", k.ns)
 	}
+	if !k.made {
+		t.Fatalf("namespace %s could not be made (the other Kubernetes column says why)", k.ns)
+	}
+}
+
+// apiServer is the host:port of the kubeconfig's https server.
+func apiServer(kubeconfig string) string {
+	b, err := os.ReadFile(kubeconfig)
+	if err != nil {
+		return ""
+	}
+	m := regexp.MustCompile(`(?m)^\s*server:\s*https://([^\s/]+)`).FindStringSubmatch(string(b))
+	if m == nil {
+		return ""
+	}
+	return m[1]
 }
 
 // attach starts ssh -tt into inst and returns it with its shell's PID.
