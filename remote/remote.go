@@ -110,7 +110,9 @@ func (e *Unavailable) Error() string { return e.Why }
 // Agent is what a backend that can forward agents (ssh -A) offers besides
 // a Runner: it serves the agent socket of session id
 // (sessions.AgentSocket(id)) inside the instance and returns the stream of
-// its requests and replies (internal/agentwire). Close ends the socket.
+// its requests and replies (internal/agentwire), the socket and its
+// directory owned by login, the instance's user the session or command
+// runs as ("" its default user). Close ends the socket.
 type Agent interface {
-	Agent(ctx context.Context, inst sessions.Instance, id string) (Conn, error)
+	Agent(ctx context.Context, inst sessions.Instance, id, login string) (Conn, error)
 }

@@ -138,6 +138,14 @@ func (c *Client) SessionDone() (string, <-chan struct{}) {
 	return s.id, s.done
 }
 
+// SessionLogin is the instance user the shell of the session the client
+// is in now runs as ("" the default user), fixed before the session
+// starts: whose its agent socket is (sshd/agent.go).
+func (c *Client) SessionLogin() string {
+	s, _ := c.session()
+	return s.login
+}
+
 // Ready receives a value when output was queued or the client was closed
 // since the last Take, so a writer can select on it beside its own
 // channels and then Take. A value may be stale (Take then returns nothing):

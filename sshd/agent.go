@@ -75,6 +75,7 @@ type agentSocket struct {
 	id      string          // the session's id, or a command's own
 	session string          // the session, for the audit trail ("" for a command)
 	inst    string          // the instance's name, for the audit trail
+	login   string          // the instance user whose socket it is ("" the default)
 	done    <-chan struct{} // the session's end (nil for a command's)
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -110,16 +111,16 @@ func (b *agentBroker) close() {
 }
 
 // join makes src answer for the agent socket of the session id in
-// instance inst, starting its helper when none runs, until leave; the
-// socket ends with the session (done).
-func (b *agentBroker) join(id, inst string, done <-chan struct{}, src *agentSource) (leave func()) {
+// instance inst, run as login, starting its helper when none runs, until
+// leave; the socket ends with the session (done).
+func (b *agentBroker) join(id, inst, login string, done <-chan struct{}, src *agentSource) (leave func()) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
 		return func() {}
 	}
 	so := b.sockets[id]
-	if so != nil && (so.done != done || so.ctx.Err() != nil) {
+	if so != nil && (so.done != done || so.login != login || so.ctx.Err() != nil) {
 		// Ending, or another session's of the same id (a held session's
 		// reset keeps its id): a fresh one takes its place; the old
 		// helper leaves the new one's socket alone.
@@ -127,7 +128,7 @@ func (b *agentBroker) join(id, inst string, done <-chan struct{}, src *agentSour
 		so = nil
 	}
 	if so == nil {
-		so = &agentSocket{id: id, session: id, inst: inst, done: done}
+		so = &agentSocket{id: id, session: id, inst: inst, login: login, done: done}
 		so.ctx, so.cancel = context.WithCancel(context.Background())
 		b.sockets[id] = so
 		b.srv.track.Go(func() {
@@ -155,10 +156,10 @@ func (b *agentBroker) join(id, inst string, done <-chan struct{}, src *agentSour
 	}
 }
 
-// forCommand starts a socket of its own for a one-off command in inst,
-// answered by src only, and returns its path for SSH_AUTH_SOCK; stop ends
-// it.
-func (b *agentBroker) forCommand(ctx context.Context, inst sessions.Instance, src *agentSource) (sock string, stop func(), err error) {
+// forCommand starts a socket of its own for a one-off command in inst run
+// as login, answered by src only, and returns its path for SSH_AUTH_SOCK;
+// stop ends it.
+func (b *agentBroker) forCommand(ctx context.Context, inst sessions.Instance, login string, src *agentSource) (sock string, stop func(), err error) {
 	ag := b.backend()
 	if ag == nil {
 		return "", nil, remote.ErrUnsupported
@@ -166,11 +167,11 @@ func (b *agentBroker) forCommand(ctx context.Context, inst sessions.Instance, sr
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	id := commandAgentPrefix + hex.EncodeToString(r[:])
-	so := &agentSocket{id: id, inst: inst.Name, sources: []*agentSource{src}}
+	so := &agentSocket{id: id, inst: inst.Name, login: login, sources: []*agentSource{src}}
 	// ctx (the connection's) bounds the socket's life, stop ends it
 	// sooner; the helper's stream ends with so.ctx.
 	so.ctx, so.cancel = context.WithCancel(ctx)
-	conn, err := ag.Agent(so.ctx, inst, id)
+	conn, err := ag.Agent(so.ctx, inst, id, login)
 	if err != nil {
 		so.cancel()
 		return "", nil, err
@@ -216,7 +217,7 @@ func (b *agentBroker) serve(so *agentSocket, conn remote.Conn) {
 		inst, err := b.srv.cfg.Registry.Lookup(so.ctx, so.inst)
 		if err == nil {
 			// so.ctx bounds the stream's life: its end closes it.
-			conn, err = ag.Agent(so.ctx, inst, so.id)
+			conn, err = ag.Agent(so.ctx, inst, so.id, so.login)
 		}
 		if err != nil {
 			if so.ctx.Err() == nil {

@@ -38,6 +38,7 @@ type agentTest struct {
 	*fixture
 	audit *termtest.SyncBuffer
 	inst  string
+	login string // LOGIN@ in front of the instance, "" for none
 	port  string
 	home  string
 	files map[string]string // key name: its private key file
@@ -148,13 +149,21 @@ func (at *agentTest) sshArgs(key string, args ...string) []string {
 		"-i", at.files[key], "-p", at.port}, args...)
 }
 
+// target is the ssh destination: [LOGIN@]INSTANCE@127.0.0.1.
+func (at *agentTest) target() string {
+	if at.login != "" {
+		return at.login + "@" + at.inst + "@127.0.0.1"
+	}
+	return at.inst + "@127.0.0.1"
+}
+
 // run runs a command with ssh -A and the agent at sock; its stdout and
 // stderr together, and its status.
 func (at *agentTest) run(t *testing.T, key, sock, line string) (string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "ssh", at.sshArgs(key, "-A", at.inst+"@127.0.0.1", line)...)
+	cmd := exec.CommandContext(ctx, "ssh", at.sshArgs(key, "-A", at.target(), line)...)
 	cmd.Env = append(os.Environ(), "HOME="+at.home, "SSH_AUTH_SOCK="+sock)
 	out, err := cmd.CombinedOutput()
 	if ctx.Err() != nil {
@@ -184,7 +193,7 @@ type osshTerm struct {
 
 func (at *agentTest) attach(t *testing.T, key, sock string) *osshTerm {
 	t.Helper()
-	cmd := exec.Command("ssh", at.sshArgs(key, "-tt", "-A", at.inst+"@127.0.0.1")...)
+	cmd := exec.Command("ssh", at.sshArgs(key, "-tt", "-A", at.target())...)
 	cmd.Env = append(os.Environ(), "HOME="+at.home, "SSH_AUTH_SOCK="+sock)
 	o := &osshTerm{t: t, cmd: cmd, out: newStream(), done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = o.out, o.out

@@ -33,7 +33,7 @@ func (r *relay) agentJoin() {
 	r.agentLeave()
 	c := r.current()
 	id, done := c.SessionDone()
-	leave := r.srv.agents.join(id, c.Info().Instance, done, &agentSource{conn: r.sess.conn.sshConn, who: r.who})
+	leave := r.srv.agents.join(id, c.Info().Instance, c.SessionLogin(), done, &agentSource{conn: r.sess.conn.sshConn, who: r.who})
 	r.agentStop = leave
 }
 

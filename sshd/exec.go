@@ -114,7 +114,7 @@ func (s *Server) runCommand(sess *session, id keys.Identity, name string, inst s
 	}
 	rc := remote.Command{Line: line, TTY: tty, Env: append([]string(nil), sess.env...), Login: login}
 	if s.agentAllowed(sess, acc) { // ssh -A: a socket of its own, answered by this client only
-		sock, stop, err := s.agents.forCommand(sess.ctx, inst, &agentSource{conn: sess.conn.sshConn, who: w})
+		sock, stop, err := s.agents.forCommand(sess.ctx, inst, login, &agentSource{conn: sess.conn.sshConn, who: w})
 		if err != nil {
 			sess.log.Warn("agent forwarding: could not start the command's agent socket; it runs without one", "instance", name, "err", err)
 		} else {

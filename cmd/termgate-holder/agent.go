@@ -17,7 +17,7 @@ import (
 	"github.com/termgate/termgate/internal/agentwire"
 )
 
-// termgate-holder agent [--install-as PATH] SOCKET
+// termgate-holder agent [--install-as PATH] [--login LOGIN] SOCKET
 //
 // serves the forwarded agent of a session (ssh -A) at SOCKET inside the
 // instance, the path its shell's SSH_AUTH_SOCK names: every request of
@@ -33,11 +33,51 @@ import (
 // it exists, used only if it is a real directory of this user that no one
 // else may enter (a directory planted by another user of the instance is
 // refused, as OpenSSH's sshd refuses its own). The socket is 0600.
+//
+// With --login (a session or command run as the instance's user LOGIN)
+// it becomes LOGIN before it makes anything, as sftp --login does, so
+// that the directory and the socket are LOGIN's, whose shell could not
+// reach a root's 0600 socket in a 0700 directory; the checks above are
+// then against LOGIN.
 
 // maxAgentConns bounds the connections served at once; more are closed
 // at once (a process flooding the socket gets nothing but closed
 // connections).
 const maxAgentConns = 64
+
+// agentCmd is "agent [--login LOGIN] SOCKET".
+func agentCmd(args []string, in io.Reader, out io.Writer) error {
+	login := ""
+	if len(args) == 3 && args[0] == "--login" {
+		login, args = args[1], args[2:]
+	}
+	if len(args) != 1 {
+		usage()
+	}
+	sock := args[0]
+	if login != "" {
+		if err := cleanSocketPath(sock); err != nil {
+			return err
+		}
+		// /tmp, when an image has none, is made while still root:
+		// LOGIN could not.
+		if err := ensureParent(filepath.Dir(filepath.Dir(sock))); err != nil {
+			return err
+		}
+		if _, err := becomeLogin(login); err != nil {
+			return fmt.Errorf("agent forwarding: %w", err)
+		}
+	}
+	return agentSocket(sock, in, out)
+}
+
+// cleanSocketPath refuses a socket path that is not clean and absolute.
+func cleanSocketPath(sock string) error {
+	if !filepath.IsAbs(sock) || filepath.Clean(sock) != sock {
+		return fmt.Errorf("agent socket %q: want a clean absolute path", sock)
+	}
+	return nil
+}
 
 // agentSocket serves sock until in ends.
 func agentSocket(sock string, in io.Reader, out io.Writer) error {
@@ -207,8 +247,8 @@ func procComm(pid int) string {
 // closes the listener and removes the socket and the directory, unless
 // another helper has since put its own socket there.
 func listenAgent(sock string) (*net.UnixListener, func(), error) {
-	if !filepath.IsAbs(sock) || filepath.Clean(sock) != sock {
-		return nil, nil, fmt.Errorf("agent socket %q: want a clean absolute path", sock)
+	if err := cleanSocketPath(sock); err != nil {
+		return nil, nil, err
 	}
 	dir := filepath.Dir(sock)
 	if err := ensureParent(filepath.Dir(dir)); err != nil {

@@ -134,10 +134,7 @@ func main() {
 	case "agent":
 		var args []string
 		if args, err = toolArgs(os.Args[2:]); err == nil {
-			if len(args) != 1 {
-				usage()
-			}
-			err = agentSocket(args[0], os.Stdin, os.Stdout)
+			err = agentCmd(args, os.Stdin, os.Stdout)
 		}
 	case "kill":
 		var args []string
@@ -160,7 +157,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--login LOGIN] [--read-only] [--cwd-of SESSION] | login [--install-as PATH] LOGIN | as [--install-as PATH] LOGIN -- CMD [ARGS...] | dial [--install-as PATH] HOST:PORT|unix:PATH | listen [--install-as PATH] tcp HOST:PORT|unix PATH | fetch [--install-as PATH] SOCKET TOKEN | agent [--install-as PATH] SOCKET | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--login LOGIN] [--read-only] [--cwd-of SESSION] | login [--install-as PATH] LOGIN | as [--install-as PATH] LOGIN -- CMD [ARGS...] | dial [--install-as PATH] HOST:PORT|unix:PATH | listen [--install-as PATH] tcp HOST:PORT|unix PATH | fetch [--install-as PATH] SOCKET TOKEN | agent [--install-as PATH] [--login LOGIN] SOCKET | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
 	os.Exit(2)
 }
 
