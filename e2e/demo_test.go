@@ -36,6 +36,7 @@ func TestDemoKeepsToItsOwnContainers(t *testing.T) {
 	}
 	record := "#!/bin/sh\necho \"$(basename \"$0\") $*\" >> " + calls + "\n"
 	write(filepath.Join(tree, "scripts", "demo.sh"), string(script))
+	write(filepath.Join(tree, "scripts", "demo-gateway.sh"), demoScript(t, root, "demo-gateway.sh"))
 	write(filepath.Join(tree, "scripts", "ensure-docker.sh"), "true\n")
 	write(filepath.Join(tree, "scripts", "test-image.sh"), "true\n")
 	write(filepath.Join(tree, "bin", "termgate"), record)
@@ -112,6 +113,7 @@ func TestDemoClean(t *testing.T) {
 			}
 		}
 		write(filepath.Join(tree, "scripts", "demo-clean.sh"), string(script), 0o755)
+		write(filepath.Join(tree, "scripts", "demo-gateway.sh"), demoScript(t, root, "demo-gateway.sh"), 0o644)
 		write(filepath.Join(stubs, "docker"), "#!/bin/sh\necho \"docker $*\" >> "+calls+"\n[ \"$1\" = ps ] && echo c0ffee\nexit 0\n", 0o755)
 		key := filepath.Join(home, ".ssh", "id_ed25519")
 		write(key, "private", 0o600)
@@ -140,4 +142,14 @@ func TestDemoClean(t *testing.T) {
 			t.Errorf("the user's own key was removed: %v", err)
 		}
 	}
+}
+
+// demoScript is scripts/NAME of the module at root.
+func demoScript(t *testing.T, root, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "scripts", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
