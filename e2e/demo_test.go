@@ -45,13 +45,18 @@ func TestDemoKeepsToItsOwnContainers(t *testing.T) {
 	write(filepath.Join(stubs, "docker"), record+"[ \"$1\" = inspect ] && exit 1\nexit 0\n")
 	write(filepath.Join(tree, ".termgate", "authorized_keys"), "")
 	cmd := exec.Command("bash", filepath.Join(tree, "scripts", "demo.sh"))
-	cmd.Env = append(os.Environ(), "PATH="+stubs+":"+os.Getenv("PATH"), "HOME="+t.TempDir())
+	// An earlier demo's host key in known_hosts: this demo makes a new
+	// one, and says what ssh will answer and how to forget the old one.
+	home := t.TempDir()
+	write(filepath.Join(home, ".ssh", "known_hosts"), "[localhost]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHh8bnlZZ4yAbVbVZcR4N1kk6Vt3qQ1LGTHgKjmxJw0J\n")
+	cmd.Env = append(os.Environ(), "PATH="+stubs+":"+os.Getenv("PATH"), "HOME="+home)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo.sh: %v\n%s", err, out)
 	}
 	// It says what it does and what it created, and how to undo it.
-	for _, want := range []string{"demo: building bin/termgate (", "demo: created the container web1 (label termgate.demo=1)", "make demo-clean removes"} {
+	for _, want := range []string{"demo: building bin/termgate (", "demo: created the container web1 (label termgate.demo=1)", "make demo-clean removes",
+		"REMOTE HOST IDENTIFICATION HAS CHANGED, run ssh-keygen -R '[localhost]:2222'"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo.sh did not say %q:\n%s", want, out)
 		}
@@ -82,6 +87,11 @@ func TestDemoKeepsToItsOwnContainers(t *testing.T) {
 	}
 	if !strings.Contains(run, "--label "+label+" ") {
 		t.Fatalf("the demo container is not labelled %s: %q", label, run)
+	}
+	// Loopback, as the package: the demo's root shell in web1 is not
+	// offered to the network the laptop is on (DEMO_ADDR opens it).
+	if !strings.Contains(gateway, "--ssh-addr 127.0.0.1:2222 --http-addr 127.0.0.1:8080") {
+		t.Errorf("the demo gateway does not listen on loopback: %q", gateway)
 	}
 	if !strings.Contains(gateway, "--record-dir .termgate/recordings") {
 		t.Errorf("the demo gateway records nothing: %q", gateway)

@@ -55,7 +55,7 @@ fi
 # A new host key meets a line that an earlier demo (cleaned up by hand, or
 # by a demo-clean older than the known_hosts clean-up) left in known_hosts.
 if [ ! -f .termgate/ssh_host_ed25519_key ] && [ "$addr" = 127.0.0.1 ] &&
-	ssh-keygen -F '[localhost]:2222' >/dev/null 2>&1; then
+	ssh-keygen -F '[localhost]:2222' -f "$HOME/.ssh/known_hosts" >/dev/null 2>&1; then
 	say "~/.ssh/known_hosts remembers a host key for [localhost]:2222, and this demo makes a new one:"
 	say "if ssh says REMOTE HOST IDENTIFICATION HAS CHANGED, run ssh-keygen -R '[localhost]:2222'"
 fi
