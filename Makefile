@@ -143,6 +143,9 @@ clean:
 
 # From a fresh machine: Docker engine, test image, example instance web1,
 # then the gateway in the foreground.
+# The demo (scripts/demo.sh): on 127.0.0.1 unless DEMO_ADDR says otherwise
+# (make demo DEMO_ADDR=0.0.0.0); it ends with its terminal, and
+# demo-clean stops it and undoes what it made.
 demo:
 	bash scripts/demo.sh $(ARGS)
 

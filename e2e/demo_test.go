@@ -36,6 +36,7 @@ func TestDemoKeepsToItsOwnContainers(t *testing.T) {
 	}
 	record := "#!/bin/sh\necho \"$(basename \"$0\") $*\" >> " + calls + "\n"
 	write(filepath.Join(tree, "scripts", "demo.sh"), string(script))
+	write(filepath.Join(tree, "scripts", "demo-gateway.sh"), demoScript(t, root, "demo-gateway.sh"))
 	write(filepath.Join(tree, "scripts", "ensure-docker.sh"), "true\n")
 	write(filepath.Join(tree, "scripts", "test-image.sh"), "true\n")
 	write(filepath.Join(tree, "bin", "termgate"), record)
@@ -44,13 +45,18 @@ func TestDemoKeepsToItsOwnContainers(t *testing.T) {
 	write(filepath.Join(stubs, "docker"), record+"[ \"$1\" = inspect ] && exit 1\nexit 0\n")
 	write(filepath.Join(tree, ".termgate", "authorized_keys"), "")
 	cmd := exec.Command("bash", filepath.Join(tree, "scripts", "demo.sh"))
-	cmd.Env = append(os.Environ(), "PATH="+stubs+":"+os.Getenv("PATH"), "HOME="+t.TempDir())
+	// An earlier demo's host key in known_hosts: this demo makes a new
+	// one, and says what ssh will answer and how to forget the old one.
+	home := t.TempDir()
+	write(filepath.Join(home, ".ssh", "known_hosts"), "[localhost]:2222 ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIHh8bnlZZ4yAbVbVZcR4N1kk6Vt3qQ1LGTHgKjmxJw0J\n")
+	cmd.Env = append(os.Environ(), "PATH="+stubs+":"+os.Getenv("PATH"), "HOME="+home)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("demo.sh: %v\n%s", err, out)
 	}
 	// It says what it does and what it created, and how to undo it.
-	for _, want := range []string{"demo: building bin/termgate (", "demo: created the container web1 (label termgate.demo=1)", "make demo-clean removes"} {
+	for _, want := range []string{"demo: building bin/termgate (", "demo: created the container web1 (label termgate.demo=1)", "make demo-clean removes",
+		"REMOTE HOST IDENTIFICATION HAS CHANGED, run ssh-keygen -R '[localhost]:2222'"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("demo.sh did not say %q:\n%s", want, out)
 		}
@@ -82,6 +88,11 @@ func TestDemoKeepsToItsOwnContainers(t *testing.T) {
 	if !strings.Contains(run, "--label "+label+" ") {
 		t.Fatalf("the demo container is not labelled %s: %q", label, run)
 	}
+	// Loopback, as the package: the demo's root shell in web1 is not
+	// offered to the network the laptop is on (DEMO_ADDR opens it).
+	if !strings.Contains(gateway, "--ssh-addr 127.0.0.1:2222 --http-addr 127.0.0.1:8080") {
+		t.Errorf("the demo gateway does not listen on loopback: %q", gateway)
+	}
 	if !strings.Contains(gateway, "--record-dir .termgate/recordings") {
 		t.Errorf("the demo gateway records nothing: %q", gateway)
 	}
@@ -112,6 +123,7 @@ func TestDemoClean(t *testing.T) {
 			}
 		}
 		write(filepath.Join(tree, "scripts", "demo-clean.sh"), string(script), 0o755)
+		write(filepath.Join(tree, "scripts", "demo-gateway.sh"), demoScript(t, root, "demo-gateway.sh"), 0o644)
 		write(filepath.Join(stubs, "docker"), "#!/bin/sh\necho \"docker $*\" >> "+calls+"\n[ \"$1\" = ps ] && echo c0ffee\nexit 0\n", 0o755)
 		key := filepath.Join(home, ".ssh", "id_ed25519")
 		write(key, "private", 0o600)
@@ -140,4 +152,14 @@ func TestDemoClean(t *testing.T) {
 			t.Errorf("the user's own key was removed: %v", err)
 		}
 	}
+}
+
+// demoScript is scripts/NAME of the module at root.
+func demoScript(t *testing.T, root, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root, "scripts", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
