@@ -3,6 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
@@ -76,7 +78,7 @@ func TestDebianPackage(t *testing.T) {
 		`(?m)^ssh-addr: .*$`:           "ssh-addr: 127.0.0.1:0",
 		`(?m)^http-addr: .*$`:          "http-addr: 127.0.0.1:0",
 		`(?m)^#log-format: .*$`:        "log-format: json",
-		`(?m)^#\s+instance-label: .*$`: "instance-label: " + g.label,
+		`(?m)^#\s*instance-label: .*$`: "instance-label: " + g.label,
 	})
 	if err := g.startContainer("web-1"); err != nil {
 		t.Fatal(err)
@@ -306,8 +308,29 @@ func checkConfigDefaults(t *testing.T) {
 	if n < 10 {
 		t.Fatalf("%s shows %d defaults as #key: value lines, want the common ones", debConfig, n)
 	}
+	// Every example is uncommented but the TLS pair, which needs the
+	// admin's certificate and turns the listener into HTTPS; the user CA
+	// example names a file a fresh install has not: a stand-in takes its
+	// place.
+	uncommented := re.ReplaceAllFunc(b, func(line []byte) []byte {
+		if bytes.HasPrefix(line, []byte("#tls-")) {
+			return line
+		}
+		return line[1:]
+	})
+	ca := filepath.Join(t.TempDir(), "user_ca.pub")
+	_, caKey, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caPub, err := gossh.NewPublicKey(caKey.Public())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, ca, gossh.MarshalAuthorizedKey(caPub))
+	uncommented = bytes.ReplaceAll(uncommented, []byte("/etc/termgate/user_ca.pub"), []byte(ca))
 	all := filepath.Join(t.TempDir(), "config.yaml")
-	writeFile(t, all, re.ReplaceAll(b, []byte("$1")))
+	writeFile(t, all, uncommented)
 	state := t.TempDir()
 	if err := os.Chmod(state, 0o700); err != nil {
 		t.Fatal(err)
