@@ -44,7 +44,7 @@ func TestRemoteForwardOpenSSH(t *testing.T) {
 		}
 	}
 	_, gwPort, _ := net.SplitHostPort(f.addr)
-	run := func(t *testing.T, key string, forward ...string) (string, error) {
+	runWith := func(t *testing.T, key string, tail []string, forward ...string) (string, error) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 		defer cancel()
@@ -57,14 +57,20 @@ func TestRemoteForwardOpenSSH(t *testing.T) {
 		// The command runs once the forwards are set up: it ends the
 		// connection (the local backend's instance has no shell of ours:
 		// it is refused, which is fine here).
-		cmd := exec.CommandContext(ctx, sshBin, append(argv, "web1@127.0.0.1", "exit")...)
+		cmd := exec.CommandContext(ctx, sshBin, append(argv, tail...)...)
 		cmd.Env = append(os.Environ(), "HOME="+dir)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
+	run := func(t *testing.T, key string, forward ...string) (string, error) {
+		t.Helper()
+		return runWith(t, key, []string{"web1@127.0.0.1", "exit"}, forward...)
+	}
 	refused := func(t *testing.T, key, forward, reason string) {
 		t.Helper()
-		out, err := run(t, key, forward)
+		// -N: ssh waits for the forwards alone; with a command, the
+		// command's end could beat the refusal's reply under load.
+		out, err := runWith(t, key, []string{"-N", "web1@127.0.0.1"}, forward)
 		if err == nil || !strings.Contains(out, "remote port forwarding failed") {
 			t.Fatalf("ssh -R %s: %v, output %q; want the forward refused", forward, err, out)
 		}
