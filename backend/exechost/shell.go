@@ -40,7 +40,15 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 			return nil, err
 		}
 	}
-	if h.held != nil {
+	toolbox, err := h.useToolbox(ctx, inst, len(spec.Shell) > 0)
+	if err != nil {
+		return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
+	}
+	if toolbox && spec.Login != "" {
+		return nil, &sessions.LoginError{Login: spec.Login, Why: fmt.Sprintf(
+			"login refused: instance %q has no shell, and termgate's toolbox runs as the instance's default user only; connect without LOGIN@", inst.Name)}
+	}
+	if h.held != nil && !toolbox { // the toolbox is not held (yet): an ordinary session
 		p, err := h.startHeld(ctx, inst, spec, sh)
 		var cannot *CannotHold
 		if !errors.As(err, &cannot) {
@@ -50,6 +58,11 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 			"instance", inst.Name, "reason", cannot.Why)
 	}
 	argv := h.command(spec.Shell)
+	if toolbox {
+		if argv, err = h.toolboxArgv(ctx, inst); err != nil {
+			return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
+		}
+	}
 	if spec.Login != "" {
 		if argv, err = h.asCommand(ctx, inst, spec.Login, argv); err != nil {
 			return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
