@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Issue 38: a shell in an image with none (termgate-test:noshell: a static
+// busybox at /busybox, run as the service, and no /bin/sh). The gateway
+// brings its toolbox; these tests use real OpenSSH clients and Docker.
+
+// noShellImage is the image without a shell (built as backend/docker's
+// tests build it, when missing).
+const noShellImage = "termgate-test:noshell"
+
+var (
+	toolboxOnce sync.Once
+	toolboxErr  error
+)
+
+// needToolbox makes the toolbox (and the holder, whose kill ends a
+// session's processes where there is no shell) available to the gateway
+// under test: next to it, as needHolder does, and builds the image.
+func needToolbox(t *testing.T) {
+	t.Helper()
+	needHolder(t)
+	toolboxOnce.Do(func() {
+		if os.Getenv("TERMGATE_E2E_BINARY") == "" { // else: make build embeds it
+			root, err := moduleRoot()
+			if err == nil {
+				err = buildStatic(root, filepath.Join(filepath.Dir(gatewayBin), "termgate-toolbox"), "./cmd/termgate-toolbox")
+			}
+			if err != nil {
+				toolboxErr = err
+				return
+			}
+		}
+		toolboxErr = buildNoShellImage()
+	})
+	if toolboxErr != nil {
+		t.Fatal(toolboxErr)
+	}
+}
+
+func buildNoShellImage() error {
+	if exec.Command("docker", "image", "inspect", noShellImage).Run() == nil {
+		return nil
+	}
+	script := `set -e
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+chmod 755 "$root"
+mkdir -p "$root/proc" "$root/dev" "$root/sys" "$root/etc" "$root/root"
+install -d -m 1777 "$root/tmp"
+cp /bin/busybox "$root/busybox"
+tar -C "$root" -c . | docker import --change 'CMD ["/busybox","sleep","1000000"]' - "$1" >/dev/null`
+	if out, err := exec.Command("bash", "-c", script, "noshell-image", noShellImage).CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %v: %s", noShellImage, err, out)
+	}
+	return nil
+}
+
+// noShellContainer runs a container of noShellImage with its own label
+// (the gateway's fixture checks its containers with sh, which this image
+// has not): the gateway is pointed at that label by the returned flags.
+// Registered before the gateway, its cleanup runs after the gateway's
+// stop: it checks that no marked process and no toolbox copy is left.
+func noShellContainer(t *testing.T, suffix string) (name string, gatewayArgs []string) {
+	t.Helper()
+	needToolbox(t)
+	id := randomHex(t, 4)
+	name, label := "tge2e-"+id+"-"+suffix, "tge2e.tb="+id
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if _, err := docker(ctx, "run", "-d", "--init", "--network", "none", "--label", "tge2e", "--label", label, "--name", name, noShellImage); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if running(t, name) {
+			if left := nonEmptyLines(busyboxSh(t, name, markedScript)); len(left) > 0 {
+				t.Errorf("after the gateway exited, %s still runs marked processes:\n%s", name, strings.Join(left, "\n"))
+			}
+			if left := busyboxSh(t, name, `find / -xdev -name toolbox 2>/dev/null; true`); left != "" {
+				t.Errorf("a toolbox copy is left in %s: %s", name, left)
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		_, _ = docker(ctx, "rm", "-f", name)
+	})
+	return name, []string{"--instance-label", label}
+}
+
+// busyboxSh runs script with the image's busybox sh (the test's own look
+// inside; the gateway never uses it).
+func busyboxSh(t *testing.T, name, script string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	out, err := docker(ctx, "exec", name, "/busybox", "sh", "-c", busyboxPrelude+script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}
+
+// busyboxPrelude gives busybox sh the applets the scripts use (the image
+// has no /bin to find them in).
+const busyboxPrelude = `tr() { /busybox tr "$@"; }; ps() { /busybox ps "$@"; }; grep() { /busybox grep "$@"; }; find() { /busybox find "$@"; }
+`
+
+// aliveIn reports whether a live (non-zombie) process whose command line
+// holds args runs in the container.
+func aliveIn(t *testing.T, name, args string) bool {
+	t.Helper()
+	for _, line := range nonEmptyLines(busyboxSh(t, name, "ps -o stat,args")) {
+		if !strings.HasPrefix(line, "Z") && strings.Contains(line, args) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestToolboxInAnImageWithoutAShell: ssh -tt into an image with no shell
+// gets the toolbox: arithmetic, ls of the instance's /, ps listing its
+// service; a detach and reattach shows the screen as it was; a reset
+// gives a new toolbox shell and ends what the old one started; a one-off
+// command runs in it too.
+func TestToolboxInAnImageWithoutAShell(t *testing.T) {
+	t.Parallel()
+	sshBin := needOpenSSH(t)
+	name, args := noShellContainer(t, "web-noshell")
+	g := newGateway(t, options{args: args})
+	home := t.TempDir()
+	start := func(args ...string) *opensshRun { t.Helper(); return g.openssh(t, sshBin, home, args...) }
+
+	first := start("-tt", name+"@127.0.0.1")
+	first.expect(`toolbox:/[^\r\n]*[#$] `)
+	first.typeIn("echo $((6*7))\n")
+	first.expect(`\r\n42\r\n`)
+	first.typeIn("ls /\n")
+	first.expect(`busybox`)
+	first.typeIn("ps\n")
+	first.expect(`/busybox sleep 1000000`)
+	first.typeIn("echo PID=$$\n")
+	pid := first.expect(`PID=(\d+)`)[1]
+	first.typeIn("/busybox sleep 1001 &\n")
+	cmd, word := marker("tbx")
+	first.typeIn(cmd + "\n")
+	first.expect(regexp.QuoteMeta(word))
+	eventually(t, "the toolbox's job to run", func() bool { return aliveIn(t, name, "sleep 1001") })
+	first.typeIn("\n~.")
+	if code := first.wait(); code != 255 {
+		t.Errorf("ssh after ~.: status %d, want 255", code)
+	}
+	g.waitClients(t, name, 0)
+
+	// Reattach: the screen as it was, the same toolbox shell.
+	second := start("-tt", name+"@127.0.0.1")
+	second.expect(regexp.QuoteMeta(word))
+	second.typeIn("echo PID=$$\n")
+	if again := second.expect(`PID=(\d+)`)[1]; again != pid {
+		t.Errorf("after reattaching the shell is %s, want %s", again, pid)
+	}
+
+	// Reset: a new toolbox shell; nothing of the old one left.
+	r := start(name+"@127.0.0.1", "reset")
+	_ = r.stdin.Close()
+	if code := r.wait(); code != 0 {
+		t.Errorf("ssh reset: status %d, stderr %q", code, r.errOut)
+	}
+	second.expect(`\[termgate\][^\r\n]*reset`)
+	second.typeIn("echo PID=$$\n")
+	if fresh := second.expect(`PID=(\d+)`)[1]; fresh == pid {
+		t.Errorf("after the reset the shell is still %s", pid)
+	}
+	eventually(t, "the old toolbox shell and its job to end", func() bool { return !aliveIn(t, name, "sleep 1001") })
+	if out := busyboxSh(t, name, "ps -o pid | grep -c '^ *"+pid+"$'; true"); out != "0" {
+		t.Errorf("the old toolbox shell %s still runs after the reset", pid)
+	}
+
+	// One-off commands run in the toolbox too.
+	for line, want := range map[string]string{"ls /": "busybox\n", "echo $((6*7))": "42\n", "ps | grep -c \"sleep 1000000\"": "1\n"} {
+		r := start(name+"@127.0.0.1", line)
+		_ = r.stdin.Close()
+		code := r.wait()
+		if code != 0 || !strings.Contains(r.out.String(), want) {
+			t.Errorf("ssh %s %q: status %d, stdout %q, stderr %q; want %q", name, line, code, r.out, r.errOut, want)
+		}
+	}
+	r = start(name+"@127.0.0.1", "exit 5")
+	_ = r.stdin.Close()
+	if code := r.wait(); code != 5 {
+		t.Errorf("ssh %s 'exit 5': status %d, want 5", name, code)
+	}
+	second.typeIn("exit\n")
+	_ = second.wait()
+}
+
+// TestToolboxNever: --toolbox never keeps the image without a shell
+// without one (the refusal as before).
+func TestToolboxNever(t *testing.T) {
+	t.Parallel()
+	sshBin := needOpenSSH(t)
+	name, args := noShellContainer(t, "web-never")
+	g := newGateway(t, options{args: append(args, "--toolbox", "never")})
+	r := g.openssh(t, sshBin, t.TempDir(), "-tt", name+"@127.0.0.1")
+	_ = r.stdin.Close()
+	code := r.wait()
+	if code == 0 || strings.Contains(r.out.String(), "toolbox:") {
+		t.Errorf("ssh -tt with --toolbox never: status %d, output %q %q; want a refusal and no toolbox", code, r.out, r.errOut)
+	}
+	t.Logf("the refusal: %q %q", r.out, r.errOut)
+}
