@@ -87,7 +87,7 @@ func utilities(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
 				return err
 			}
 			fmt.Fprintf(hc.Stderr, "%s: %v\n", name, err)
-			return interp.NewExitStatus(1)
+			return interp.ExitStatus(1)
 		}
 		return nil
 	}

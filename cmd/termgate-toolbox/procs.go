@@ -171,7 +171,7 @@ func killTool(_ context.Context, tio toolIO, args []string) error {
 		args = args[1:]
 	}
 	if len(args) == 0 {
-		return errors.New("use kill [-s SIGNAL | -SIGNAL] PID...")
+		return errors.New("use kill [-s SIGNAL | -SIGNAL] PID")
 	}
 	failed := false
 	for _, a := range args {
@@ -185,7 +185,7 @@ func killTool(_ context.Context, tio toolIO, args []string) error {
 		}
 	}
 	if failed {
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 	return nil
 }

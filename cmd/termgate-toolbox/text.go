@@ -55,7 +55,7 @@ func (tio toolIO) eachInput(cmd string, names []string, fn func(name string, r i
 		}
 	}
 	if failed {
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 	return nil
 }
@@ -320,12 +320,12 @@ func grepTool(ctx context.Context, tio toolIO, args []string) error {
 	if err != nil {
 		var st interp.ExitStatus
 		if errors.As(err, &st) {
-			return interp.NewExitStatus(2)
+			return interp.ExitStatus(2)
 		}
 		return err
 	}
 	if !matched {
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 	return nil
 }
@@ -333,7 +333,7 @@ func grepTool(ctx context.Context, tio toolIO, args []string) error {
 // interpErr reports a usage error with grep's status 2.
 func interpErr(tio toolIO, format string, a ...any) error {
 	fmt.Fprintf(tio.err, format+"\n", a...)
-	return interp.NewExitStatus(2)
+	return interp.ExitStatus(2)
 }
 
 func envTool(_ context.Context, tio toolIO, args []string) error {
@@ -360,6 +360,6 @@ func sleepTool(ctx context.Context, _ toolIO, args []string) error {
 	case <-t.C:
 		return nil
 	case <-ctx.Done():
-		return interp.NewExitStatus(130)
+		return interp.ExitStatus(130)
 	}
 }
