@@ -51,6 +51,8 @@ func init() {
 	tools = map[string]tool{
 		"env": envTool, "grep": grepTool, "head": headTool, "help": helpTool,
 		"kill": killTool, "ps": psTool, "sleep": sleepTool, "tail": tailTool, "wc": wcTool,
+		"netstat": netstatTool, "ss": netstatTool, "hexdump": hexdumpTool, "xxd": hexdumpTool,
+		"df": dfTool, "du": duTool, "wget": wgetTool, "curl": curlTool,
 	}
 }
 
