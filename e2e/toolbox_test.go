@@ -187,7 +187,7 @@ func TestToolboxInAnImageWithoutAShell(t *testing.T) {
 	}
 
 	// One-off commands run in the toolbox too.
-	for line, want := range map[string]string{"ls /": "busybox\n", "echo $((6*7))": "42\n", "ps | grep -c \"sleep 1000000\"": "1\n"} {
+	for line, want := range map[string]string{"ls /": "busybox\n", "echo $((6*7))": "42\n", "ps": " /busybox sleep 1000000\n"} {
 		r := start(name+"@127.0.0.1", line)
 		_ = r.stdin.Close()
 		code := r.wait()
@@ -214,8 +214,7 @@ func TestToolboxNever(t *testing.T) {
 	r := g.openssh(t, sshBin, t.TempDir(), "-tt", name+"@127.0.0.1")
 	_ = r.stdin.Close()
 	code := r.wait()
-	if code == 0 || strings.Contains(r.out.String(), "toolbox:") {
+	if code == 0 || strings.Contains(r.out.String(), "toolbox:") || !strings.Contains(r.out.String()+r.errOut.String(), "/bin/sh") {
 		t.Errorf("ssh -tt with --toolbox never: status %d, output %q %q; want a refusal and no toolbox", code, r.out, r.errOut)
 	}
-	t.Logf("the refusal: %q %q", r.out, r.errOut)
 }

@@ -166,6 +166,8 @@ func interactive(r *interp.Runner, stdin io.Reader, stdout, stderr io.Writer) er
 }
 
 // runOne runs stmt, cancelled by a ^C (or ^\) that comes while it runs.
+// Its context is not cancelled once it returns: a job it started in the
+// background (cmd &) runs under it, and would be killed with it.
 func runOne(r *interp.Runner, stmt *syntax.Stmt, sigs <-chan os.Signal) error {
 	drain(sigs) // a ^C typed at the prompt is for nothing that runs now
 	ctx, cancel := context.WithCancel(context.Background())
@@ -182,7 +184,6 @@ func runOne(r *interp.Runner, stmt *syntax.Stmt, sigs <-chan os.Signal) error {
 	err := r.Run(ctx, stmt)
 	close(done)
 	<-watched
-	cancel()
 	return err
 }
 
