@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Issue 38: a shell in an image with none (termgate-test:noshell: a static
@@ -141,8 +142,10 @@ func TestToolboxInAnImageWithoutAShell(t *testing.T) {
 	home := t.TempDir()
 	start := func(args ...string) *opensshRun { t.Helper(); return g.openssh(t, sshBin, home, args...) }
 
+	began := time.Now()
 	first := start("-tt", name+"@127.0.0.1")
 	first.expect(`toolbox:/[^\r\n]*[#$] `)
+	t.Logf("first attach to a toolbox session: the prompt after %v", time.Since(began).Round(time.Millisecond))
 	first.typeIn("echo $((6*7))\n")
 	first.expect(`\r\n42\r\n`)
 	first.typeIn("ls /\n")
@@ -168,6 +171,26 @@ func TestToolboxInAnImageWithoutAShell(t *testing.T) {
 	second.typeIn("echo PID=$$\n")
 	if again := second.expect(`PID=(\d+)`)[1]; again != pid {
 		t.Errorf("after reattaching the shell is %s, want %s", again, pid)
+	}
+
+	// The page's terminal is the same session.
+	w := g.ws(t, tokAdmin, name)
+	w.send("echo ws-$((40+2)) $$")
+	if got := w.expect(`ws-42 (\d+)`)[1]; got != pid {
+		t.Errorf("the WebSocket client types into shell %s, want %s", got, pid)
+	}
+	closeWS(w)
+
+	// A named session is a toolbox shell of its own.
+	named := start("-tt", name+"+dbg@127.0.0.1")
+	named.expect(`toolbox:/[^\r\n]*[#$] `)
+	named.typeIn("echo PID=$$\n")
+	if other := named.expect(`PID=(\d+)`)[1]; other == pid {
+		t.Errorf("the named session runs in the default session's shell %s", pid)
+	}
+	named.typeIn("exit\n")
+	if code := named.wait(); code != 0 {
+		t.Errorf("ssh to the named session after exit: status %d", code)
 	}
 
 	// Reset: a new toolbox shell; nothing of the old one left.
@@ -217,4 +240,18 @@ func TestToolboxNever(t *testing.T) {
 	if code == 0 || strings.Contains(r.out.String(), "toolbox:") || !strings.Contains(r.out.String()+r.errOut.String(), "/bin/sh") {
 		t.Errorf("ssh -tt with --toolbox never: status %d, output %q %q; want a refusal and no toolbox", code, r.out, r.errOut)
 	}
+}
+
+// TestToolboxWithADurableGateway: with --durable an instance without a
+// shell still gets the toolbox (an ordinary session: a toolbox session is
+// not held yet), and the gateway's shutdown ends it.
+func TestToolboxWithADurableGateway(t *testing.T) {
+	t.Parallel()
+	name, args := noShellContainer(t, "web-durable")
+	g := durableGateway(t, options{args: args})
+	s := g.attach(t, keyAdmin, name, 80, 24)
+	s.expect(`toolbox:/[^\r\n]*[#$] `)
+	s.send("echo $((6*7))")
+	s.expect(`\r\n42\r\n`)
+	s.close()
 }
