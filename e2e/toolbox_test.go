@@ -144,7 +144,7 @@ func TestToolboxInAnImageWithoutAShell(t *testing.T) {
 
 	began := time.Now()
 	first := start("-tt", name+"@127.0.0.1")
-	first.expect(`toolbox:/[^\r\n]*[#$] `)
+	first.expect(`toolbox:/[^\r\n]*[#$]`)
 	t.Logf("first attach to a toolbox session: the prompt after %v", time.Since(began).Round(time.Millisecond))
 	first.typeIn("echo $((6*7))\n")
 	first.expect(`\r\n42\r\n`)
@@ -183,7 +183,7 @@ func TestToolboxInAnImageWithoutAShell(t *testing.T) {
 
 	// A named session is a toolbox shell of its own.
 	named := start("-tt", name+"+dbg@127.0.0.1")
-	named.expect(`toolbox:/[^\r\n]*[#$] `)
+	named.expect(`toolbox:/[^\r\n]*[#$]`) // a screen redraw drops the prompt's trailing space
 	named.typeIn("echo PID=$$\n")
 	if other := named.expect(`PID=(\d+)`)[1]; other == pid {
 		t.Errorf("the named session runs in the default session's shell %s", pid)
@@ -250,7 +250,7 @@ func TestToolboxWithADurableGateway(t *testing.T) {
 	name, args := noShellContainer(t, "web-durable")
 	g := durableGateway(t, options{args: args})
 	s := g.attach(t, keyAdmin, name, 80, 24)
-	s.expect(`toolbox:/[^\r\n]*[#$] `)
+	s.expect(`toolbox:/[^\r\n]*[#$]`)
 	s.send("echo $((6*7))")
 	s.expect(`\r\n42\r\n`)
 	s.close()
