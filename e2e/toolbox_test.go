@@ -73,14 +73,15 @@ tar -C "$root" -c . | docker import --change 'CMD ["/busybox","sleep","1000000"]
 // has not): the gateway is pointed at that label by the returned flags.
 // Registered before the gateway, its cleanup runs after the gateway's
 // stop: it checks that no marked process and no toolbox copy is left.
-func noShellContainer(t *testing.T, suffix string) (name string, gatewayArgs []string) {
+func noShellContainer(t *testing.T, suffix string, runArgs ...string) (name string, gatewayArgs []string) {
 	t.Helper()
 	needToolbox(t)
 	id := randomHex(t, 4)
 	name, label := "tge2e-"+id+"-"+suffix, "tge2e.tb="+id
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	if _, err := docker(ctx, "run", "-d", "--init", "--network", "none", "--label", "tge2e", "--label", label, "--name", name, noShellImage); err != nil {
+	run := append([]string{"run", "-d", "--init", "--network", "none", "--label", "tge2e", "--label", label, "--name", name}, runArgs...)
+	if _, err := docker(ctx, append(run, noShellImage)...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -254,4 +255,21 @@ func TestToolboxWithADurableGateway(t *testing.T) {
 	s.send("echo $((6*7))")
 	s.expect(`\r\n42\r\n`)
 	s.close()
+}
+
+// TestToolboxOnAReadOnlyRoot: where nothing can be written (a read-only
+// root filesystem, no tmpfs) the toolbox cannot be copied in, and the
+// client is told so and what to do.
+func TestToolboxOnAReadOnlyRoot(t *testing.T) {
+	t.Parallel()
+	sshBin := needOpenSSH(t)
+	name, args := noShellContainer(t, "web-ro", "--read-only")
+	g := newGateway(t, options{args: args})
+	r := g.openssh(t, sshBin, t.TempDir(), "-tt", name+"@127.0.0.1")
+	_ = r.stdin.Close()
+	code := r.wait()
+	msg := r.out.String() + r.errOut.String()
+	if code == 0 || !strings.Contains(msg, "has no shell, and termgate's toolbox cannot run") || !strings.Contains(msg, "read-only") || !strings.Contains(msg, "writable /tmp") {
+		t.Errorf("ssh -tt into a read-only instance without a shell: status %d, output %q; want the toolbox's refusal", code, msg)
+	}
 }

@@ -108,6 +108,9 @@ func (h *Host) toolboxArgv(ctx context.Context, inst sessions.Instance) ([]strin
 		return nil, err
 	}
 	dirs, err := h.holderDirs(ctx, inst)
+	if cannot := (*CannotHold)(nil); errors.As(err, &cannot) {
+		return nil, noToolbox(inst, cannot.Why)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +138,13 @@ func (h *Host) toolboxArgv(ctx context.Context, inst sessions.Instance) ([]strin
 		}
 		return nil, fmt.Errorf("run the toolbox in %q: its check exited with status %d: %s", inst.Name, code, stderr)
 	}
-	return nil, fmt.Errorf("instance %q has no shell, and termgate's toolbox cannot run in it either (no writable directory lets a program run: %s); "+
-		"give the instance a writable /tmp without noexec (an emptyDir or tmpfs mount) or an image with /bin/sh", inst.Name, strings.Join(why, "; "))
+	return nil, noToolbox(inst, "no writable directory lets a program run: "+strings.Join(why, "; "))
+}
+
+// noToolbox is the refusal the user reads where the toolbox cannot run.
+func noToolbox(inst sessions.Instance, why string) error {
+	return &sessions.NoShellError{Why: fmt.Sprintf("instance %q has no shell, and termgate's toolbox cannot run in it either (%s): "+
+		"give it a writable /tmp without noexec (an emptyDir or tmpfs mount), or use an image with /bin/sh", inst.Name, why)}
 }
 
 // execOutput runs argv (no TTY, no stdin) and returns its stdout (at most
