@@ -273,3 +273,35 @@ func TestToolboxOnAReadOnlyRoot(t *testing.T) {
 		t.Errorf("ssh -tt into a read-only instance without a shell: status %d, output %q; want the toolbox's refusal", code, msg)
 	}
 }
+
+// TestToolboxFirstAttachTime logs, in one run, how long a first attach
+// takes to a toolbox session (the copy, its check and the exec included)
+// and to a busybox shell: a measurement for docs/TOOLBOX.md, no bound.
+func TestToolboxFirstAttachTime(t *testing.T) {
+	sshBin := needOpenSSH(t)
+	name, args := noShellContainer(t, "web-time")
+	label := args[1]
+	busybox := strings.Replace(name, "web-time", "web-time-bb", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	if _, err := docker(ctx, "run", "-d", "--init", "--network", "none", "--label", "tge2e", "--label", label, "--name", busybox, testImage); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+		defer cancel()
+		_, _ = docker(ctx, "rm", "-f", busybox)
+	})
+	g := newGateway(t, options{args: args})
+	home := t.TempDir()
+	for _, inst := range []string{name, busybox, name + "+second", busybox + "+second"} {
+		began := time.Now()
+		r := g.openssh(t, sshBin, home, "-tt", inst+"@127.0.0.1")
+		cmd, word := marker("t")
+		r.typeIn(cmd + "\n")
+		r.expect(regexp.QuoteMeta(word))
+		t.Logf("%s: first output of a typed command after %v", inst, time.Since(began).Round(time.Millisecond))
+		r.typeIn("exit\n")
+		_ = r.wait()
+	}
+}
