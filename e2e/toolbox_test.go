@@ -153,6 +153,16 @@ func TestToolboxInAnImageWithoutAShell(t *testing.T) {
 	first.expect(`busybox`)
 	first.typeIn("ps\n")
 	first.expect(`/busybox sleep 1000000`)
+	// ^C ends the command running (the toolbox's own sleep, and a
+	// program of the instance's), not the shell.
+	for _, sleep := range []string{"sleep 300", "/busybox sleep 301"} {
+		first.typeIn(sleep + "\n")
+		first.expect(regexp.QuoteMeta(sleep) + `\r\n`)
+		first.typeIn("\x03")
+		c, w := marker("intr")
+		first.typeIn(c + "\n")
+		first.expect(regexp.QuoteMeta(w))
+	}
 	first.typeIn("echo PID=$$\n")
 	pid := first.expect(`PID=(\d+)`)[1]
 	first.typeIn("/busybox sleep 1001 &\n")
