@@ -48,7 +48,11 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 		return nil, &sessions.LoginError{Login: spec.Login, Why: fmt.Sprintf(
 			"login refused: instance %q has no shell, and termgate's toolbox runs as the instance's default user only; connect without LOGIN@", inst.Name)}
 	}
-	if h.held != nil && !toolbox { // the toolbox is not held (yet): an ordinary session
+	if h.held != nil && toolbox { // the toolbox is not held (yet)
+		h.log.Warn(h.name+": a toolbox session is not held: starting an ordinary one, which ends with the gateway",
+			"instance", inst.Name)
+	}
+	if h.held != nil && !toolbox {
 		p, err := h.startHeld(ctx, inst, spec, sh)
 		var cannot *CannotHold
 		if !errors.As(err, &cannot) {
