@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -182,6 +183,16 @@ func TestToolboxInAnImageWithoutAShell(t *testing.T) {
 	second.typeIn("echo PID=$$\n")
 	if again := second.expect(`PID=(\d+)`)[1]; again != pid {
 		t.Errorf("after reattaching the shell is %s, want %s", again, pid)
+	}
+
+	// The session list says it runs on the toolbox.
+	status, body := g.request(t, "GET", "/api/sessions", tokAdmin, nil)
+	var list []struct {
+		Instance string `json:"instance"`
+		Toolbox  bool   `json:"toolbox"`
+	}
+	if err := json.Unmarshal(body, &list); status != 200 || err != nil || len(list) != 1 || list[0].Instance != name || !list[0].Toolbox {
+		t.Errorf("GET /api/sessions: %d %s (%v), want the session with toolbox:true", status, body, err)
 	}
 
 	// The page's terminal is the same session.

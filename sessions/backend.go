@@ -116,6 +116,10 @@ type NoShellError struct{ Why string }
 
 func (e *NoShellError) Error() string { return e.Why }
 
+// ToolboxProcess is a Process that may run termgate's toolbox (a shell
+// the gateway brought into an instance that has none): Info says so.
+type ToolboxProcess interface{ Toolbox() bool }
+
 // AgentSocket is where a session's forwarded agent listens inside its
 // instance: fixed by the session id, so that the shell's SSH_AUTH_SOCK,
 // set when it starts, stays right for the session's life whichever client

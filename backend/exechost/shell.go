@@ -87,7 +87,7 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 		}
 		return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
 	}
-	return &Shell{h: h, inst: inst, marker: sh.marker, s: s}, nil
+	return &Shell{h: h, inst: inst, marker: sh.marker, s: s, toolbox: toolbox}, nil
 }
 
 func (h *Host) command(shell []string) []string {
@@ -106,6 +106,8 @@ type Shell struct {
 	inst   sessions.Instance
 	marker string
 	s      Stream
+	// toolbox: the shell is termgate's toolbox (toolbox.go).
+	toolbox bool
 
 	wmu    sync.Mutex // serializes writes to s
 	closed atomic.Bool
@@ -117,6 +119,10 @@ type Shell struct {
 	// kill's, and Read ends with io.EOF without asking why.
 	ending atomic.Bool
 }
+
+// Toolbox reports whether the shell is termgate's toolbox
+// (sessions.ToolboxProcess).
+func (p *Shell) Toolbox() bool { return p.toolbox }
 
 // Read returns the shell's output. Once the shell ended it says how (see
 // ended); io.EOF after Kill, or when the backend cannot tell.

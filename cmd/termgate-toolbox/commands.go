@@ -83,7 +83,18 @@ func utilities(next interp.ExecHandlerFunc) interp.ExecHandlerFunc {
 		if hc.Stdin == nil {
 			tio.in = strings.NewReader("")
 		}
+		var intr context.Context
+		if p := interrupted.Load(); p != nil {
+			intr = *p
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(intr, cancel)()
+		}
 		if err := run(ctx, tio, args[1:]); err != nil {
+			if intr != nil && intr.Err() != nil {
+				return interp.ExitStatus(130) // ^C, as a shell reports it
+			}
 			var status interp.ExitStatus
 			if errors.As(err, &status) {
 				return err

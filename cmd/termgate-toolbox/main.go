@@ -27,6 +27,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/term"
@@ -165,12 +166,20 @@ func interactive(r *interp.Runner, stdin io.Reader, stdout, stderr io.Writer) er
 	return nil
 }
 
-// runOne runs stmt, cancelled by a ^C (or ^\) that comes while it runs.
-// Its context is not cancelled once it returns: a job it started in the
-// background (cmd &) runs under it, and would be killed with it.
+// interrupted is the running statement's ^C: cancelled by a ^C (or ^\)
+// while it runs. The toolbox's own utilities stop on it (utilities);
+// the instance's programs get the terminal's SIGINT themselves. The
+// statement's own context is never cancelled: the interpreter takes a
+// cancelled one for the end of the whole shell.
+var interrupted atomic.Pointer[context.Context]
+
+// runOne runs stmt with its ^C watched. The ^C context is not cancelled
+// once it returns: a utility it started in the background (cmd &) runs
+// under it.
 func runOne(r *interp.Runner, stmt *syntax.Stmt, sigs <-chan os.Signal) error {
 	drain(sigs) // a ^C typed at the prompt is for nothing that runs now
-	ctx, cancel := context.WithCancel(context.Background())
+	ictx, cancel := context.WithCancel(context.Background())
+	interrupted.Store(&ictx)
 	done := make(chan struct{})
 	watched := make(chan struct{})
 	go func() {
@@ -181,7 +190,7 @@ func runOne(r *interp.Runner, stmt *syntax.Stmt, sigs <-chan os.Signal) error {
 		case <-done:
 		}
 	}()
-	err := r.Run(ctx, stmt)
+	err := r.Run(context.Background(), stmt)
 	close(done)
 	<-watched
 	return err
