@@ -9,11 +9,12 @@ IMAGE     ?= termgate:dev
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: demo demo-clean build holder web man package run test test-short test-times check lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
+.PHONY: demo demo-clean build holder toolbox web man package run test test-short test-times check lint fuzz bench soak image test-image compose-check clean k8s-up k8s-down test-k8s
 
-# The gateway embeds the holder of durable sessions (--durable), built
-# first as a static Linux binary (internal/holderbin, gitignored).
-build: web holder
+# The gateway embeds the holder of durable sessions (--durable) and the
+# toolbox (a shell for instances with none), built first as static Linux
+# binaries (internal/holderbin, internal/toolboxbin, gitignored).
+build: web holder toolbox
 	CGO_ENABLED=0 $(GO) build -trimpath -tags holderembed -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/termgate
 
 # The manual page termgate(1), generated from the flag definitions
@@ -30,6 +31,9 @@ package: build
 
 holder:
 	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags=-s -o internal/holderbin/termgate-holder ./cmd/termgate-holder
+
+toolbox:
+	CGO_ENABLED=0 GOOS=linux $(GO) build -trimpath -ldflags=-s -o internal/toolboxbin/termgate-toolbox ./cmd/termgate-toolbox
 
 # The browser terminal's assets: web/src bundled by esbuild into web/dist,
 # which the binary embeds. Without npm the binary builds anyway, and its

@@ -18,6 +18,7 @@ require (
 	github.com/pkg/sftp v1.13.12
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/pflag v1.0.10
+	github.com/u-root/u-root v0.16.0
 	go.uber.org/goleak v1.3.0
 	go.yaml.in/yaml/v3 v3.0.5
 	golang.org/x/crypto v0.59.0
@@ -29,7 +30,10 @@ require (
 	k8s.io/client-go v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/streaming v0.37.2
+	mvdan.cc/sh/v3 v3.14.1
 )
+
+require github.com/dustin/go-humanize v1.0.1 // indirect
 
 require (
 	github.com/Microsoft/go-winio v0.6.4 // indirect

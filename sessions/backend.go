@@ -109,6 +109,17 @@ type LoginError struct{ Login, Why string }
 
 func (e *LoginError) Error() string { return e.Why }
 
+// NoShellError: the instance has no shell the gateway can start (no
+// /bin/sh, and termgate's toolbox cannot run there): Why is the sentence
+// the user reads, saying what to change.
+type NoShellError struct{ Why string }
+
+func (e *NoShellError) Error() string { return e.Why }
+
+// ToolboxProcess is a Process that may run termgate's toolbox (a shell
+// the gateway brought into an instance that has none): Info says so.
+type ToolboxProcess interface{ Toolbox() bool }
+
 // AgentSocket is where a session's forwarded agent listens inside its
 // instance: fixed by the session id, so that the shell's SSH_AUTH_SOCK,
 // set when it starts, stays right for the session's life whichever client

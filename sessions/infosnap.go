@@ -19,6 +19,9 @@ func (s *Session) publishLocked() {
 		Recording: s.recording, Durable: s.held != nil, Attached: attachedList(s.clients),
 		Size: s.size.String(), SizePinned: !s.pin.IsZero(),
 	}
+	if tp, ok := s.proc.(ToolboxProcess); ok {
+		in.Toolbox = tp.Toolbox()
+	}
 	if !s.reap.idleSince.IsZero() {
 		t, reap := s.reap.idleSince, s.reapAtLocked()
 		in.IdleSince, in.ReapAt = &t, &reap

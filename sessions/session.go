@@ -143,6 +143,9 @@ type Info struct {
 	// Durable: a holder in the instance holds the shell, which outlives
 	// the gateway (see HeldProcess).
 	Durable bool `json:"durable"`
+	// Toolbox: the shell is termgate's toolbox, which the gateway brought
+	// into an instance that has no shell of its own (ToolboxProcess).
+	Toolbox bool `json:"toolbox,omitempty"`
 	// Size is the shell's window size ("COLSxROWS"); SizePinned says it
 	// is pinned (ssh HOST size) rather than following the clients.
 	Size       string `json:"size"`

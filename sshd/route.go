@@ -293,9 +293,12 @@ func (s *Server) userError(sess *session, what, name string, err error) string {
 	var tooMany *sessions.TooManySessionsError
 	var badLogin *sessions.LoginError
 	var wrongLogin *sessions.WrongLoginError
+	var noShell *sessions.NoShellError
 	switch {
 	case errors.As(err, &badLogin), errors.As(err, &wrongLogin):
 		return err.Error() // says which login to use
+	case errors.As(err, &noShell):
+		return noShell.Error() // says what the instance lacks
 
 	case errors.Is(err, sessions.ErrNotFound):
 		inst, _, _ := strings.Cut(name, "+")

@@ -156,9 +156,12 @@ func (s *Server) attachFailure(ctx context.Context, name string, err error) (int
 	var tooMany *sessions.TooManySessionsError
 	var badLogin *sessions.LoginError
 	var wrongLogin *sessions.WrongLoginError
+	var noShell *sessions.NoShellError
 	switch {
 	case errors.As(err, &badLogin), errors.As(err, &wrongLogin):
 		return http.StatusForbidden, err.Error() // names the login to use
+	case errors.As(err, &noShell):
+		return http.StatusUnprocessableEntity, noShell.Error() // says what the instance lacks
 	case errors.As(err, &revoked): // the token was removed between the check and the attach
 		return http.StatusForbidden, revoked.Error()
 	case errors.As(err, &tooMany):

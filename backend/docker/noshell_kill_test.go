@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termgate/termgate/backend/exechost"
 	"github.com/termgate/termgate/remote"
 )
 
@@ -19,7 +20,9 @@ func TestCommandWithoutAShellLeavesNothing(t *testing.T) {
 	t.Parallel()
 	name := runScratch(t)
 	dockerCLI(t, "exec", "-d", name, "/busybox", "sleep", "5151")
-	b := plainBackend(t)
+	// --toolbox never: words run directly (e2e/toolbox_test.go has the
+	// toolbox's commands).
+	b := newBackend(t, Config{Label: runLabel, GatewayID: "tgtest" + randomHex(3), Durable: exechost.Durable{Toolbox: exechost.ToolboxNever}})
 	inst := lookup(t, b, name)
 
 	// Words run directly (no quoting without a shell): busybox's own sh,

@@ -106,6 +106,14 @@ type Durable struct {
 	// running; zero means 30 minutes and 64 KiB.
 	IdleTimeout time.Duration
 	BufferSize  int
+
+	// Toolbox says when a session or command runs in the toolbox the
+	// Host copies in, a shell for instances with none (toolbox.go):
+	// ToolboxAuto ("" too), ToolboxAlways or ToolboxNever. Here, not in
+	// Config, so that the backends pass it on as they do the holder.
+	Toolbox ToolboxMode
+	// ToolboxBinary is the toolbox to copy; nil means toolboxbin.Load().
+	ToolboxBinary *holderbin.Binary
 }
 
 // Config configures a Host.
@@ -133,6 +141,7 @@ type Host struct {
 	log       *slog.Logger
 	held      *heldConfig // nil unless durable
 	site      *holderSite // the holder binary, for held sessions and tools
+	toolbox   *toolboxSite
 	stopGrace time.Duration
 	workers   int
 	kills     procmark.Grouper[instKey]      // one kill exec at a time per instance
@@ -162,6 +171,11 @@ func New(x Executor, cfg Config) (*Host, error) {
 	}
 	h.kills.Run = h.runKill
 	h.site = &holderSite{given: cfg.Holder}
+	mode, err := ParseToolboxMode(string(cfg.Toolbox))
+	if err != nil {
+		return nil, err
+	}
+	h.toolbox = &toolboxSite{mode: mode, given: cfg.ToolboxBinary}
 	if cfg.Enabled {
 		held, err := newHeldConfig(cfg, h.site)
 		if err != nil {

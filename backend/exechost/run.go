@@ -16,15 +16,15 @@ import (
 )
 
 // Run starts a one-off command (ssh INSTANCE@HOST CMD...) beside the
-// instance's session: `/bin/sh -c LINE`, or LINE's words run directly when
-// the instance has no /bin/sh. The process is marked with a marker of its
+// instance's session: `/bin/sh -c LINE`, or the toolbox's -c LINE when the
+// instance has no /bin/sh (runArgv). The process is marked with a marker of its
 // own (procmark: GATEWAYID.c-RANDOM), so that Close ends it and everything
 // it started, as Shell.Kill does for a shell.
 func (h *Host) Run(ctx context.Context, inst sessions.Instance, cmd remote.Command) (remote.Process, error) {
 	if inst.ID == "" {
 		return nil, fmt.Errorf("run in %q: empty instance id: %w", inst.Name, sessions.ErrNotFound)
 	}
-	argv, err := h.runArgv(ctx, inst, cmd.Line)
+	argv, err := h.runArgv(ctx, inst, cmd.Line, cmd.Login != "")
 	if err != nil {
 		return nil, err
 	}
@@ -67,10 +67,22 @@ func (h *Host) Run(ctx context.Context, inst sessions.Instance, cmd remote.Comma
 // what the command left in the background lives this much longer.
 const sweepGather = time.Second
 
-// runArgv is the argv for line: the instance's /bin/sh -c when it has one
-// (as OpenSSH hands a command to the login shell), else line's words, run
-// directly (an image without a shell: no quoting to honour).
-func (h *Host) runArgv(ctx context.Context, inst sessions.Instance, line string) ([]string, error) {
+// runArgv is the argv for line: the toolbox's -c where it is used
+// (useToolbox), else the instance's /bin/sh -c when it has one (as
+// OpenSSH hands a command to the login shell), else line's words, run
+// directly (an image without a shell, --toolbox never).
+func (h *Host) runArgv(ctx context.Context, inst sessions.Instance, line string, login bool) ([]string, error) {
+	toolbox, err := h.useToolbox(ctx, inst, false)
+	if err != nil {
+		return nil, fmt.Errorf("run in %q: %w", inst.Name, err)
+	}
+	if toolbox && !login { // as a login: the words, run directly, as before
+		argv, err := h.toolboxArgv(ctx, inst)
+		if err != nil {
+			return nil, fmt.Errorf("run in %q: %w", inst.Name, err)
+		}
+		return append(argv, "-c", line), nil
+	}
 	shell, err := h.hasShell(ctx, inst)
 	if err != nil {
 		return nil, fmt.Errorf("run in %q: %w", inst.Name, err)

@@ -64,14 +64,15 @@ func (s *doneStream) Stderr() string                              { return "" }
 func (s *doneStream) Close() error                                { return nil }
 
 // TestRunArgvMarkerAndKill: /bin/sh -c LINE where the instance has it, the
-// words where not; a marker of the gateway's own per command, TERM and
+// words where not (--toolbox never); a marker of the gateway's own per command, TERM and
 // the default size with a TTY, the stderr sink without; Close kills by
 // that marker.
 func TestRunArgvMarkerAndKill(t *testing.T) {
 	inst := sessions.Instance{Name: "web1", ID: "id1"}
 	for _, hasSh := range []bool{true, false} {
 		x := &runExec{hasSh: hasSh}
-		h, err := New(x, Config{Name: "test", GatewayID: "gw1", Durable: Durable{Holder: holderbin.New([]byte("\x7fELF fake"), "test")}})
+		// --toolbox never: toolbox_test.go has the toolbox's commands.
+		h, err := New(x, Config{Name: "test", GatewayID: "gw1", Durable: Durable{Holder: holderbin.New([]byte("\x7fELF fake"), "test"), Toolbox: ToolboxNever}})
 		if err != nil {
 			t.Fatal(err)
 		}

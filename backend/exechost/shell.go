@@ -40,7 +40,19 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 			return nil, err
 		}
 	}
-	if h.held != nil {
+	toolbox, err := h.useToolbox(ctx, inst, len(spec.Shell) > 0)
+	if err != nil {
+		return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
+	}
+	if toolbox && spec.Login != "" {
+		return nil, &sessions.LoginError{Login: spec.Login, Why: fmt.Sprintf(
+			"login refused: instance %q has no shell, and termgate's toolbox runs as the instance's default user only; connect without LOGIN@", inst.Name)}
+	}
+	if h.held != nil && toolbox { // the toolbox is not held (yet)
+		h.log.Warn(h.name+": a toolbox session is not held: starting an ordinary one, which ends with the gateway",
+			"instance", inst.Name)
+	}
+	if h.held != nil && !toolbox {
 		p, err := h.startHeld(ctx, inst, spec, sh)
 		var cannot *CannotHold
 		if !errors.As(err, &cannot) {
@@ -50,6 +62,11 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 			"instance", inst.Name, "reason", cannot.Why)
 	}
 	argv := h.command(spec.Shell)
+	if toolbox {
+		if argv, err = h.toolboxArgv(ctx, inst); err != nil {
+			return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
+		}
+	}
 	if spec.Login != "" {
 		if argv, err = h.asCommand(ctx, inst, spec.Login, argv); err != nil {
 			return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
@@ -70,7 +87,7 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 		}
 		return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
 	}
-	return &Shell{h: h, inst: inst, marker: sh.marker, s: s}, nil
+	return &Shell{h: h, inst: inst, marker: sh.marker, s: s, toolbox: toolbox}, nil
 }
 
 func (h *Host) command(shell []string) []string {
@@ -89,6 +106,8 @@ type Shell struct {
 	inst   sessions.Instance
 	marker string
 	s      Stream
+	// toolbox: the shell is termgate's toolbox (toolbox.go).
+	toolbox bool
 
 	wmu    sync.Mutex // serializes writes to s
 	closed atomic.Bool
@@ -100,6 +119,10 @@ type Shell struct {
 	// kill's, and Read ends with io.EOF without asking why.
 	ending atomic.Bool
 }
+
+// Toolbox reports whether the shell is termgate's toolbox
+// (sessions.ToolboxProcess).
+func (p *Shell) Toolbox() bool { return p.toolbox }
 
 // Read returns the shell's output. Once the shell ended it says how (see
 // ended); io.EOF after Kill, or when the backend cannot tell.

@@ -2,6 +2,7 @@ package exechost
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/termgate/termgate/backend/procmark"
@@ -48,6 +49,14 @@ func (h *Host) waitSwept(ctx context.Context, inst sessions.Instance) error {
 // reporting how many processes it ended.
 func (h *Host) SweepInstance(ctx context.Context, inst sessions.Instance) (int, error) {
 	procs, err := h.runKill(ctx, killKey(inst), []string{h.sweepMode(), procmark.Orphans})
+	if cannot := (*CannotHold)(nil); errors.As(err, &cannot) && !cannot.passing {
+		// No shell, and no directory lets a program of ours run (a
+		// read-only root): no toolbox or holder ever ran there, so
+		// nothing of ours is left to end, and a sweep that cannot run
+		// must not hold every start back with "try again".
+		h.log.Debug(h.name+": nothing to sweep: the instance runs none of termgate's programs", "instance", inst.Name, "reason", cannot.Why)
+		return 0, nil
+	}
 	if err != nil {
 		return 0, err
 	}

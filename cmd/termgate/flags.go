@@ -57,6 +57,7 @@ type options struct {
 	recordMaxSize       int64
 	recordMaxTotal      int64
 	durable             bool
+	toolbox             string
 	kubeconfig          string
 	kubeNamespace       string
 	signinStateSecret   string
@@ -141,6 +142,7 @@ func newFlagSet(o *options, sz *sizeFlags) *pflag.FlagSet {
 	checked(&o.backend, "backend", "docker", "name", oneOf("a backend", "docker, kubernetes or local", flagChoices["backend"]...), "instance backend: docker, kubernetes or local")
 	str(&o.instanceLabel, "instance-label", "", "label", "only containers (pods with --backend kubernetes) with this label (KEY or KEY=VALUE) are instances")
 	str(&o.shell, "shell", "auto", "command", "command started in the instance; auto picks bash when present, else sh")
+	checked(&o.toolbox, "toolbox", "auto", "mode", oneOf("a toolbox mode", "auto, always or never", flagChoices["toolbox"]...), "with --backend docker or kubernetes: when sessions and commands run in termgate's toolbox (a POSIX shell and common tools the gateway copies into the instance): auto (only where the instance has no /bin/sh: distroless and FROM scratch images), always or never (such an instance gets no shell)")
 	str(&o.kubeconfig, "kubeconfig", "", "file", "with --backend kubernetes: the kubeconfig file (default: KUBECONFIG, else the pod's service account in a cluster, else ~/.kube/config)")
 	str(&o.kubeNamespace, "kube-namespace", "", "name", "with --backend kubernetes: the namespace whose pods are instances (default: the kubeconfig context's, or the gateway pod's own)")
 	list(&o.localInstances, "local-instances", "with --backend local: comma-separated instance names allowed (default: any valid name)")
@@ -191,6 +193,7 @@ var flagChoices = map[string][]string{
 	"oidc-ssh":    {"auto", "required", "off"},
 	"log-level":   {"debug", "info", "warn", "error"},
 	"log-format":  {"auto", "text", "json"},
+	"toolbox":     {"auto", "always", "never"},
 }
 
 // maxScrollback keeps a screen snapshot well within a client's queue

@@ -21,7 +21,7 @@ var flagGroups = []helpGroup{
 	{"Listeners", []string{"ssh-addr", "http-addr", "public-host", "allowed-origins", "tls-cert", "tls-key", "http-rate-limit", "ssh-compat-algorithms"}},
 	{"State and authentication", []string{"state-dir", "host-key", "authorized-keys", "token-file", "trusted-user-ca-keys"}},
 	{"Single sign-on", []string{"oidc-issuer", "oidc-client-id", "oidc-client-secret-file", "oidc-groups-claim", "oidc-scopes", "oidc-session-max", "oidc-key-ttl", "oidc-ssh", "signin-state-secret", "public-url"}},
-	{"Backend", []string{"backend", "instance-label", "shell", "kubeconfig", "kube-namespace", "local-instances"}},
+	{"Backend", []string{"backend", "instance-label", "shell", "toolbox", "kubeconfig", "kube-namespace", "local-instances"}},
 	{"Sessions", []string{"idle-timeout", "max-keep", "max-sessions-per-instance", "max-named-sessions", "buffer-size", "replay", "scrollback", "size-policy", "notify-joins", "shutdown-timeout"}},
 	{"Recording", []string{"record-dir", "record-input", "record-max-size", "record-max-total"}},
 	{"Durable sessions", []string{"durable"}},

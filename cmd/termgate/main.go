@@ -253,7 +253,8 @@ type backendIDs struct {
 // holders enforce the idle timeout and keep the replay themselves, so they
 // get the same settings.
 func durable(o *options, id backendIDs) exechost.Durable {
-	return exechost.Durable{Enabled: o.durable, HolderSecret: id.holderSecret, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize}
+	return exechost.Durable{Enabled: o.durable, HolderSecret: id.holderSecret, IdleTimeout: o.idleTimeout, BufferSize: o.bufferSize,
+		Toolbox: exechost.ToolboxMode(o.toolbox)}
 }
 
 func newBackend(ctx context.Context, o *options, id backendIDs, log *slog.Logger) (sessions.Backend, func(), error) {
