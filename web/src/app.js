@@ -7,6 +7,7 @@
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import { parseCast, Player } from './player.js';
+import { setupKeyBar } from './keybar.js';
 
 const $ = (id) => document.getElementById(id);
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -834,6 +835,7 @@ async function showTerminal(name, sessName, login) {
   const fit = new FitAddon();
   term.loadAddon(fit);
   term.open($('term'));
+  const typed = setupKeyBar(term, $('keybar'), $('keys-toggle'));
   fit.fit();
   term.focus();
 
@@ -842,7 +844,7 @@ async function showTerminal(name, sessName, login) {
   window.termgate = { term, conn }; // for the browser test, and for the console
   setupFiles(name, conn, term);
   const enc = new TextEncoder();
-  term.onData((d) => conn.send(enc.encode(d)));
+  term.onData((d) => conn.send(enc.encode(typed(d))));
   term.onBinary((d) => conn.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
   setupSize(term, fit, conn);
   term.onTitleChange((t) => {
@@ -1124,6 +1126,7 @@ function setupSize(term, fit, conn) {
       text = `pinned at ${s.cols}×${s.rows}`;
     }
     note.textContent = text;
+    note.title = text; // cut on a narrow bar
     note.hidden = !text;
     $('pin-size').textContent = pinned ? 'Unpin size' : 'Pin size';
     window.termgateSize = { want, shown: s, pinned, note: text, cols: term.cols, rows: term.rows }; // for the browser test
