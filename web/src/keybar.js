@@ -129,8 +129,14 @@ function followVisualViewport() {
   const root = document.documentElement;
   const apply = () => {
     const h = Math.round(vv.height);
-    if (h >= window.innerHeight - 1) root.style.removeProperty('--vv-height');
-    else root.style.setProperty('--vv-height', `${h}px`);
+    // A pinch zoom shrinks the visual viewport too: that is no keyboard.
+    if (vv.scale > 1.01 || h >= window.innerHeight - 1) {
+      root.style.removeProperty('--vv-height');
+      return;
+    }
+    root.style.setProperty('--vv-height', `${h}px`);
+    // Safari scrolls the page to show the focused input: keep it at the top.
+    window.scrollTo(0, 0);
   };
   vv.addEventListener('resize', apply);
   apply();
