@@ -45,10 +45,10 @@ const keys = [
   { id: 'esc', label: 'Esc', title: 'Escape', send: () => ESC },
   { id: 'tab', label: 'Tab', title: 'Tab (completes in a shell)', send: () => '\t' },
   { id: 'ctrl', label: 'Ctrl', title: 'Ctrl: the next key is sent with Ctrl (Ctrl, then c interrupts)', sticky: true },
-  { id: 'left', label: '←', title: 'Left arrow', send: (t, c) => arrowSeq(t, 'left', c) },
-  { id: 'up', label: '↑', title: 'Up arrow (the previous command in a shell)', send: (t, c) => arrowSeq(t, 'up', c) },
-  { id: 'down', label: '↓', title: 'Down arrow', send: (t, c) => arrowSeq(t, 'down', c) },
-  { id: 'right', label: '→', title: 'Right arrow', send: (t, c) => arrowSeq(t, 'right', c) },
+  { id: 'left', repeat: true, label: '←', title: 'Left arrow', send: (t, c) => arrowSeq(t, 'left', c) },
+  { id: 'up', repeat: true, label: '↑', title: 'Up arrow (the previous command in a shell)', send: (t, c) => arrowSeq(t, 'up', c) },
+  { id: 'down', repeat: true, label: '↓', title: 'Down arrow', send: (t, c) => arrowSeq(t, 'down', c) },
+  { id: 'right', repeat: true, label: '→', title: 'Right arrow', send: (t, c) => arrowSeq(t, 'right', c) },
   { id: 'pipe', label: '|', title: 'Vertical bar', char: '|' },
   { id: 'tilde', label: '~', title: 'Tilde', char: '~' },
   { id: 'slash', label: '/', title: 'Slash', char: '/' },
@@ -85,17 +85,25 @@ export function setupKeyBar(term, bar, toggle) {
     b.dataset.key = k.id;
     // Keep the focus in the terminal: a phone's keyboard stays open.
     b.addEventListener('mousedown', (e) => e.preventDefault());
-    b.addEventListener('click', () => {
+    const press = () => {
       if (k.sticky) return setCtrl(!ctrl);
       if (k.char) return term.input(k.char, true); // filter applies a pending Ctrl
       const seq = k.send(term, ctrl);
       setCtrl(false);
       term.input(seq, true);
+    };
+    let repeated = false;
+    b.addEventListener('click', () => {
+      if (repeated) repeated = false; // the hold already sent it
+      else press();
     });
+    b.addEventListener('pointerdown', () => { repeated = false; });
+    if (k.repeat) holdToRepeat(b, () => { repeated = true; press(); });
     buttons[k.id] = b;
     bar.append(b);
   }
   buttons.ctrl.setAttribute('aria-pressed', 'false');
+  bar.addEventListener('contextmenu', (e) => e.preventDefault()); // a long press repeats, no menu
 
   const show = (on, remember) => {
     bar.hidden = !on;
@@ -112,11 +120,32 @@ export function setupKeyBar(term, bar, toggle) {
 
   window.termgateKeyBar = { get ctrl() { return ctrl; } }; // for the browser test
   return (d) => {
-    if (!ctrl) return d;
+    // Escape sequences pass: xterm answers the shell's queries (busybox
+    // asks where the cursor is after each Enter) through the same path.
+    if (!ctrl || (d.length > 1 && d[0] === ESC)) return d;
     setCtrl(false);
     const c = ctrlOf(d[0]);
     return c ? c + d.slice(1) : d;
   };
+}
+
+// holdToRepeat calls fire while the button is held, as a keyboard repeats
+// a held arrow: first after 400 ms, then every 60 ms.
+function holdToRepeat(b, fire) {
+  let timer = 0;
+  const stop = () => {
+    clearTimeout(timer);
+    clearInterval(timer);
+    timer = 0;
+  };
+  b.addEventListener('pointerdown', () => {
+    stop();
+    timer = setTimeout(() => {
+      fire();
+      timer = setInterval(fire, 60);
+    }, 400);
+  });
+  for (const ev of ['pointerup', 'pointerleave', 'pointercancel']) b.addEventListener(ev, stop);
 }
 
 // followVisualViewport keeps the page within what is visible above a
