@@ -167,6 +167,10 @@ function followVisualViewport() {
     // Safari scrolls the page to show the focused input: keep it at the top.
     window.scrollTo(0, 0);
   };
+  // Both: the layout viewport changes without the visual one (a phone
+  // applying the page's viewport width after the first layout) and the
+  // other way round (the keyboard).
   vv.addEventListener('resize', apply);
+  window.addEventListener('resize', apply);
   apply();
 }
