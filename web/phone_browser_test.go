@@ -2,8 +2,11 @@ package web_test
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -161,5 +164,53 @@ func TestBrowserPhone(t *testing.T) {
 		t.Errorf("the notice's title = %q, want its whole text", title)
 	}
 	b.shot("phone-06-desktop-notice")
+
+	// A read-only observer on a phone: its key bar sends nothing (the keys
+	// take the keyboard's path, which a read-only page closes).
+	const reloaded = `"msg":"reloaded API tokens"`
+	before := strings.Count(gw.logs.String(), reloaded)
+	watcher := "watcher-" + randomHex(16)
+	f, err := os.OpenFile(filepath.Join(gw.state, "api_token"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fmt.Fprintf(f, "\n%s watcher instances=%s read-only\n", watcher, name)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(15 * time.Second); strings.Count(gw.logs.String(), reloaded) == before; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the gateway did not reload the token file with the watcher's token")
+		}
+	}
+	b.do(chromedp.EmulateViewport(360, 740, chromedp.EmulateMobile, chromedp.EmulateTouch))
+	b.do(chromedp.Navigate(base+"/t/"+name+"#token="+watcher), chromedp.WaitVisible(chromedp.ID("switch")))
+	b.do(chromedp.Click(chromedp.ID("switch-accept")), chromedp.WaitVisible(chromedp.ID("terminal")))
+	b.waitConnected()
+	b.waitFunc("the read-only page with its key bar", `!document.getElementById('readonly').hidden && !document.getElementById('keybar').hidden`)
+	check("the read-only page at 360 px", terminalControls)
+	b.do(chromedp.Evaluate[chromedp.Void](`window.sentKeys = 0; termgate.conn.send = ((send) => (d) => {
+		if (typeof d !== 'string') sentKeys++;
+		return send.call(termgate.conn, d); })(termgate.conn.send)`))
+	for _, k := range []string{"slash", "pipe", "tilde", "esc", "tab", "ctrl", "up"} {
+		key(k)
+	}
+	b.typeKeys("c")
+	st.send(t, "echo ssh-$((6*7))\r")
+	st.waitFor(t, "ssh-42")
+	b.waitLine("ssh-42")
+	if n := eval[int](b, `sentKeys`); n != 0 {
+		t.Errorf("a read-only page's key bar sent %d chunks of input", n)
+	}
+	st.mu.Lock()
+	out := st.out.String()
+	st.mu.Unlock()
+	if strings.Contains(out, "/|~") {
+		t.Errorf("an observer's key bar reached the shell; the SSH writer saw:\n%q", out)
+	}
+	b.shot("phone-07-observer")
 	b.checkConsole()
 }
