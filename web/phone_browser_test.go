@@ -126,6 +126,21 @@ func TestBrowserPhone(t *testing.T) {
 	b.waitLine("symPT")
 	b.shot("phone-04-keys")
 
+	// In the terminal's application cursor mode (DECCKM, set by vi and
+	// less) an arrow sends SS3, as a keyboard's does.
+	b.do(chromedp.Evaluate[chromedp.Void](`window.sent = []; termgate.conn.send = ((send) => (d) => {
+		if (typeof d !== 'string') sent.push(new TextDecoder().decode(d));
+		return send.call(termgate.conn, d); })(termgate.conn.send)`))
+	key("left")
+	b.typeKeys(`printf '\033[?1h'` + "\r")
+	b.waitFunc("application cursor mode", `termgate.term.modes.applicationCursorKeysMode`)
+	key("left")
+	b.typeKeys(`printf '\033[?1l'` + "\r")
+	b.waitFunc("normal cursor mode", `!termgate.term.modes.applicationCursorKeysMode`)
+	if got := eval[string](b, `JSON.stringify(sent.filter(s => /^\x1b[\[O]D$/.test(s)))`); got != `["\u001b[D","\u001bOD"]` {
+		t.Errorf("← sent %s, want ESC [ D, then in application cursor mode ESC O D", got)
+	}
+
 	// The toggle hides the key bar (the terminal takes the room) and shows
 	// it again; the choice is kept.
 	rows := eval[int](b, `termgateSize.want.rows`)
