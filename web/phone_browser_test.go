@@ -73,6 +73,9 @@ func TestBrowserPhone(t *testing.T) {
 	b.waitConnected()
 	b.waitFunc("the key bar shown on a touch screen", `!document.getElementById('keybar').hidden && document.querySelectorAll('#keybar button').length === 10`)
 	check("the terminal page at 360 px", terminalControls)
+	// The bars settle while the page connects: the session takes the
+	// window's final size, not the one the page asked for first.
+	b.waitFunc("the session at this window's size", `termgateSize.note === '' && termgate.term.rows === termgateSize.want.rows`)
 	if !eval[bool](b, `document.getElementById('status').getBoundingClientRect().width >= 60`) {
 		t.Errorf("the status is cut to %v px at 360 px", eval[float64](b, `document.getElementById('status').getBoundingClientRect().width`))
 	}

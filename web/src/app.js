@@ -563,6 +563,7 @@ class Connection {
     // clients=1: the gateway sends a clients event whenever someone
     // attaches or leaves (the status bar's list).
     const want = this.size.want || { cols: this.term.cols, rows: this.term.rows };
+    this.asked = want;
     const q = new URLSearchParams({ cols: want.cols, rows: want.rows, clients: 1 });
     if (this.sessName) q.set('name', this.sessName);
     if (this.login) q.set('login', this.login);
@@ -612,6 +613,13 @@ class Connection {
         // session's attach.
         if (this.resetting && ev.new) this.resetDone();
         this.told(ev.cols, ev.rows, this.size.pinned);
+        // The window changed while connecting (a phone's bars and viewport
+        // settle then): want kept the new size but could not send it.
+        const w = this.size.want;
+        if (w && (w.cols !== this.asked.cols || w.rows !== this.asked.rows)) {
+          this.want(w);
+          this.onSize();
+        }
         this.onAttached();
         break;
       }
