@@ -7,6 +7,7 @@
 import { Terminal } from '@xterm/xterm';
 import { FitAddon } from '@xterm/addon-fit';
 import { parseCast, Player } from './player.js';
+import { setupKeyBar } from './keybar.js';
 
 const $ = (id) => document.getElementById(id);
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/;
@@ -562,6 +563,7 @@ class Connection {
     // clients=1: the gateway sends a clients event whenever someone
     // attaches or leaves (the status bar's list).
     const want = this.size.want || { cols: this.term.cols, rows: this.term.rows };
+    this.asked = want;
     const q = new URLSearchParams({ cols: want.cols, rows: want.rows, clients: 1 });
     if (this.sessName) q.set('name', this.sessName);
     if (this.login) q.set('login', this.login);
@@ -611,6 +613,13 @@ class Connection {
         // session's attach.
         if (this.resetting && ev.new) this.resetDone();
         this.told(ev.cols, ev.rows, this.size.pinned);
+        // The window changed while connecting (a phone's bars and viewport
+        // settle then): want kept the new size but could not send it.
+        const w = this.size.want;
+        if (w && (w.cols !== this.asked.cols || w.rows !== this.asked.rows)) {
+          this.want(w);
+          this.onSize();
+        }
         this.onAttached();
         break;
       }
@@ -834,6 +843,7 @@ async function showTerminal(name, sessName, login) {
   const fit = new FitAddon();
   term.loadAddon(fit);
   term.open($('term'));
+  const typed = setupKeyBar(term, $('keybar'), $('keys-toggle'));
   fit.fit();
   term.focus();
 
@@ -842,7 +852,7 @@ async function showTerminal(name, sessName, login) {
   window.termgate = { term, conn }; // for the browser test, and for the console
   setupFiles(name, conn, term);
   const enc = new TextEncoder();
-  term.onData((d) => conn.send(enc.encode(d)));
+  term.onData((d) => conn.send(enc.encode(typed(d))));
   term.onBinary((d) => conn.send(Uint8Array.from(d, (c) => c.charCodeAt(0) & 0xff)));
   setupSize(term, fit, conn);
   term.onTitleChange((t) => {
@@ -1124,6 +1134,7 @@ function setupSize(term, fit, conn) {
       text = `pinned at ${s.cols}×${s.rows}`;
     }
     note.textContent = text;
+    note.title = text; // cut on a narrow bar
     note.hidden = !text;
     $('pin-size').textContent = pinned ? 'Unpin size' : 'Pin size';
     window.termgateSize = { want, shown: s, pinned, note: text, cols: term.cols, rows: term.rows }; // for the browser test
