@@ -42,6 +42,9 @@ func (h *Host) Start(ctx context.Context, inst sessions.Instance, spec sessions.
 	}
 	toolbox, err := h.useToolbox(ctx, inst, len(spec.Shell) > 0)
 	if err != nil {
+		if h.gone(context.WithoutCancel(ctx), inst) { // the look for /bin/sh met a stopped instance
+			return nil, fmt.Errorf("start shell in %q: %w: %w", inst.Name, sessions.ErrNotFound, err)
+		}
 		return nil, fmt.Errorf("start shell in %q: %w", inst.Name, err)
 	}
 	if toolbox && spec.Login != "" {
