@@ -36,8 +36,11 @@ func waitStty(t *testing.T, send func(string), expect func(string) []string, wan
 	t.Helper()
 	deadline := time.Now().Add(waitFor)
 	for {
+		// Right after the start the pod's terminal may still be 0x0:
+		// Kubernetes' exec takes its first size on the resize stream,
+		// after the exec began, and busybox's stty then prints nothing.
 		send(`echo "S=$(stty size)"`)
-		if m := expect(`S=(\d+ \d+)`); m[1] == want {
+		if m := expect(`S=([0-9 ]*)\r?\n`); m[1] == want {
 			return
 		}
 		if time.Now().After(deadline) {
