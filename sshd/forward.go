@@ -149,6 +149,19 @@ func (s *Server) serveForward(cs *connState, nc gossh.NewChannel, lf localForwar
 		return
 	}
 	start := time.Now()
+	r, cause := f.relay(ch, reqs, conn)
+	cs.log.Debug("forward ended", "instance", name, "target", target, "cause", cause, "to_target", r.toTarget, "from_target", r.fromTarget)
+	s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "ok",
+		"originator", lf.originator,
+		"bytes_to_target", r.toTarget, "bytes_from_target", r.fromTarget,
+		"duration_ms", time.Since(start).Milliseconds(), "cause", cause)
+}
+
+// relay carries an accepted forward (-L's or -R's) to its end, counts it,
+// and says what ended it: the cut's reason, if one came, else the
+// relay's. A cut by the shutdown gets its one log line (cut.go).
+func (f *forward) relay(ch gossh.Channel, reqs <-chan *gossh.Request, conn remote.Conn) (relayResult, string) {
+	s, start := f.s, time.Now()
 	s.fwdStats.opened.Add(1)
 	r := s.relayForward(ch, reqs, conn)
 	s.fwdStats.toTarget.Add(uint64(r.toTarget))
@@ -158,13 +171,9 @@ func (s *Server) serveForward(cs *connState, nc gossh.NewChannel, lf localForwar
 		cause = why
 	}
 	if cause == whyShutdown {
-		logCut(cs.log.With("who", clip(f.who.Name, 128), "target", target), "forward", f.who, name, cause, r.toTarget, r.fromTarget, start)
+		logCut(f.cs.log.With("who", clip(f.who.Name, 128), "target", f.target), "forward", f.who, f.name, cause, r.toTarget, r.fromTarget, start)
 	}
-	cs.log.Debug("forward ended", "instance", name, "target", target, "cause", cause, "to_target", r.toTarget, "from_target", r.fromTarget)
-	s.cfg.Audit.Event(audit.Forward, f.who, name, "", "target", target, "result", "ok",
-		"originator", lf.originator,
-		"bytes_to_target", r.toTarget, "bytes_from_target", r.fromTarget,
-		"duration_ms", time.Since(start).Milliseconds(), "cause", cause)
+	return r, cause
 }
 
 // mayForwardBy says why the connection may not forward in the instance

@@ -309,14 +309,7 @@ func (rf *remoteForwards) carry(l *rlistener, in remote.Incoming) {
 		return
 	}
 	start := time.Now()
-	s.fwdStats.opened.Add(1)
-	r := s.relayForward(ch, reqs, conn)
-	s.fwdStats.toTarget.Add(uint64(r.toTarget))
-	s.fwdStats.fromTarget.Add(uint64(r.fromTarget))
-	cause := r.cause
-	if why := f.cutWhy(); why != "" {
-		cause = why
-	}
+	r, cause := f.relay(ch, reqs, conn)
 	cs.log.Debug("remote forward ended", "instance", l.name, "listen", l.shown, "cause", cause, "to_instance", r.toTarget, "from_instance", r.fromTarget)
 	// Bytes named from the instance's side, as -L's: to_target is what
 	// reached the connection in the instance.
