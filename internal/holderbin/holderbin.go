@@ -57,35 +57,58 @@ func Load() (*Binary, error) {
 }
 
 func load(env string, executable func() (string, error)) (*Binary, error) {
-	if len(embedded) > 0 {
-		return New(embedded, "embedded"), nil
+	return Find(Where{What: "holder", Embedded: embedded, Env: env, EnvName: EnvBinary, FileName: FileName, Executable: executable,
+		NotBuilt: func(looked string) error {
+			return fmt.Errorf("durable sessions, file transfer and port forwarding on Docker need the termgate-holder binary, which this gateway was built without: "+
+				"build the gateway with `make build` (it embeds the holder), or build the holder with "+
+				"`CGO_ENABLED=0 GOOS=linux go build -o termgate-holder ./cmd/termgate-holder` and put it next to the gateway "+
+				"or name it in %s (looked for %v)", EnvBinary, looked)
+		}})
+}
+
+// Where says where a static binary the gateway copies into instances
+// (the holder, the toolbox) may be, in the order Find looks.
+type Where struct {
+	What       string // "holder", "toolbox": for messages
+	Embedded   []byte // set by `make build`
+	Env        string // the file its environment variable names, if set
+	EnvName    string // that variable
+	FileName   string // its name next to the gateway's executable
+	Executable func() (string, error)
+	// NotBuilt is the error when there is none: how to get one, with
+	// where it looked.
+	NotBuilt func(looked string) error
+}
+
+// Find returns the embedded binary, else the file w.Env names, else
+// w.FileName next to the executable; what it finds must be an ELF file.
+func Find(w Where) (*Binary, error) {
+	if len(w.Embedded) > 0 {
+		return New(w.Embedded, "embedded"), nil
 	}
-	if env != "" {
-		data, err := os.ReadFile(env)
+	if w.Env != "" {
+		data, err := os.ReadFile(w.Env)
 		if err != nil {
-			return nil, fmt.Errorf("the holder binary named by %s: %w", EnvBinary, err)
+			return nil, fmt.Errorf("the %s binary named by %s: %w", w.What, w.EnvName, err)
 		}
-		return checked(data, env)
+		return checked(w.What, data, w.Env)
 	}
 	var tried []string
-	if exe, err := executable(); err == nil {
-		path := filepath.Join(filepath.Dir(exe), FileName)
+	if exe, err := w.Executable(); err == nil {
+		path := filepath.Join(filepath.Dir(exe), w.FileName)
 		data, err := os.ReadFile(path)
 		if err == nil {
-			return checked(data, path)
+			return checked(w.What, data, path)
 		}
 		tried = append(tried, path)
 	}
-	return nil, fmt.Errorf("durable sessions, file transfer and port forwarding on Docker need the termgate-holder binary, which this gateway was built without: "+
-		"build the gateway with `make build` (it embeds the holder), or build the holder with "+
-		"`CGO_ENABLED=0 GOOS=linux go build -o termgate-holder ./cmd/termgate-holder` and put it next to the gateway "+
-		"or name it in %s (looked for %v)", EnvBinary, tried)
+	return nil, w.NotBuilt(fmt.Sprint(tried))
 }
 
 // checked refuses what is plainly not a Linux executable (an ELF file).
-func checked(data []byte, from string) (*Binary, error) {
+func checked(what string, data []byte, from string) (*Binary, error) {
 	if len(data) < 4 || string(data[:4]) != "\x7fELF" {
-		return nil, errors.New("the holder binary " + from + " is not a Linux (ELF) executable: build it with GOOS=linux CGO_ENABLED=0")
+		return nil, errors.New("the " + what + " binary " + from + " is not a Linux (ELF) executable: build it with GOOS=linux CGO_ENABLED=0")
 	}
 	return New(data, from), nil
 }

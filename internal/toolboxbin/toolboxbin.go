@@ -7,10 +7,8 @@
 package toolboxbin
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 
 	"github.com/termgate/termgate/internal/holderbin"
@@ -39,33 +37,11 @@ func Load() (*holderbin.Binary, error) {
 }
 
 func load(env string, executable func() (string, error)) (*holderbin.Binary, error) {
-	if len(embedded) > 0 {
-		return holderbin.New(embedded, "embedded"), nil
-	}
-	from := env
-	if from == "" {
-		exe, err := executable()
-		if err != nil {
-			return nil, notBuilt(err.Error())
-		}
-		from = filepath.Join(filepath.Dir(exe), FileName)
-	}
-	data, err := os.ReadFile(from)
-	if err != nil {
-		if env != "" {
-			return nil, fmt.Errorf("the toolbox binary named by %s: %w", EnvBinary, err)
-		}
-		return nil, notBuilt("looked for " + from)
-	}
-	if len(data) < 4 || string(data[:4]) != "\x7fELF" {
-		return nil, errors.New("the toolbox binary " + from + " is not a Linux (ELF) executable: build it with GOOS=linux CGO_ENABLED=0")
-	}
-	return holderbin.New(data, from), nil
-}
-
-func notBuilt(detail string) error {
-	return fmt.Errorf("shells in instances without one need the termgate-toolbox binary, which this gateway was built without: "+
-		"build the gateway with `make build` (it embeds the toolbox), or build it with "+
-		"`CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags=-s -o termgate-toolbox ./cmd/termgate-toolbox` and put it next to the gateway "+
-		"or name it in %s (%s)", EnvBinary, detail)
+	return holderbin.Find(holderbin.Where{What: "toolbox", Embedded: embedded, Env: env, EnvName: EnvBinary, FileName: FileName, Executable: executable,
+		NotBuilt: func(looked string) error {
+			return fmt.Errorf("shells in instances without one need the termgate-toolbox binary, which this gateway was built without: "+
+				"build the gateway with `make build` (it embeds the toolbox), or build it with "+
+				"`CGO_ENABLED=0 GOOS=linux go build -trimpath -ldflags=-s -o termgate-toolbox ./cmd/termgate-toolbox` and put it next to the gateway "+
+				"or name it in %s (looked for %s)", EnvBinary, looked)
+		}})
 }
