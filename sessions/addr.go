@@ -33,6 +33,18 @@ func (a Addr) String() string {
 	return a.Instance + "+" + a.Name
 }
 
+// AuditAddr splits a session address for the audit trail: the instance
+// goes in its field, the session's name (if any) in the detail before
+// detail, so that records of one instance stay found by instance. Both
+// listeners audit through it.
+func AuditAddr(addr string, detail ...any) (string, []any) {
+	inst, name, named := strings.Cut(addr, "+")
+	if !named || name == "" {
+		return inst, detail
+	}
+	return inst, append([]any{"name", name}, detail...)
+}
+
 // ParseAddr reads INSTANCE or INSTANCE+NAME, refusing an instance name or
 // a session name outside the contract's syntax (an empty name after '+'
 // included) with a message that says which and what is allowed.

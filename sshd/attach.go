@@ -53,7 +53,7 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 		if sess.ctx.Err() != nil {
 			return exitDetached
 		}
-		inst, detail := auditAddr(name, "result", "failed", "reason", err.Error())
+		inst, detail := sessions.AuditAddr(name, "result", "failed", "reason", err.Error())
 		s.cfg.Audit.Event(audit.Attach, r.who, inst, "", detail...)
 		if isRevoked(err) {
 			_ = r.notice(sess.stderr(), err.Error())
@@ -73,7 +73,7 @@ func (s *Server) attach(sess *session, id keys.Identity, name string) int {
 	defer watchCertExpiry(sess, c)() // a certificate's end disconnects, as a revocation
 	r.attached = time.Now()
 	sessions.LogAttached(sess.log, name, c.Info(), !acc.Write)
-	inst, detail := auditAddr(name, "result", "ok", "new", c.Info().New, "read_only", !acc.Write)
+	inst, detail := sessions.AuditAddr(name, "result", "ok", "new", c.Info().New, "read_only", !acc.Write)
 	s.cfg.Audit.Event(audit.Attach, r.who, inst, c.Info().Session, detail...)
 	if agent {
 		r.agentJoin()
@@ -191,7 +191,7 @@ func (r *relay) run() (code int) {
 		if c.Cause() != nil { // closed (Detach above closes a live one): the watcher was started
 			<-guardDone
 		}
-		inst, detail := auditAddr(r.name, "cause", cause)
+		inst, detail := sessions.AuditAddr(r.name, "cause", cause)
 		r.srv.cfg.Audit.Event(audit.Detach, r.who, inst, c.Info().Session, detail...)
 		sessions.LogDetached(r.sess.log, r.name, c.Info().Session, time.Since(r.attached), c.Taken(), cause, clientLeft, escapeDetached)
 	}()
@@ -274,7 +274,7 @@ func (r *relay) ended(err error) (code int, cause string) {
 // keys typed meanwhile went to the new shell.
 func (r *relay) resetNotice(reset *sessions.ResetError) error {
 	r.sess.log.Debug("moved to the new session after a reset", "instance", r.name, "session", reset.Attach.Session)
-	inst, detail := auditAddr(r.name, "result", "ok", "new", false, "after_reset", true)
+	inst, detail := sessions.AuditAddr(r.name, "result", "ok", "new", false, "after_reset", true)
 	r.srv.cfg.Audit.Event(audit.Attach, r.who, inst, reset.Attach.Session, detail...)
 	if r.agentStop != nil {
 		r.agentJoin() // the fresh session's socket is another

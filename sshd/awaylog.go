@@ -32,7 +32,7 @@ func (s *Server) awayLog(sess *session, id keys.Identity, name string) int {
 		sess.errorf(s.userError(sess, "log", name, err))
 		return 1
 	}
-	inst, detail := auditAddr(name, "result", "ok", "bytes", len(l.Output))
+	inst, detail := sessions.AuditAddr(name, "result", "ok", "bytes", len(l.Output))
 	s.cfg.Audit.Event(audit.OutputLog, who(id, sess.remote), inst, "", detail...)
 	sess.errorf(fmt.Sprintf("termgate: %s since you left at %s (%s ago): %s", name, l.Left.UTC().Format("15:04:05 UTC"), sessions.AwayDuration(l.Away.Gone), l.Away.Summary()))
 	if l.Missing > 0 {

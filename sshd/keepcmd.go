@@ -29,7 +29,7 @@ func (s *Server) keep(sess *session, id keys.Identity, name, arg string) int {
 		sess.errorf(s.userError(sess, "keep", name, err))
 		return 1
 	}
-	inst, detail := auditAddr(name, "keep", d.String(), "result", "ok")
+	inst, detail := sessions.AuditAddr(name, "keep", d.String(), "result", "ok")
 	s.cfg.Audit.Event(audit.Keep, who(id, sess.remote), inst, "", detail...)
 	if until.IsZero() {
 		_, _ = fmt.Fprintf(sess, "keep %s: off; reaped after the idle timeout with no client attached\n", name)

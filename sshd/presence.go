@@ -82,7 +82,7 @@ func (s *Server) grant(sess *session, id keys.Identity, name, whom string) int {
 	if err != nil {
 		return s.presenceFailed(sess, "grant", name, err)
 	}
-	inst, detail := auditAddr(name, "to", whom, "clients", n, "result", "ok")
+	inst, detail := sessions.AuditAddr(name, "to", whom, "clients", n, "result", "ok")
 	s.cfg.Audit.Event(audit.Grant, who(id, sess.remote), inst, "", detail...)
 	_, _ = fmt.Fprintf(sess, "granted %s write access to %s until the session is reset (%d %s)\n", whom, name, n, plural(n, "client"))
 	return 0

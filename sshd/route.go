@@ -127,7 +127,7 @@ func (s *Server) login(sess *session, id keys.Identity, acc keys.Access, name, a
 	}
 	w := who(id, sess.remote)
 	w.Login = clip(sess.raw.login, 64)
-	inst, detail := auditAddr(name, extra...)
+	inst, detail := sessions.AuditAddr(name, extra...)
 	s.refused(sess, w, inst, auditAction, r, detail...)
 	return "", false
 }
@@ -158,12 +158,12 @@ func (s *Server) reset(sess *session, id keys.Identity, name string) int {
 	ns, err := s.cfg.Registry.ResetAs(ctx, name, resetBy(id), acc.Login())
 	if err != nil {
 		sess.errorf(s.userError(sess, "reset", name, err))
-		inst, detail := auditAddr(name, "result", "failed", "reason", err.Error())
+		inst, detail := sessions.AuditAddr(name, "result", "failed", "reason", err.Error())
 		s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), inst, "", detail...)
 		return 1
 	}
 	sess.log.Debug("session reset", "instance", name, "session", ns.ID()) // the registry logs the info line, with who
-	inst, detail := auditAddr(name, "result", "ok")
+	inst, detail := sessions.AuditAddr(name, "result", "ok")
 	s.cfg.Audit.Event(audit.Reset, who(id, sess.remote), inst, ns.ID(), detail...)
 	_, _ = fmt.Fprintf(sess, "reset %s: new session %s\n", name, ns.ID())
 	return 0

@@ -37,7 +37,7 @@ func (s *Server) size(sess *session, id keys.Identity, name, arg string) int {
 		}
 		info, err = s.cfg.Registry.PinSize(ctx, name, want)
 		if err == nil {
-			inst, detail := auditAddr(name, "size", arg, "result", "ok")
+			inst, detail := sessions.AuditAddr(name, "size", arg, "result", "ok")
 			s.cfg.Audit.Event(audit.Size, who(id, sess.remote), inst, "", detail...)
 		}
 	}

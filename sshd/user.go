@@ -65,11 +65,3 @@ func nameAttr(name string) []any {
 	}
 	return []any{"name", name}
 }
-
-// auditAddr splits a session address for the audit trail: the instance
-// goes in its field, the session's name (if any) in the detail, so that
-// records of one instance stay found by instance.
-func auditAddr(addr string, detail ...any) (string, []any) {
-	inst, name, _ := strings.Cut(addr, "+")
-	return inst, append(nameAttr(name), detail...)
-}

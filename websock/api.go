@@ -38,7 +38,7 @@ func (s *Server) handleReset(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Debug("session reset over HTTP", "remote", r.RemoteAddr, "who", c.id.Name, "instance", name, "session", sess.ID()) // the registry logs the info line
-	inst, detail := auditAddr(name)
+	inst, detail := sessions.AuditAddr(name)
 	s.cfg.Audit.Event(audit.Reset, s.who(r, c), inst, sess.ID(), detail...)
 	writeJSON(w, http.StatusOK, map[string]string{"instance": inst, "name": sess.Name(), "session": sess.ID()})
 }

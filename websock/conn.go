@@ -110,7 +110,7 @@ func (c *conn) run(client *sessions.Client) {
 	attached := time.Now()
 	sessions.LogAttached(c.log, c.name, info, c.readOnly)
 	c.log.Debug("websocket attached", "instance", c.name, "offset", info.Offset, "gap", info.Gap)
-	inst, detail := auditAddr(c.name, "new", info.New, "client", c.label, "read_only", c.readOnly)
+	inst, detail := sessions.AuditAddr(c.name, "new", info.New, "client", c.label, "read_only", c.readOnly)
 	c.s.cfg.Audit.Event(audit.Attach, c.who, inst, info.Session, detail...)
 	// out is empty and nobody else sends yet: the attached event goes first.
 	c.out <- eventFrame(attachedEvent{Type: "attached", Instance: info.Instance, Session: info.Session, New: info.New, Offset: info.Offset, Gap: info.Gap, Replay: info.Replay, ReadOnly: c.readOnly, Cols: info.Size.Cols, Rows: info.Size.Rows})
@@ -151,7 +151,7 @@ func (c *conn) run(client *sessions.Client) {
 	if cause := c.getCause(); cause != nil {
 		reason = cause.Error()
 	}
-	inst, detail = auditAddr(c.name, "client", c.label, "reason", reason)
+	inst, detail = sessions.AuditAddr(c.name, "client", c.label, "reason", reason)
 	c.s.cfg.Audit.Event(audit.Detach, c.who, inst, session, detail...)
 	c.log.Debug("websocket closed", "instance", c.name, "reason", reason)
 	// A tab closed or a page left: the usual end, said by no cause.
@@ -529,7 +529,7 @@ func (c *conn) reset() {
 		c.send(*errorFrame("reset failed: " + msg))
 		return
 	}
-	inst, detail := auditAddr(c.name, "client", c.label)
+	inst, detail := sessions.AuditAddr(c.name, "client", c.label)
 	c.s.cfg.Audit.Event(audit.Reset, c.who, inst, sess.ID(), detail...)
 }
 
@@ -615,7 +615,7 @@ func (c *conn) refused(act keys.Action, auditAction, session string, extra ...an
 		return false
 	}
 	c.log.Warn("refused", "action", act.String(), "instance", c.name, "reason", r.Reason)
-	inst, detail := auditAddr(c.name, append(extra, "result", "denied", "reason", r.Reason)...)
+	inst, detail := sessions.AuditAddr(c.name, append(extra, "result", "denied", "reason", r.Reason)...)
 	c.s.cfg.Audit.Event(auditAction, c.who, inst, session, detail...)
 	c.send(*errorFrame(r.Message))
 	return true

@@ -44,7 +44,7 @@ func (s *Server) handleKeep(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg)
 		return
 	}
-	inst, detail := auditAddr(name, "keep", d.String(), "result", "ok")
+	inst, detail := sessions.AuditAddr(name, "keep", d.String(), "result", "ok")
 	s.cfg.Audit.Event(audit.Keep, s.who(r, c), inst, "", detail...)
 	out := map[string]any{"instance": inst, "keep_until": nil}
 	if !until.IsZero() {

@@ -28,13 +28,3 @@ func instanceOf(addr string) string {
 	inst, _, _ := strings.Cut(addr, "+")
 	return inst
 }
-
-// auditAddr splits a session address for the audit trail: the instance
-// in its field, a named session's name in the detail.
-func auditAddr(addr string, detail ...any) (string, []any) {
-	inst, name, ok := strings.Cut(addr, "+")
-	if !ok {
-		return inst, detail
-	}
-	return inst, append([]any{"name", name}, detail...)
-}

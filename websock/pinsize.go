@@ -27,6 +27,6 @@ func (c *conn) pinSize(size sessions.Size) {
 		c.send(*errorFrame("pin-size failed: " + err.Error()))
 		return
 	}
-	inst, detail := auditAddr(c.name, "size", pin, "result", "ok")
+	inst, detail := sessions.AuditAddr(c.name, "size", pin, "result", "ok")
 	c.s.cfg.Audit.Event(audit.Size, c.who, inst, cl.Info().Session, detail...)
 }

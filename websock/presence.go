@@ -3,6 +3,7 @@ package websock
 import (
 	"github.com/termgate/termgate/audit"
 	"github.com/termgate/termgate/keys"
+	"github.com/termgate/termgate/sessions"
 )
 
 // Presence events and controls (issue 23 item 3; additions to the
@@ -32,7 +33,7 @@ func (c *conn) raiseHand() {
 		c.send(*errorFrame(err.Error()))
 		return
 	}
-	inst, detail := auditAddr(c.name, "result", "ok")
+	inst, detail := sessions.AuditAddr(c.name, "result", "ok")
 	c.s.cfg.Audit.Event(audit.Hand, c.who, inst, cl.Info().Session, detail...)
 }
 
@@ -53,6 +54,6 @@ func (c *conn) grant(whom string) {
 		c.send(*errorFrame("grant failed: " + err.Error()))
 		return
 	}
-	inst, detail := auditAddr(c.name, "to", whom, "clients", n, "result", "ok")
+	inst, detail := sessions.AuditAddr(c.name, "to", whom, "clients", n, "result", "ok")
 	c.s.cfg.Audit.Event(audit.Grant, c.who, inst, cl.Info().Session, detail...)
 }
