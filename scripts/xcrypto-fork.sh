@@ -20,5 +20,8 @@ done
 cp "$src/LICENSE" "$src/PATENTS" "$src/go.mod" "$dst/"
 chmod -R u+w "$dst"
 patch -d "$dst" -p1 < third_party/xcrypto-chacha20.patch
-sed -i "s|^replace golang.org/x/crypto .*|replace golang.org/x/crypto $version => ./$dst|" go.mod
+# The require names the copied version; the replace (without a version)
+# makes a newer x/crypto asked by another module fail to build, never
+# silently drop the patch.
+go mod edit -require "golang.org/x/crypto@$version" -replace "golang.org/x/crypto=./$dst"
 echo "third_party x/crypto is $version with the chacha20 patch; now: go mod tidy && make test"
