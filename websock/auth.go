@@ -94,7 +94,10 @@ func (s *Server) authed(kind routeKind, h http.HandlerFunc) http.Handler {
 		if name := r.PathValue("name"); name != "" {
 			c.access = c.id.On(name, s.cfg.Switches) // once per request, on the instance it names
 		}
-		if kind == actRoute {
+		// A GET without the upgrade acts on nothing (the terminal route's
+		// probe, handleTerminal): it needs no Origin, as a read does; the
+		// SameSite=Strict cookie keeps other sites from sending it.
+		if kind == actRoute && (r.Method != http.MethodGet || websocket.IsWebSocketUpgrade(r)) {
 			if err := s.origins.check(r, c.method == byCookie || c.method == bySignin); err != nil {
 				s.refuseOrigin(w, r, c, err)
 				return

@@ -17,16 +17,18 @@ import (
 // handleTerminal serves GET /api/instances/{name}/terminal: every check
 // that can fail with an HTTP status runs before the upgrade, the attach
 // included, so a client never gets a WebSocket that closes at once.
+//
+// The same GET without the upgrade runs the same checks and answers why
+// the attach would be refused (Registry.CheckAttach), or 400 when it
+// would not: a browser cannot read a failed handshake's status, so the
+// page asks this way after one fails.
 func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	c, _ := callerFrom(r.Context())
 	name, ok := s.decide(w, r, c, audit.Attach, keys.Watch)
 	if !ok {
 		return
 	}
-	if !websocket.IsWebSocketUpgrade(r) {
-		writeError(w, http.StatusBadRequest, "this endpoint needs a WebSocket upgrade")
-		return
-	}
+	upgrade := websocket.IsWebSocketUpgrade(r)
 	opts, err := attachOptions(r.URL.Query())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -55,6 +57,15 @@ func (s *Server) handleTerminal(w http.ResponseWriter, r *http.Request) {
 	opts.Label = fmt.Sprintf("websocket#%d %s (%s)", id, r.RemoteAddr, c.id.Name)
 	opts.Allowed = s.allowedFor(c)
 	opts.Who, opts.Via, opts.Remote, opts.ReadOnly = c.id.Name, "websocket", r.RemoteAddr, c.access.Decide(keys.Type) != nil
+	if !upgrade {
+		if err := s.cfg.Registry.CheckAttach(r.Context(), name, opts); err != nil {
+			status, msg := s.attachFailure(r.Context(), name, err)
+			writeError(w, status, msg)
+			return
+		}
+		writeError(w, http.StatusBadRequest, "this endpoint needs a WebSocket upgrade (the attach itself would be accepted)")
+		return
+	}
 	client, err := s.cfg.Registry.Attach(r.Context(), name, opts)
 	if err != nil {
 		status, msg := s.attachFailure(r.Context(), name, err)

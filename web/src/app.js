@@ -56,6 +56,20 @@ async function whoami(token) {
   }
 }
 
+// refusal asks the terminal route, without the upgrade, why an attach
+// would be refused: the gateway runs the attach's checks and answers with
+// the status and message a failed handshake hides from the page. '' when
+// the attach would be accepted or the gateway cannot be reached.
+async function refusal(path) {
+  try {
+    const res = await fetch(path, { cache: 'no-store' });
+    if (res.ok || res.status === 400 && (await res.clone().text()).includes('would be accepted')) return '';
+    return await errorOf(res);
+  } catch {
+    return '';
+  }
+}
+
 // signedIn asks whether the cookie is still valid. A gateway that cannot be
 // reached counts as signed in: the views retry.
 async function signedIn() {
@@ -572,7 +586,8 @@ class Connection {
       q.set('since', this.pos);
     }
     const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    const ws = new WebSocket(`${scheme}//${location.host}/api/instances/${encodeURIComponent(this.name)}/terminal?${q}`);
+    this.path = `/api/instances/${encodeURIComponent(this.name)}/terminal?${q}`;
+    const ws = new WebSocket(`${scheme}//${location.host}${this.path}`);
     ws.binaryType = 'arraybuffer';
     this.ws = ws;
     this.attempts++;
@@ -716,7 +731,7 @@ class Connection {
         expired();
         return;
       }
-      reason = 'the gateway or the instance is not reachable';
+      reason = (await refusal(this.path)) || 'the gateway or the instance is not reachable';
     }
     if (!reason) reason = `connection lost${ev.code && ev.code !== 1006 ? ` (code ${ev.code})` : ''}`;
     if (ev.code === 1012) {
