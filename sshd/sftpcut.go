@@ -124,7 +124,8 @@ func (a *sftpFailures) answer(ids ...uint32) error {
 }
 
 // copyPackets copies the server's stream src to the client dst, whole
-// packets at a time (see above), and gives scan what reached dst. It
+// packets at a time (see above), and gives scan what it sends, before it
+// sends it. It
 // returns the bytes written and whether dst ended between two packets;
 // failed when writing to dst failed (the client is gone). A partial
 // packet held when src ends is dropped: it cannot be finished.
@@ -134,9 +135,12 @@ func copyPackets(dst io.Writer, src io.Reader, scan io.Writer) (n int64, between
 	between = true
 	rd := make([]byte, 32<<10)
 	write := func(p []byte) bool {
+		// Scanned before it is sent: a reply's effect (a new handle) must
+		// be known before the client can act on it (its first write to
+		// that handle), or that write goes uncounted.
+		_, _ = scan.Write(p)
 		k, err := dst.Write(p)
 		n += int64(k)
-		_, _ = scan.Write(p[:k])
 		return err == nil
 	}
 	for {
