@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -72,10 +73,23 @@ func TestInfoListsWhoIsAttached(t *testing.T) {
 	}
 }
 
-func TestObserverStartingTheSessionDoesNotSizeIt(t *testing.T) {
+// An observer watches a session and never starts one (issue 39 item 4):
+// with none it is refused with ErrNothingToWatch and nothing is started;
+// once a writer started one, it watches it without sizing it.
+func TestObserverDoesNotStartASession(t *testing.T) {
 	r, fb := newTestRegistry(t, Config{})
+	if _, err := r.Attach(context.Background(), "web1", AttachOptions{ReadOnly: true}); !errors.Is(err, ErrNothingToWatch) || !errors.Is(err, ErrNoSession) {
+		t.Fatalf("an observer's attach with no session: %v, want ErrNothingToWatch", err)
+	}
+	fb.mu.Lock()
+	started := len(fb.procs)
+	fb.mu.Unlock()
+	if n := len(r.Sessions()); n != 0 || started != 0 {
+		t.Fatalf("an observer's refused attach left %d sessions and started %d shells", n, started)
+	}
+	attach(t, r, "web1", AttachOptions{Size: Size{Cols: 100, Rows: 30}})
 	attach(t, r, "web1", AttachOptions{ReadOnly: true, Size: Size{Cols: 40, Rows: 10}})
-	if got := fb.last().spec.Size; got != DefaultSize {
-		t.Fatalf("a session an observer started has size %v, want the default %v", got, DefaultSize)
+	if got := r.Sessions()[0].Size; got != "100x30" {
+		t.Fatalf("the session's size is %v after an observer attached, want the writer's", got)
 	}
 }

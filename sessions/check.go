@@ -31,6 +31,9 @@ func (r *Registry) CheckAttach(ctx context.Context, addr string, opts AttachOpti
 	k := slotKey{inst.ID, a.Name}
 	sl := r.slotLocked(k)
 	if sl == nil {
+		if _, held := r.cfg.Backend.(Adopter); opts.ReadOnly && !held {
+			return ErrNothingToWatch // (a holder may hold one: Attach looks)
+		}
 		return r.capLocked(k, inst.Name, opts.Who)
 	}
 	select {

@@ -53,6 +53,7 @@ func TestKeepPostponesReaping(t *testing.T) {
 
 func TestKeepRefusedToObservers(t *testing.T) {
 	r, _ := newTestRegistry(t, Config{})
+	defer attach(t, r, "web1", AttachOptions{}).Detach() // observers watch, never start
 	o := attach(t, r, "web1", AttachOptions{ReadOnly: true})
 	defer o.Detach()
 	if _, err := o.Keep(time.Hour); !errors.Is(err, ErrReadOnly) {

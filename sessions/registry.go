@@ -219,12 +219,19 @@ func (r *Registry) Attach(ctx context.Context, addr string, opts AttachOptions) 
 				// An observer never sizes the shell, not even the first.
 				size = DefaultSize
 			}
-			r.fill(context.Background(), sl, inst, newID(), size, opts.Term, opts.Agent && !opts.ReadOnly, adoptOrStart)
+			how := adoptOrStart
+			if opts.ReadOnly {
+				how = adoptOnly // an observer watches a session, never starts one
+			}
+			r.fill(context.Background(), sl, inst, newID(), size, opts.Term, opts.Agent && !opts.ReadOnly, how)
 		}
 		select {
 		case <-sl.ready:
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		}
+		if created && opts.ReadOnly && errors.Is(sl.err, ErrNotHeld) {
+			return nil, ErrNothingToWatch
 		}
 		if errors.Is(sl.err, ErrNotHeld) && tries < maxNotHeldTries {
 			continue // AdoptAll found nothing to adopt: start one

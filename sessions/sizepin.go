@@ -10,6 +10,15 @@ import (
 // ErrNoSession: the instance runs but has no session (nothing to size).
 var ErrNoSession = errors.New("no session")
 
+// ErrNothingToWatch refuses a read-only attach where there is no session:
+// an observer watches a session, it never starts one (issue 39 item 4).
+var ErrNothingToWatch = fmt.Errorf("%w to watch", ErrNoSession)
+
+// NothingToWatchMessage is the user-facing text for ErrNothingToWatch.
+func NothingToWatchMessage(addr string) string {
+	return fmt.Sprintf("no session yet in %s: a read-only credential watches a session and does not start one; it can watch once someone with write access attaches", addr)
+}
+
 // NoSessionMessage is the user-facing text for ErrNoSession; addr is
 // INSTANCE or INSTANCE+NAME.
 func NoSessionMessage(addr string) string {

@@ -156,3 +156,26 @@ func TestReadOnlyCertificate(t *testing.T) {
 		t.Fatalf("list: %q", r.stdout)
 	}
 }
+
+// An observer watches a session and never starts one (issue 39 item 4):
+// a read-only key attaching where there is no session is told so, with
+// exit status 1, and nothing is started; once the writer started one it
+// watches it.
+func TestReadOnlyKeyStartsNoSession(t *testing.T) {
+	f := newFixture(t, nil)
+	o := f.attach(t, "watcher", "web1", 80, 24)
+	if code := o.wait(); code != 1 {
+		t.Fatalf("the observer's attach with no session: exit %d, want 1", code)
+	}
+	if !strings.Contains(o.errOut.String(), "no session yet in web1: a read-only credential watches a session and does not start one") {
+		t.Fatalf("the observer was told %q", o.errOut.String())
+	}
+	if n := len(f.reg.Sessions()); n != 0 {
+		t.Fatalf("%d sessions after the observer's refused attach, want none", n)
+	}
+	w := f.attach(t, "admin", "web1", 80, 24)
+	w.send(`echo "started-$((6*7))."`)
+	w.expect(`started-42\.`)
+	again := f.attach(t, "watcher", "web1", 80, 24)
+	again.expect(`started-42\.`) // the replay
+}

@@ -303,6 +303,8 @@ func (s *Server) userError(sess *session, what, name string, err error) string {
 	case errors.Is(err, sessions.ErrNotFound):
 		inst, _, _ := strings.Cut(name, "+")
 		return sessions.NotFoundMessage(inst)
+	case errors.Is(err, sessions.ErrNothingToWatch):
+		return sessions.NothingToWatchMessage(name)
 	case errors.Is(err, sessions.ErrNoSession):
 		return sessions.NoSessionMessage(name)
 	case errors.As(err, &tooLong):

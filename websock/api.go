@@ -168,6 +168,8 @@ func (s *Server) attachFailure(ctx context.Context, name string, err error) (int
 		return http.StatusTooManyRequests, err.Error()
 	case errors.Is(err, sessions.ErrNotFound):
 		return http.StatusNotFound, sessions.NotFoundMessage(instanceOf(name))
+	case errors.Is(err, sessions.ErrNothingToWatch):
+		return http.StatusNotFound, sessions.NothingToWatchMessage(name)
 	case errors.Is(err, sessions.ErrNoSession):
 		return http.StatusNotFound, sessions.NoSessionMessage(name)
 	case errors.Is(err, sessions.ErrPaused):
