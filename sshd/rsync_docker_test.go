@@ -314,7 +314,7 @@ func TestRsyncDockerRefusals(t *testing.T) {
 	rc := newRsyncClient(t, d.addr, d.privs)
 	src := filepath.Join(t.TempDir(), "src")
 	makeTree(t, src)
-	name := d.startContainer(t, "rsyncro")
+	name := d.startContainer(t, "webrsro") // web*: the watcher key's instances=
 	target := name + "@127.0.0.1"
 	inContainer(t, name, "mkdir -p /tmp/have && echo data > /tmp/have/f")
 

@@ -153,9 +153,24 @@ func rsyncCmd(args []string, in io.Reader, out io.Writer) error {
 	}
 	argv := append(append([]string{}, req.opts...), ".")
 	argv = append(argv, paths...)
-	err = srv.HandleConnArgs(context.Background(), rsyncd.NewConnection(in, out, "termgate"), nil, argv)
+	if req.sender {
+		if err := srv.HandleConnArgs(context.Background(), rsyncd.NewConnection(in, out, "termgate"), nil, argv); err != nil {
+			return fmt.Errorf("rsync: %w", err)
+		}
+		return nil
+	}
+	fo := parseFlistOpts(req.opts)
+	tap := newDirTap(in, fo)
+	err = srv.HandleConnArgs(context.Background(), rsyncd.NewConnection(tap, out, "termgate"), nil, argv)
+	dirs, lerr := tap.result()
 	if err != nil {
 		return fmt.Errorf("rsync: %w", err)
+	}
+	if lerr != nil { // the files are in; only the directories' metadata is not
+		return fmt.Errorf("rsync: the directories' modes and times were not set: reading the file list: %w", lerr)
+	}
+	if err := touchUpDirs(paths[0], dirs, fo); err != nil {
+		return fmt.Errorf("rsync: setting the directories' modes and times: %w", err)
 	}
 	return nil
 }
