@@ -3,9 +3,9 @@ package sshd
 import (
 	"context"
 	"crypto/ed25519"
-	"errors"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
