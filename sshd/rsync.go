@@ -98,7 +98,15 @@ func (s *Server) rsync(sess *session, id keys.Identity, rs remote.Rsync, name st
 	if why := cut.reason(); why != "" {
 		return s.rsyncCut(sess, w, name, detail, why)
 	}
-	result := append(detail, "bytes_in", counted.in.Load(), "bytes_out", counted.out.Load(), "exit_code", code)
+	// bytes is the wire's count in the transfer's direction (rsync sends
+	// deltas: less than the files' size when the destination had them),
+	// for termgate_transfer_bytes_total.
+	in, out := counted.in.Load(), counted.out.Load()
+	bytes := in
+	if req.sender {
+		bytes = out
+	}
+	result := append(detail, "bytes", bytes, "bytes_in", in, "bytes_out", out, "exit_code", code)
 	switch {
 	case code == exitDetached:
 		result = append(result, "result", "cut", "reason", "client closed the channel")

@@ -254,7 +254,7 @@ func TestRsyncDockerNoRsync(t *testing.T) {
 		t.Fatalf("uploaded tree:\n%s\nwant:\n%s", got, want)
 	}
 	ev := al.wait(t, audit.Transfer, map[string]any{"instance": name, "protocol": "rsync", "direction": "upload", "path": "/tmp/up/", "result": "ok", "exit_code": 0})
-	if n, _ := ev["bytes_in"].(float64); n < 3<<20 {
+	if n, _ := ev["bytes_in"].(float64); n < 3<<20 || ev["bytes"] != ev["bytes_in"] {
 		t.Errorf("audit record: bytes_in %v, want the tree's size at least", ev["bytes_in"])
 	}
 
@@ -266,7 +266,7 @@ func TestRsyncDockerNoRsync(t *testing.T) {
 		t.Fatalf("downloaded tree:\n%s\nwant:\n%s", got, want)
 	}
 	ev = al.wait(t, audit.Transfer, map[string]any{"instance": name, "protocol": "rsync", "direction": "download", "result": "ok"})
-	if n, _ := ev["bytes_out"].(float64); n < 3<<20 {
+	if n, _ := ev["bytes_out"].(float64); n < 3<<20 || ev["bytes"] != ev["bytes_out"] {
 		t.Errorf("audit record: bytes_out %v, want the tree's size at least", ev["bytes_out"])
 	}
 
@@ -346,6 +346,14 @@ func TestRsyncDockerRefusals(t *testing.T) {
 		r := d.run(t, "admin", name, line)
 		if r.code == 0 || !strings.Contains(r.stderr, "termgate: rsync:") {
 			t.Errorf("%q: status %d, stderr %q", line, r.code, r.stderr)
+		}
+	}
+
+	// What termgate's server does not implement is refused with a
+	// sentence, not a hang or a crash.
+	for _, opt := range []string{"-z", "-c", "--numeric-ids"} {
+		if out, code := rc.run("admin", "-a", opt, src+"/", target+":/tmp/opt/"); code == 0 || !strings.Contains(out, "termgate: rsync: ") || !strings.Contains(out, "not") {
+			t.Errorf("rsync %s: status %d: %s", opt, code, out)
 		}
 	}
 

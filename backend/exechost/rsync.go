@@ -39,6 +39,13 @@ func (h *Host) Rsync(ctx context.Context, inst sessions.Instance, opts remote.Rs
 	var cannot *CannotHold
 	if !errors.As(err, &cannot) {
 		if err != nil {
+			// The tool's own refusal (an option gokrazy's server does not
+			// implement, say) is for the user: runToolIn quotes its
+			// stderr after "rsync in INSTANCE: ", and the tool starts
+			// each of its sentences with "rsync: ".
+			if why, ok := strings.CutPrefix(err.Error(), fmt.Sprintf("rsync in %q: ", inst.Name)); ok && strings.HasPrefix(why, "rsync: ") {
+				return nil, &remote.Unavailable{Why: why}
+			}
 			return nil, err
 		}
 		return &rsyncProcess{Stream: s, stderr: opts.Stderr}, nil

@@ -31,8 +31,10 @@ import (
 
 // rsyncRefused are the options this tool never accepts: a daemon
 // (--daemon over the remote shell reads a config file and serves modules),
-// and options gokrazy's server ignores but the client would rely on.
-var rsyncRefused = []string{"--daemon", "--config", "--protect-args", "--secluded-args"}
+// and options gokrazy's server does not implement though it parses them.
+// gokrazy's server (v0.2.5) hangs on --numeric-ids, -z and panics on -c:
+// refused here with a sentence instead.
+var rsyncRefused = []string{"--daemon", "--config", "--protect-args", "--secluded-args", "--numeric-ids", "--checksum"}
 
 // rsyncDeletesSent are the sender's options that delete what it sent: a
 // write, which a read-only credential may not make.
@@ -69,8 +71,12 @@ func parseRsyncArgs(args []string, readOnly bool) (rsyncRequest, error) {
 			dot = i
 		case a == "--sender":
 			r.sender = true
-		case containsWord(rsyncRefused, name) || len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.Contains(shortFlags(a), "s"):
+		case containsWord(rsyncRefused, name):
 			return r, fmt.Errorf("rsync: %s is not supported by termgate's rsync server", name)
+		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsAny(shortFlags(a), "szc"):
+			return r, fmt.Errorf("rsync: %s is not supported by termgate's rsync server (-s: --protect-args, -z: --compress, -c: --checksum); run without it", a)
+		case strings.HasPrefix(name, "--compress") || name == "--zc" || name == "--zl" || name == "--new-compress" || name == "--old-compress":
+			return r, fmt.Errorf("rsync: %s: termgate's rsync server does not compress; run without -z (ssh -C compresses the connection)", name)
 		case containsWord(rsyncDeletesSent, name) && readOnly:
 			return r, fmt.Errorf("rsync: %s deletes files; this credential may only download", name)
 		case rsyncValueOpts[a]:
