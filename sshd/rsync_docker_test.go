@@ -285,6 +285,23 @@ func TestRsyncDockerNoRsync(t *testing.T) {
 		t.Fatalf("tree downloaded from rel:\n%s\nwant:\n%s", got, want)
 	}
 
+	// One file to a new name is that name (rsync's get_local_name), and
+	// comes back the same.
+	if out, code := rc.run("admin", "-a", filepath.Join(src, "big.bin"), target+":/tmp/one.bin"); code != 0 {
+		t.Fatalf("rsync one file up: status %d: %s", code, out)
+	}
+	wantOne := fmt.Sprintf("644 3145735 %d %x", time.Date(2021, 3, 4, 9, 6, 7, 0, time.UTC).Unix(), fileSum(t, filepath.Join(src, "big.bin")))
+	if got := inContainer(t, name, "echo $(stat -c '%a %s %Y' /tmp/one.bin) $(sha256sum /tmp/one.bin | cut -d' ' -f1)"); got != wantOne {
+		t.Fatalf("one file uploaded: %q, want %q", got, wantOne)
+	}
+	one := filepath.Join(t.TempDir(), "one")
+	if out, code := rc.run("admin", "-a", target+":/tmp/one.bin", one); code != 0 {
+		t.Fatalf("rsync one file down: status %d: %s", code, out)
+	}
+	if fileSum(t, one) != fileSum(t, filepath.Join(src, "big.bin")) {
+		t.Fatal("one file: the download differs")
+	}
+
 	// No shell at all: the holder is uploaded and run by its path.
 	noshell := d.startNoShell(t)
 	target = noshell + "@127.0.0.1"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -166,16 +167,24 @@ func rsyncCmd(args []string, in io.Reader, out io.Writer) error {
 		return nil
 	}
 	fo := parseFlistOpts(req.opts)
-	tap := newDirTap(in, fo)
-	err = srv.HandleConnArgs(context.Background(), rsyncd.NewConnection(tap, out, "termgate"), nil, argv)
-	dirs, lerr := tap.result()
+	list, lerr := readReceiverList(in, out, fo)
+	prefix, dest := list.raw, paths[0]
+	if lerr == nil {
+		prefix, dest = list.localName(dest)
+	}
+	argv = append(append(append([]string{}, req.opts...), "."), dest)
+	var w io.Writer = out
+	if list.greeted {
+		w = &dropGreeting{w: out, want: rsyncGreeting}
+	}
+	err = srv.HandleConnArgs(context.Background(), rsyncd.NewConnection(io.MultiReader(bytes.NewReader(prefix), in), w, "termgate"), nil, argv)
 	if err != nil {
 		return fmt.Errorf("rsync: %w", err)
 	}
 	if lerr != nil { // the files are in; only the directories' metadata is not
 		return fmt.Errorf("rsync: the directories' modes and times were not set: reading the file list: %w", lerr)
 	}
-	if err := touchUpDirs(paths[0], dirs, fo); err != nil {
+	if err := touchUpDirs(dest, list.dirs, fo); err != nil {
 		return fmt.Errorf("rsync: setting the directories' modes and times: %w", err)
 	}
 	return nil

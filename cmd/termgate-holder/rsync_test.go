@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/binary"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -82,9 +83,10 @@ func flistEntry(b *bytes.Buffer, name string, mode uint32, mtime int32, link str
 	}
 }
 
-// TestReadFlistDirs: the directories of a file list, through the tap
-// that passes every byte on; a truncated or hostile list is an error.
-func TestReadFlistDirs(t *testing.T) {
+// TestReadReceiverList: the directories of a file list, the greeting
+// answered, every byte kept to pass on; a truncated or hostile list is an
+// error, with what was read still kept.
+func TestReadReceiverList(t *testing.T) {
 	o := parseFlistOpts([]string{"--server", "-logDtpre.iLsfxC", "--delete"})
 	if !o.uid || !o.gid || !o.links || !o.times || !o.perms || !o.delete || !o.devices {
 		t.Fatalf("options: %+v", o)
@@ -102,24 +104,25 @@ func TestReadFlistDirs(t *testing.T) {
 	list := b.Bytes()
 	stream := append(append([]byte{}, list...), []byte("what follows the list")...)
 
-	tap := newDirTap(bytes.NewReader(stream), o)
-	var passed bytes.Buffer
-	if _, err := passed.ReadFrom(tap); err != nil {
+	in := bytes.NewReader(stream)
+	var greeting bytes.Buffer
+	l, err := readReceiverList(in, &greeting, o)
+	if err != nil {
 		t.Fatal(err)
 	}
-	dirs, err := tap.result()
-	if err != nil || !bytes.Equal(passed.Bytes(), stream) {
-		t.Fatalf("dirs %v, err %v; passed on %d of %d bytes", dirs, err, passed.Len(), len(stream))
+	rest, _ := io.ReadAll(in)
+	if !bytes.Equal(append(l.raw, rest...), stream) || !bytes.Equal(greeting.Bytes(), rsyncGreeting) || !l.greeted {
+		t.Fatalf("raw+rest differs from the stream, or greeting %x", greeting.Bytes())
 	}
-	if len(dirs) != 2 || dirs[0].name != "." || dirs[1].name != "sub" || dirs[1].mode != 0o42750 || dirs[1].mtime.Unix() != 400 {
-		t.Fatalf("dirs %+v", dirs)
+	dirs := l.dirs
+	if l.entries != 4 || !l.firstDir || len(dirs) != 2 || dirs[0].name != "." || dirs[1].name != "sub" || dirs[1].mode != 0o42750 || dirs[1].mtime.Unix() != 400 {
+		t.Fatalf("list %+v", l)
 	}
 
 	for n := range len(list) - 1 {
-		tap := newDirTap(bytes.NewReader(list[:n]), o)
-		_, _ = new(bytes.Buffer).ReadFrom(tap)
-		if _, err := tap.result(); err == nil {
-			t.Fatalf("a list cut at %d bytes read without error", n)
+		l, err := readReceiverList(bytes.NewReader(list[:n]), io.Discard, o)
+		if err == nil || !bytes.Equal(l.raw, list[:n]) {
+			t.Fatalf("a list cut at %d bytes: %v, %d bytes kept", n, err, len(l.raw))
 		}
 	}
 
@@ -145,12 +148,78 @@ func TestReadFlistDirs(t *testing.T) {
 	}
 }
 
-// FuzzReadFlistDirs: any bytes read as a list or an error, never a panic.
-func FuzzReadFlistDirs(f *testing.F) {
+// TestLocalName: rsync's choice of destination. One file to a new path
+// becomes that path (its entry renamed, the rest of the stream as it
+// was); to a directory, or a path ending in /, it goes inside; several to
+// a new path make it a directory.
+func TestLocalName(t *testing.T) {
+	o := flistOpts{links: true}
+	one := func(name string, mode uint32) *receiverList {
+		var b bytes.Buffer
+		_ = binary.Write(&b, binary.LittleEndian, int32(32))
+		flistEntry(&b, name, mode, 7, "", o)
+		b.WriteByte(0)
+		b.WriteString("after")
+		l, err := readReceiverList(bytes.NewReader(b.Bytes()), io.Discard, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return l
+	}
+	root := t.TempDir()
+	l := one("data.bin", 0o100644)
+	raw, dest := l.localName(filepath.Join(root, "new"))
+	if dest != root {
+		t.Fatalf("dest %q, want %q", dest, root)
+	}
+	back, err := readReceiverList(bytes.NewReader(raw), io.Discard, o)
+	if err != nil || back.entries != 1 || !bytes.HasSuffix(raw, []byte("after")) || !bytes.Contains(raw, []byte("new")) || bytes.Contains(raw, []byte("data.bin")) {
+		t.Fatalf("renamed list: %v, %q", err, raw)
+	}
+	if _, dest := l.localName(root); dest != root {
+		t.Fatalf("into a directory: dest %q", dest)
+	}
+	if _, dest := l.localName(filepath.Join(root, "d") + "/"); dest != filepath.Join(root, "d")+"/" {
+		t.Fatalf("to a path ending in /: dest %q", dest)
+	}
+	if _, dest := one("tree", 0o40755).localName(filepath.Join(root, "made")); dest != filepath.Join(root, "made") {
+		t.Fatalf("a directory: dest %q", dest)
+	}
+	if fi, err := os.Stat(filepath.Join(root, "made")); err != nil || !fi.IsDir() {
+		t.Fatalf("the new destination directory: %v", err)
+	}
+}
+
+// TestDropGreeting: the server's greeting is dropped across writes, and
+// one that differs is refused.
+func TestDropGreeting(t *testing.T) {
+	var out bytes.Buffer
+	d := &dropGreeting{w: &out, want: rsyncGreeting}
+	for _, p := range [][]byte{rsyncGreeting[:3], append(append([]byte{}, rsyncGreeting[3:]...), 'x'), []byte("yz")} {
+		if n, err := d.Write(p); err != nil || n != len(p) {
+			t.Fatalf("write %x: %d, %v", p, n, err)
+		}
+	}
+	if out.String() != "xyz" {
+		t.Fatalf("passed %q", out.String())
+	}
+	if _, err := (&dropGreeting{w: &out, want: rsyncGreeting}).Write([]byte{28}); err == nil {
+		t.Fatal("another greeting passed")
+	}
+}
+
+// FuzzReadReceiverList: any bytes read as a list or an error, never a
+// panic, and every byte read is kept.
+func FuzzReadReceiverList(f *testing.F) {
 	f.Add([]byte{27, 0, 0, 0, 0x40, 1, 0, 0, 0, '.', 0, 0, 0, 0, 1, 0, 0, 0, 0xed, 0x41, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		tap := newDirTap(bytes.NewReader(data), flistOpts{uid: true, gid: true, links: true, devices: true, delete: len(data)%2 == 0})
-		_, _ = new(bytes.Buffer).ReadFrom(tap)
-		_, _ = tap.result()
+		o := flistOpts{uid: true, gid: true, links: true, devices: true, delete: len(data)%2 == 0}
+		l, err := readReceiverList(bytes.NewReader(data), io.Discard, o)
+		if err == nil && l.entries == 1 {
+			_ = l.renameFirst("x")
+		}
+		if !bytes.Equal(l.raw, data[:len(l.raw)]) {
+			t.Fatal("raw is not the stream's prefix")
+		}
 	})
 }
