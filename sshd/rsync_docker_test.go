@@ -42,7 +42,8 @@ func needRsync(t *testing.T) {
 
 // newRsyncFixture is a Docker fixture whose Remote is the backend itself
 // (so it serves rsync), audited into al, with a files="download" key
-// named "downloader" besides the usual ones.
+// named "downloader" and a logins="*" one named "anylogin" besides the
+// usual ones.
 func newRsyncFixture(t *testing.T, al *auditLog, mutate func(*Config)) *dockerFilesFixture {
 	t.Helper()
 	needRsync(t)
@@ -62,20 +63,23 @@ func newRsyncFixture(t *testing.T, al *auditLog, mutate func(*Config)) *dockerFi
 			mutate(c)
 		}
 	}, func(rc *sessions.Config) { rc.Backend = be })
-	addKey(t, f, "downloader", `files="download" `)
+	addKeys(t, f, map[string]string{"downloader": `files="download" `, "anylogin": `logins="*" `})
 	return &dockerFilesFixture{fixture: f, label: label}
 }
 
-// addKey adds a key with options to the fixture's authorized keys.
-func addKey(t *testing.T, f *fixture, name, opts string) {
+// addKeys adds keys (name: options) to the fixture's authorized keys.
+func addKeys(t *testing.T, f *fixture, extra map[string]string) {
 	t.Helper()
-	s, priv := newSigner(t)
-	f.keys[name], f.privs[name] = s, priv
-	var ak strings.Builder
-	all := map[string]string{name: opts}
+	all := map[string]string{}
 	for k, o := range keyOptions {
 		all[k] = o
 	}
+	for name, opts := range extra {
+		s, priv := newSigner(t)
+		f.keys[name], f.privs[name] = s, priv
+		all[name] = opts
+	}
+	var ak strings.Builder
 	for k, o := range all {
 		fmt.Fprintf(&ak, "%s%s %s\n", o, strings.TrimSpace(string(gossh.MarshalAuthorizedKey(f.keys[k].PublicKey()))), k)
 	}
@@ -283,6 +287,23 @@ func TestRsyncDockerNoRsync(t *testing.T) {
 	}
 	if got := treeListing(t, filepath.Join(back, "src")); got != want {
 		t.Fatalf("tree downloaded from rel:\n%s\nwant:\n%s", got, want)
+	}
+
+	// As another login (app@INSTANCE): its files, relative to its home.
+	addAppUser(t, name)
+	if out, code := rc.run("anylogin", "-a", src+"/", "app@"+target+":tree/"); code != 0 {
+		t.Fatalf("rsync up as app: status %d: %s", code, out)
+	}
+	if got := inContainer(t, name, "stat -c '%u %g' /home/app/tree /home/app/tree/big.bin /home/app/tree/sub/small.bin | sort -u"); got != "1000 1000" {
+		t.Fatalf("uploaded as app: owners %q", got)
+	}
+	al.wait(t, audit.Transfer, map[string]any{"instance": name, "protocol": "rsync", "login": "app", "result": "ok"})
+	asApp := filepath.Join(t.TempDir(), "asapp")
+	if out, code := rc.run("anylogin", "-a", "app@"+target+":tree/", asApp+"/"); code != 0 {
+		t.Fatalf("rsync down as app: status %d: %s", code, out)
+	}
+	if got := treeListing(t, asApp); got != want {
+		t.Fatalf("downloaded as app:\n%s\nwant:\n%s", got, want)
 	}
 
 	// One file to a new name is that name (rsync's get_local_name), and

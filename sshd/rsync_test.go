@@ -88,7 +88,7 @@ func newRsyncUnitFixture(t *testing.T, al *auditLog, serve func(io.Reader, io.Wr
 		c.Remote = fr
 		c.Audit = audit.New(&al.buf)
 	})
-	addKey(t, f, "downloader", `files="download" `)
+	addKeys(t, f, map[string]string{"downloader": `files="download" `})
 	return f, fr
 }
 

@@ -170,6 +170,9 @@ func rsyncCmd(args []string, in io.Reader, out io.Writer) error {
 	list, lerr := readReceiverList(in, out, fo)
 	prefix, dest := list.raw, paths[0]
 	if lerr == nil {
+		if os.Geteuid() != 0 {
+			list.ownAs(uint32(os.Geteuid()), uint32(os.Getegid()))
+		}
 		prefix, dest = list.localName(dest)
 	}
 	argv = append(append(append([]string{}, req.opts...), "."), dest)

@@ -119,6 +119,24 @@ func TestReadReceiverList(t *testing.T) {
 		t.Fatalf("list %+v", l)
 	}
 
+	// A login that is not root owns what it receives: every uid and gid
+	// in the list becomes its own, nothing else moves.
+	if len(l.uidAt) != 4 || len(l.gidAt) != 4 {
+		t.Fatalf("uids at %v, gids at %v; want 4 each", l.uidAt, l.gidAt)
+	}
+	saved := bytes.Clone(l.raw)
+	l.ownAs(5, 6)
+	for i := range l.uidAt {
+		if binary.LittleEndian.Uint32(l.raw[l.uidAt[i]:]) != 5 || binary.LittleEndian.Uint32(l.raw[l.gidAt[i]:]) != 6 {
+			t.Fatalf("entry %d not owned by 5:6", i)
+		}
+		copy(l.raw[l.uidAt[i]:], saved[l.uidAt[i]:l.uidAt[i]+4])
+		copy(l.raw[l.gidAt[i]:], saved[l.gidAt[i]:l.gidAt[i]+4])
+	}
+	if !bytes.Equal(l.raw, saved) {
+		t.Fatal("ownAs changed more than the uids and gids")
+	}
+
 	for n := range len(list) - 1 {
 		l, err := readReceiverList(bytes.NewReader(list[:n]), io.Discard, o)
 		if err == nil || !bytes.Equal(l.raw, list[:n]) {

@@ -109,6 +109,8 @@ type receiverList struct {
 	// and what follows its name, are in raw.
 	firstDir        bool
 	flagsAt, restAt int
+	// Where the entries' uids and gids are in raw (-o, -g).
+	uidAt, gidAt []int
 }
 
 // countingReader counts the bytes the list's reader took (raw also holds
@@ -256,8 +258,10 @@ func (l *receiverList) read(r *countingReader, out io.Writer, o flistOpts) error
 		for _, id := range []struct {
 			on   bool
 			same byte
-		}{{o.uid, sameUID}, {o.gid, sameGID}} {
+			at   *[]int
+		}{{o.uid, sameUID, &l.uidAt}, {o.gid, sameGID, &l.gidAt}} {
 			if id.on && flags&id.same == 0 {
+				*id.at = append(*id.at, r.n)
 				if err := skip(4); err != nil {
 					return err
 				}
@@ -310,6 +314,19 @@ func (l *receiverList) localName(dest string) ([]byte, string) {
 		_ = os.Mkdir(dest, 0o777) // as rsync: the umask applies; a failure is the server's to report
 	}
 	return l.raw, dest
+}
+
+// ownAs makes every entry's owner uid and group gid, in raw: a login
+// that is not root keeps nothing else (rsync ignores -o for it, and
+// gokrazy, which decided it runs as root before the holder became the
+// login, would fail to chown).
+func (l *receiverList) ownAs(uid, gid uint32) {
+	for _, at := range l.uidAt {
+		binary.LittleEndian.PutUint32(l.raw[at:], uid)
+	}
+	for _, at := range l.gidAt {
+		binary.LittleEndian.PutUint32(l.raw[at:], gid)
+	}
 }
 
 // renameFirst is raw with the first entry's name replaced by name.
