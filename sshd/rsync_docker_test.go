@@ -340,6 +340,9 @@ func TestRsyncDockerNoRsync(t *testing.T) {
 		t.Fatalf("downloaded tree (no shell):\n%s\nwant:\n%s", got, want)
 	}
 	eventually(t, "no transfer left running", func() bool { return d.srv.remoteRunning() == 0 })
+	if ps := inContainer(t, name, "ps -o args"); strings.Contains(ps, "holder-") {
+		t.Fatalf("a tool is left running:\n%s", ps)
+	}
 }
 
 // TestRsyncDockerRefusals: a download-only key uploads nothing (and may
@@ -393,6 +396,23 @@ func TestRsyncDockerRefusals(t *testing.T) {
 		if out, code := rc.run("admin", "-a", opt, src+"/", target+":/tmp/opt/"); code == 0 || !strings.Contains(out, "termgate: rsync: ") || !strings.Contains(out, "not") {
 			t.Errorf("rsync %s: status %d: %s", opt, code, out)
 		}
+	}
+
+	// A read-only root, /tmp a noexec tmpfs: the holder runs nowhere,
+	// and busybox has no rsync: the reason and the fix.
+	ro := d.startContainer(t, "rsro", "--read-only", "--tmpfs", "/tmp:noexec")
+	if out, code := rc.run("admin", "-a", src+"/", ro+"@127.0.0.1:/tmp/up/"); code == 0 || !strings.Contains(out, "install rsync in the image") {
+		t.Fatalf("read-only root: status %d: %s", code, out)
+	}
+	// Where the image has an rsync of its own, that one serves instead
+	// (a stand-in here, which says it ran and with what).
+	bin := t.TempDir()
+	if err := os.WriteFile(filepath.Join(bin, "rsync"), []byte("#!/bin/sh\necho \"the image's rsync ran: $*\" >&2\nexit 5\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	own := d.startContainer(t, "rsown", "--read-only", "--tmpfs", "/tmp:noexec", "-v", bin+":/usr/local/bin:ro")
+	if out, code := rc.run("admin", "-a", src+"/", own+"@127.0.0.1:/tmp/up/"); code == 0 || !strings.Contains(out, "the image's rsync ran: --server -logDtpre.") {
+		t.Fatalf("the image's own rsync: status %d: %s", code, out)
 	}
 
 	off := newRsyncFixture(t, al, func(c *Config) { c.Switches.NoFileTransfer = true })
