@@ -175,3 +175,44 @@ func TestRsyncHostileServerIsCut(t *testing.T) {
 	})
 	al.wait(t, audit.Transfer, map[string]any{"instance": "web1", "protocol": "rsync", "direction": "upload", "result": "cut"})
 }
+
+// TestRsyncRevoked: a transfer whose key is revoked is cut at once: the
+// server closed, the connection ended, a "revoked" record.
+func TestRsyncRevoked(t *testing.T) {
+	al := &auditLog{}
+	f, fr := newRsyncUnitFixture(t, al, func(in io.Reader, out io.Writer) int {
+		_, _ = out.Write([]byte("ready"))
+		_, _ = io.Copy(io.Discard, in) // until the client ends or the server is closed
+		return 0
+	})
+	c := f.dial(t, "web", "web1")
+	defer c.Close()
+	s, err := c.NewSession()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := s.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StdinPipe(); err != nil { // held open: the server waits
+		t.Fatal(err)
+	}
+	if err := s.Start("rsync --server --sender -logDtpre.iLsfxC . x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(stdout, make([]byte, 5)); err != nil {
+		t.Fatal(err)
+	}
+	f.setKeys(t, map[string]string{"admin": ""})
+	f.srv.Recheck()
+	if err := s.Wait(); err == nil {
+		t.Fatal("the revoked transfer ended well")
+	}
+	eventually(t, "the server closed and nothing running", func() bool {
+		fr.mu.Lock()
+		defer fr.mu.Unlock()
+		return fr.closed == 1 && f.srv.remoteRunning() == 0
+	})
+	al.wait(t, audit.Transfer, map[string]any{"instance": "web1", "protocol": "rsync", "result": "revoked"})
+}
