@@ -12,6 +12,7 @@ require (
 	github.com/creack/pty v1.1.24
 	github.com/docker/docker v28.5.2+incompatible
 	github.com/go-jose/go-jose/v4 v4.1.3
+	github.com/gokrazy/rsync v0.2.5
 	github.com/gorilla/websocket v1.5.4-0.20250319132907-e064f32e3674
 	github.com/jonboulle/clockwork v0.5.0
 	github.com/mattn/go-runewidth v0.0.23
@@ -33,7 +34,11 @@ require (
 	mvdan.cc/sh/v3 v3.14.1
 )
 
-require github.com/dustin/go-humanize v1.0.1 // indirect
+require (
+	github.com/dustin/go-humanize v1.0.1 // indirect
+	github.com/google/renameio/v2 v2.0.2 // indirect
+	github.com/mmcloughlin/md4 v0.1.2 // indirect
+)
 
 require (
 	github.com/Microsoft/go-winio v0.6.4 // indirect

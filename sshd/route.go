@@ -36,6 +36,10 @@ func (s *Server) route(sess *session) {
 		return
 	}
 	if inst, ok, err := s.instanceCommand(sess, id); ok { // ssh INSTANCE@HOST CMD...
+		if rs, ok := s.rsyncer(sess.cmd); ok { // rsync -e ssh: a transfer (rsync.go)
+			sess.end(s.rsync(sess, id, rs, sess.user, inst, err))
+			return
+		}
 		sess.end(s.runCommand(sess, id, sess.user, inst, err))
 		return
 	}

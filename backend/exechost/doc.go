@@ -27,7 +27,9 @@
 //     holder protocol, its hello and replay, and how it ended);
 //   - tools (tool.go, sftp.go): the holder's one-exec subcommands on any
 //     Host, durable or not: SFTP ("termgate-holder sftp", else the
-//     instance's own sftp-server, else a remote.Unavailable), Dial and
+//     instance's own sftp-server, else a remote.Unavailable), rsync's
+//     remote side (rsync.go: "termgate-holder rsync", else the instance's
+//     own rsync), Dial and
 //     DialUnix ("termgate-holder dial HOST:PORT|unix:PATH") and Listen
 //     (listen.go, ssh -R), uploaded and launched as the holder is,
 //     sharing its holderSite (the binary, the cannot and worked caches);

@@ -18,6 +18,8 @@
 //	    take them (see holder.Attach), until either side ends;
 //	termgate-holder sftp | dial HOST:PORT
 //	    the tools beside sessions (see tools.go);
+//	termgate-holder rsync [--login LOGIN] [--read-only] -- --server ...
+//	    rsync's remote side (see rsync.go);
 //	termgate-holder login LOGIN | as LOGIN -- CMD [ARGS...]
 //	    run as the instance's user LOGIN (see login.go);
 //	termgate-holder version
@@ -131,6 +133,11 @@ func main() {
 				err = fetch(args, os.Stdin, os.Stdout)
 			}
 		}
+	case "rsync":
+		var args []string
+		if args, err = toolArgs(os.Args[2:]); err == nil {
+			err = rsyncCmd(args, os.Stdin, os.Stdout)
+		}
 	case "agent":
 		var args []string
 		if args, err = toolArgs(os.Args[2:]); err == nil {
@@ -157,7 +164,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--login LOGIN] [--read-only] [--cwd-of SESSION] | login [--install-as PATH] LOGIN | as [--install-as PATH] LOGIN -- CMD [ARGS...] | dial [--install-as PATH] HOST:PORT|unix:PATH | listen [--install-as PATH] tcp HOST:PORT|unix PATH | fetch [--install-as PATH] SOCKET TOKEN | agent [--install-as PATH] [--login LOGIN] SOCKET | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
+	fmt.Fprintln(os.Stderr, "usage: termgate-holder serve --key-stdin --socket PATH --session ID [flags] -- SHELL [ARGS...] | attach [--install-as PATH] SOCKET | sftp [--install-as PATH] [--login LOGIN] [--read-only] [--cwd-of SESSION] | login [--install-as PATH] LOGIN | as [--install-as PATH] LOGIN -- CMD [ARGS...] | dial [--install-as PATH] HOST:PORT|unix:PATH | listen [--install-as PATH] tcp HOST:PORT|unix PATH | fetch [--install-as PATH] SOCKET TOKEN | agent [--install-as PATH] [--login LOGIN] SOCKET | rsync [--install-as PATH] [--login LOGIN] [--read-only] -- --server ARGS... | kill [--install-as PATH] MARKER|--prefix=P|--all... | version")
 	os.Exit(2)
 }
 

@@ -139,6 +139,12 @@ func measureAll(ctx context.Context, e *env, cfg *config, logf func(string, ...a
 		logf("attach creating a new session: %d each", min(cfg.attaches, 5))
 		attachNew(ctx, e, cfg, rep)
 	})
+	if cfg.openssh {
+		phase(rsyncMetrics, []string{pathSSH, pathRsyncSSHD}, func() {
+			logf("rsync: %d MiB up and down, through the gateway and over a plain sshd", rsyncMiB)
+			rsyncBench(ctx, e, cfg, rep, logf)
+		})
+	}
 	if cfg.memSessions > 0 {
 		phase(append(memMetrics, holderMetrics...), memPaths(cfg), func() {
 			logf("memory: %d sessions in a fresh gateway, ordinary then --durable", cfg.memSessions)

@@ -137,6 +137,8 @@ var metricOrder = []struct{ name, title, unit, better string }{
 	{"mem_session_heap", "memory, gateway heap in use per idle session", "KiB", "lower"},
 	{"mem_holder_pss", "memory, holder PSS per instance", "KiB", "lower"},
 	{"mem_holder_procs", "memory, holder processes per instance", "procs", "lower"},
+	{"rsync_up", "rsync -a 100 MiB up (vs over a plain sshd)", "s", "lower"},
+	{"rsync_down", "rsync -a 100 MiB down (vs over a plain sshd)", "s", "lower"},
 }
 
 func metricInfo(name string) (title, unit, better string) {
@@ -199,6 +201,8 @@ func refPath(metric string) string {
 		return pathCLI
 	case strings.HasPrefix(metric, "mem_session"):
 		return pathMemOrdinary // a durable session against an ordinary one
+	case strings.HasPrefix(metric, "rsync_"):
+		return pathRsyncSSHD // rsync.go
 	}
 	return pathDirect
 }
